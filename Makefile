@@ -1,0 +1,89 @@
+# tokentap - see README.md. `make` builds build/tokentap; `make test` runs
+# every test (plain, then ASan+UBSan, then short fuzz runs); `make demo`
+# runs the main job on an embedded default; `make bench` measures.
+
+BUILD    ?= build
+CC       ?= cc
+SAN      ?=
+PKGS     := libpcap libcjson zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP
+LDLIBS   := $(PKG_LIBS) -lm
+
+ifeq ($(SAN),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+LIB_SRC  := $(filter-out userspace/main.c,$(shell find userspace -name '*.c' | sort))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ := $(BUILD)/obj/userspace/main.o
+SUP_SRC  := $(shell find tests/support -name '*.c' 2>/dev/null | sort)
+SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+
+.PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo bench clean deps check-one
+all: $(BUILD)/tokentap $(TOOL_BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libtokentap.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tokentap: $(MAIN_OBJ) $(BUILD)/libtokentap.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(SUP_OBJ) $(BUILD)/libtokentap.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS) -lcmocka
+
+$(BUILD)/tools/%: tests/tools/%.c $(SUP_OBJ) $(BUILD)/libtokentap.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS)
+
+unit-tests: $(TEST_BIN) $(BUILD)/tokentap $(TOOL_BIN)
+
+# Run every unit test binary, then the end-to-end scripts, against BUILD.
+test-plain: unit-tests
+	@BUILD=$(BUILD) tests/run_unit.sh $(TEST_BIN)
+	@BUILD=$(BUILD) tests/run_e2e.sh
+
+# One unit test by name: make check-one TEST=sse
+check-one: $(BUILD)/tests/test_$(TEST)
+	$(BUILD)/tests/test_$(TEST)
+
+test-san:
+	$(MAKE) BUILD=build/san SAN=1 CFLAGS="-O1 -g" test-plain
+
+fuzz-short:
+	tests/fuzz/run.sh short
+
+fuzz:
+	tests/fuzz/run.sh long
+
+test: test-plain test-san fuzz-short
+	@echo "make test: all suites passed"
+
+demo: $(BUILD)/tokentap $(TOOL_BIN)
+	@BUILD=$(BUILD) tests/demo.sh
+
+bench: $(BUILD)/tokentap $(TOOL_BIN)
+	@BUILD=$(BUILD) tests/bench/run.sh
+
+deps:
+	tests/install_deps.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,10 @@
+/* commands.h - one entry point per subcommand; argv[0] is the subcommand name.
+ * Each returns the process exit status (TT_EXIT_* in core/tt_types.h). */
+#ifndef TT_COMMANDS_H
+#define TT_COMMANDS_H
+
+#define TT_VERSION "0.1.0"
+
+int tt_cmd_analyze(int argc, char **argv);
+
+#endif

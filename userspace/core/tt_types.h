@@ -1,0 +1,78 @@
+/* tt_types.h - the vocabulary every pipeline stage shares.
+ *
+ * A source (pcap, eBPF, probe) turns what it sees into tt_chunk records:
+ * ordered bytes of one direction of one TCP connection, each stamped with a
+ * CLOCK_MONOTONIC-domain instant. Nothing downstream of a chunk knows which
+ * source made it. */
+#ifndef TT_TYPES_H
+#define TT_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tt_vantage {
+    TT_VANTAGE_WIRE = 0,
+    TT_VANTAGE_SERVER,
+    TT_VANTAGE_CLIENT,
+    TT_VANTAGE_TLS,
+    TT_VANTAGE_COUNT
+} tt_vantage;
+
+/* Direction relative to the TCP client (the side that sent SYN, or the side
+ * inferred to be the client when the capture starts mid-connection). */
+typedef enum tt_direction { TT_DIR_C2S = 0, TT_DIR_S2C = 1 } tt_direction;
+
+typedef struct tt_endpoint {
+    uint8_t family;   /* 4 or 6 */
+    uint8_t addr[16]; /* IPv4 uses the first 4 bytes, network order */
+    uint16_t port;    /* host order */
+} tt_endpoint;
+
+/* One connection instance inside one source. A 4-tuple reused after the
+ * previous connection closed gets a new conn_id. The pointer a chunk carries
+ * stays valid until the TT_CHUNK_RELEASE chunk for that conn_id returns. */
+typedef struct tt_conn_info {
+    uint64_t conn_id;
+    tt_endpoint client, server;
+    bool orientation_guessed; /* no SYN seen: client/server inferred */
+    uint64_t first_seen_ns;
+} tt_conn_info;
+
+typedef enum tt_chunk_kind {
+    TT_CHUNK_DATA = 0, /* data[0..len) at stream offset `offset` */
+    TT_CHUNK_GAP,      /* len bytes at `offset` are missing (lost, not captured) */
+    TT_CHUNK_FIN,      /* this direction ended cleanly; len 0 */
+    TT_CHUNK_RST,      /* the connection was reset; sent for both directions */
+    TT_CHUNK_END,      /* the source ended with this direction still open */
+    TT_CHUNK_RELEASE   /* last chunk of a connection (dir is C2S); conn freed after */
+} tt_chunk_kind;
+
+typedef struct tt_chunk {
+    const tt_conn_info *conn;
+    tt_vantage vantage;
+    tt_direction dir;
+    tt_chunk_kind kind;
+    uint64_t mono_ns;      /* when the bytes were seen at this vantage */
+    uint64_t offset;       /* stream offset (this direction) of data[0] or of the gap */
+    const uint8_t *data;   /* only for TT_CHUNK_DATA; valid during the callback */
+    size_t len;            /* data bytes, or missing bytes for TT_CHUNK_GAP */
+} tt_chunk;
+
+/* A consumer of chunks. Called in stream order per (conn, dir); chunks of
+ * different connections interleave in capture order. */
+typedef void (*tt_chunk_fn)(void *ctx, const tt_chunk *chunk);
+
+/* Exit codes of the tokentap binary (documented in docs/formats.md). */
+enum {
+    TT_EXIT_OK = 0,
+    TT_EXIT_USAGE = 2,       /* bad command line */
+    TT_EXIT_INPUT = 3,       /* input unreadable or not a capture */
+    TT_EXIT_NO_HTTP = 4,     /* capture readable but held no HTTP exchange */
+    TT_EXIT_INTERNAL = 70
+};
+
+/* Format an endpoint as "a.b.c.d:port" or "[v6]:port" into buf; returns buf. */
+char *tt_endpoint_format(const tt_endpoint *ep, char *buf, size_t buflen);
+
+#endif

@@ -1,0 +1,84 @@
+/* dialect.h - what one framed event means, per streaming API.
+ *
+ * Each event's data is parsed with cJSON and classified. One event can carry
+ * several things at once (vLLM's last chunk may hold text and a finish
+ * reason; TabbyAPI's usage frame still carries choices), so besides the
+ * primary kind an event has a bitmask of everything it carries. An unknown
+ * JSON shape is TT_EV_OTHER; data that is not JSON is TT_EV_OTHER with
+ * json_ok false. Never crashes on any input. */
+#ifndef TT_DIALECT_H
+#define TT_DIALECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tt_dialect {
+    TT_DIALECT_UNKNOWN = 0,
+    TT_DIALECT_OPENAI_COMPLETIONS, /* /v1/completions: choices[].text */
+    TT_DIALECT_OPENAI_CHAT,        /* /v1/chat/completions: choices[].delta */
+    TT_DIALECT_OPENAI_RESPONSES,   /* /v1/responses: typed events */
+    TT_DIALECT_ANTHROPIC,          /* /v1/messages */
+    TT_DIALECT_TGI,                /* /generate_stream */
+    TT_DIALECT_LLAMACPP,           /* /completion */
+    TT_DIALECT_OLLAMA,             /* /api/generate, /api/chat (NDJSON) */
+    TT_DIALECT_COUNT
+} tt_dialect;
+
+typedef enum tt_event_kind {
+    TT_EV_TOKEN = 0, /* carries generated text (content, reasoning, tool args, refusal, ...) */
+    TT_EV_ROLE,      /* choices present, no text (role-only or empty delta) */
+    TT_EV_USAGE,     /* usage and nothing else that counts */
+    TT_EV_FINISH,    /* a finish reason without text */
+    TT_EV_TERMINAL,  /* the stream's end marker: [DONE], response.completed, message_stop, done:true, stop:true, TGI details */
+    TT_EV_KEEPALIVE, /* ping events */
+    TT_EV_META,      /* lifecycle events without text (response.created, message_start, content_block_start ...) */
+    TT_EV_ERROR,     /* an error event or error object */
+    TT_EV_OTHER,     /* unknown shape or not JSON */
+    TT_EV_COUNT
+} tt_event_kind;
+
+/* Everything an event carries (bitmask). */
+enum {
+    TT_HAS_TEXT = 1u << 0,
+    TT_HAS_REASONING = 1u << 1, /* some of the text is reasoning/thinking */
+    TT_HAS_TOOL_ARGS = 1u << 2,
+    TT_HAS_USAGE = 1u << 3,
+    TT_HAS_FINISH = 1u << 4,
+    TT_HAS_TERMINAL = 1u << 5,
+    TT_HAS_CHOICES = 1u << 6,   /* a non-empty choices array (OpenAI) */
+    TT_HAS_ROLE = 1u << 7,      /* delta.role present */
+    TT_HAS_ERROR = 1u << 8,
+};
+
+typedef struct tt_classified {
+    tt_event_kind kind;
+    uint32_t has;                  /* TT_HAS_* */
+    bool json_ok;                  /* data parsed as JSON (or was a known literal such as [DONE]) */
+    tt_dialect dialect;            /* the dialect this event was read as */
+    uint32_t text_bytes;           /* bytes of generated text, all pieces */
+    uint32_t reasoning_bytes;      /* of which reasoning/thinking */
+    uint64_t text_hash;            /* FNV-1a 64 of the text pieces in order; 0 when none */
+    int64_t usage_prompt_tokens;   /* -1 when absent */
+    int64_t usage_completion_tokens;
+    char finish_reason[32];        /* "" when none */
+    char response_id[96];          /* id of the response/message when the event names one, else "" */
+    char error_message[128];       /* for TT_EV_ERROR, else "" */
+} tt_classified;
+
+/* The dialect a request path implies ("/v1/chat/completions?x" -> CHAT);
+ * UNKNOWN when the path says nothing. */
+tt_dialect tt_dialect_from_path(const char *path, size_t len);
+
+/* Classify one event. `hint` is the dialect the request path implied (or
+ * UNKNOWN: then the shape decides). `type` is the SSE event type (NULL for
+ * NDJSON). When text_out is non-NULL, up to text_cap-1 bytes of the
+ * generated text are copied there, NUL-terminated. */
+void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len,
+                         const char *data, size_t data_len, tt_classified *out,
+                         char *text_out, size_t text_cap);
+
+const char *tt_dialect_name(tt_dialect d);      /* "openai-chat", "anthropic", ... */
+const char *tt_event_kind_name(tt_event_kind k); /* "TOKEN", "ROLE", ... */
+
+#endif

@@ -1,0 +1,40 @@
+/* main.c - the tokentap command: dispatch to one subcommand per file in cmd/. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "core/tt_types.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tokentap COMMAND [OPTIONS] ...\n"
+            "\n"
+            "Passive timing of streamed LLM completions (HTTP SSE / NDJSON).\n"
+            "\n"
+            "commands:\n"
+            "  analyze   reconstruct streams from a capture; per-request TTFT/ITL/TPOT/E2EL\n"
+            "  version   print the version\n"
+            "\n"
+            "Run 'tokentap COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return TT_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "analyze")) return tt_cmd_analyze(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("tokentap %s\n", TT_VERSION);
+        return TT_EXIT_OK;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return TT_EXIT_OK;
+    }
+    fprintf(stderr, "tokentap: unknown command '%s' (try 'tokentap --help')\n", cmd);
+    return TT_EXIT_USAGE;
+}

@@ -1,0 +1,114 @@
+/* http1.h - incremental HTTP/1.1 parser for one direction of a connection.
+ *
+ * One parser per direction: a REQUEST parser reads what the client sent, a
+ * RESPONSE parser what the server sent. Feed bytes in stream order with the
+ * instant they were seen; the parser reports message heads, decoded body
+ * bytes (chunked transfer coding and gzip/deflate content coding removed)
+ * and message ends through callbacks. Keep-alive and pipelining: any number
+ * of messages follow each other on one parser.
+ *
+ * Pointers handed to callbacks are valid only during the callback. */
+#ifndef TT_HTTP1_H
+#define TT_HTTP1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tt_http_role { TT_HTTP_REQUEST = 0, TT_HTTP_RESPONSE = 1 } tt_http_role;
+
+typedef enum tt_content_coding {
+    TT_CODING_IDENTITY = 0,
+    TT_CODING_GZIP,
+    TT_CODING_DEFLATE,
+    TT_CODING_OTHER /* passed through undecoded; on_head reports it */
+} tt_content_coding;
+
+typedef struct tt_http_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+} tt_http_header;
+
+typedef struct tt_http_head {
+    tt_http_role role;
+    const char *method; size_t method_len; /* requests */
+    const char *target; size_t target_len; /* requests: the request-target */
+    int status;                            /* responses */
+    const char *reason; size_t reason_len; /* responses */
+    int version_minor;                     /* HTTP/1.x */
+    const tt_http_header *headers;
+    size_t n_headers;
+    int64_t content_length;                /* -1 when absent */
+    bool chunked;                          /* Transfer-Encoding ends in chunked */
+    tt_content_coding coding;
+    bool keep_alive;
+    bool interim;                          /* a 1xx response: more heads follow for the same request */
+    uint64_t first_off, first_ns;          /* stream offset and instant of the head's first byte */
+    uint64_t head_end_off, head_end_ns;    /* just past the blank line ending the head */
+} tt_http_head;
+
+typedef enum tt_http_end {
+    TT_HTTP_END_COMPLETE = 0, /* framing said the message is whole */
+    TT_HTTP_END_EOF,          /* close-delimited body ended at FIN: complete */
+    TT_HTTP_END_TRUNCATED,    /* the stream ended inside the message */
+    TT_HTTP_END_GAP,          /* bytes of the message were lost; see gap_bytes */
+    TT_HTTP_END_ERROR         /* malformed; the direction is abandoned */
+} tt_http_end;
+
+typedef struct tt_http_msg_end {
+    tt_http_end how;
+    uint64_t last_off, last_ns; /* stream offset just past, and instant of, its last byte seen */
+    uint64_t body_bytes;        /* decoded body bytes delivered */
+    uint64_t wire_body_bytes;   /* body bytes on the wire (before decoding) */
+    uint64_t gap_bytes;         /* bytes lost inside this message */
+} tt_http_msg_end;
+
+typedef enum tt_http_error {
+    TT_HTTP_ERR_NONE = 0,
+    TT_HTTP_ERR_MALFORMED,   /* not valid HTTP/1.x */
+    TT_HTTP_ERR_UNSUPPORTED, /* HTTP/2 preface, TLS record, HTTP/0.9 ... */
+    TT_HTTP_ERR_TOO_LARGE,   /* a head beyond the parser's limit */
+    TT_HTTP_ERR_DECODE,      /* gzip/deflate stream corrupt */
+    TT_HTTP_ERR_GAP          /* lost bytes made the framing unrecoverable */
+} tt_http_error;
+
+typedef struct tt_http_callbacks {
+    /* A message head is complete. */
+    void (*on_head)(void *ud, const tt_http_head *head);
+    /* Decoded body bytes; body_off is the decoded body offset of data[0]. */
+    void (*on_body)(void *ud, const uint8_t *data, size_t len, uint64_t body_off, uint64_t mono_ns);
+    /* The message ended (every message whose head was reported gets exactly one). */
+    void (*on_end)(void *ud, const tt_http_msg_end *end);
+    /* The direction cannot be parsed further; called once, before any on_end it causes. */
+    void (*on_error)(void *ud, tt_http_error code, const char *msg, uint64_t stream_off);
+} tt_http_callbacks;
+
+typedef struct tt_http1_parser tt_http1_parser;
+
+/* Allocate a parser for one direction; NULL on allocation failure. */
+tt_http1_parser *tt_http1_new(tt_http_role role, const tt_http_callbacks *cb, void *ud);
+void tt_http1_free(tt_http1_parser *p);
+
+/* Feed the next bytes of the stream, seen at mono_ns. Returns 0, or -1 when
+ * the parser is (now) in its error state; later calls are then ignored. */
+int tt_http1_feed(tt_http1_parser *p, const uint8_t *data, size_t len, uint64_t mono_ns);
+
+/* `missing` bytes of the stream were lost here. A gap inside a body whose
+ * length is known (Content-Length) is skipped and the message ends with
+ * TT_HTTP_END_GAP; anywhere else the direction is abandoned. */
+void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns);
+
+/* The direction ended (FIN, RST or end of capture; `clean` true for FIN).
+ * Ends a close-delimited body, or truncates a message in progress. */
+void tt_http1_eof(tt_http1_parser *p, bool clean, uint64_t mono_ns);
+
+/* Response parsers only: the next response answers a HEAD request (no body),
+ * or a CONNECT. Call once per request, in request order, as requests are seen. */
+void tt_http1_expect_response(tt_http1_parser *p, bool head_request);
+
+/* Case-insensitive header lookup on a head; NULL when absent. */
+const tt_http_header *tt_http_find_header(const tt_http_head *head, const char *name);
+
+#endif

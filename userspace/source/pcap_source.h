@@ -1,0 +1,49 @@
+/* pcap_source.h - read a pcap or pcapng file with libpcap and hand every
+ * TCP segment to the reassembler.
+ *
+ * Link types: Ethernet (with 802.1Q/802.1ad VLAN tags), Linux cooked v1 and
+ * v2, BSD loopback/null, raw IP (LINKTYPE_RAW, IPV4, IPV6). IPv4 and IPv6
+ * (extension headers skipped). Non-TCP packets and IP fragments are counted
+ * and skipped. Timestamps are read at nanosecond precision. */
+#ifndef TT_PCAP_SOURCE_H
+#define TT_PCAP_SOURCE_H
+
+#include "../core/tt_types.h"
+#include "../stream/tcp_reasm.h"
+
+typedef enum tt_clock_domain {
+    TT_CLOCK_CAPTURE = 0, /* the capture's own wall clock, used as is */
+    TT_CLOCK_MONOTONIC    /* converted with a recorded wall-to-monotonic offset */
+} tt_clock_domain;
+
+typedef struct tt_pcap_stats {
+    uint64_t packets, bytes;
+    uint64_t tcp_segments;
+    uint64_t non_ip, non_tcp, fragments, malformed, snapped; /* snapped: caplen < len */
+    uint64_t first_ns, last_ns;
+    int linktype;
+} tt_pcap_stats;
+
+typedef struct tt_pcap_source tt_pcap_source;
+
+/* Open a capture file. On failure returns NULL with a one-line reason in err. */
+tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen);
+
+/* Set the wall-to-monotonic offset (mono = wall - offset_ns); without it the
+ * capture's own clock is used and reported as TT_CLOCK_CAPTURE. */
+void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
+tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);
+
+/* Progress callback: called every so often with bytes read so far and the file size. */
+typedef void (*tt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Read every packet, feeding segments to r, then tt_reasm_finish(r, last instant).
+ * Returns 0, or -1 with a one-line reason in err when the file is damaged
+ * (a truncated last record is reported but what came before is kept). */
+int tt_pcap_source_run(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx,
+                       char *err, size_t errlen);
+
+const tt_pcap_stats *tt_pcap_source_stats(const tt_pcap_source *s);
+void tt_pcap_source_close(tt_pcap_source *s);
+
+#endif
