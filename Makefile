@@ -29,7 +29,7 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo bench clean deps check-one
+.PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo demo-run bench bench-run clean deps check-one
 all: $(BUILD)/tokentap $(TOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -63,6 +63,7 @@ check-one: $(BUILD)/tests/test_$(TEST)
 	$(BUILD)/tests/test_$(TEST)
 
 test-san:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(MAKE) BUILD=build/san SAN=1 CFLAGS="-O1 -g" test-plain
 
 fuzz-short:
@@ -71,17 +72,28 @@ fuzz-short:
 fuzz:
 	tests/fuzz/run.sh long
 
-test: test-plain test-san fuzz-short
+# Sequential on purpose: each stage builds in parallel inside.
+test: deps
+	$(MAKE) test-plain
+	$(MAKE) test-san
+	$(MAKE) fuzz-short
 	@echo "make test: all suites passed"
 
-demo: $(BUILD)/tokentap $(TOOL_BIN)
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: $(BUILD)/tokentap $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/demo.sh
 
-bench: $(BUILD)/tokentap $(TOOL_BIN)
+bench: deps
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: $(BUILD)/tokentap $(TOOL_BIN)
 	@BUILD=$(BUILD) tests/bench/run.sh
 
+# Installs the Debian packages when any is missing (needs root then); quick otherwise.
 deps:
-	tests/install_deps.sh
+	@tests/install_deps.sh
 
 clean:
 	rm -rf build

@@ -3,7 +3,7 @@
 #ifndef TT_COMMANDS_H
 #define TT_COMMANDS_H
 
-#define TT_VERSION "0.1.0"
+#include "core/version.h"
 
 int tt_cmd_analyze(int argc, char **argv);
 

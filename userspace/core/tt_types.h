@@ -69,6 +69,8 @@ enum {
     TT_EXIT_USAGE = 2,       /* bad command line */
     TT_EXIT_INPUT = 3,       /* input unreadable or not a capture */
     TT_EXIT_NO_HTTP = 4,     /* capture readable but held no HTTP exchange */
+    TT_EXIT_DAMAGED = 5,     /* input damaged part way: the report covers what came before */
+    TT_EXIT_OUTPUT = 6,      /* the output could not be written */
     TT_EXIT_INTERNAL = 70
 };
 

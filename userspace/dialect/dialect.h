@@ -49,6 +49,8 @@ enum {
     TT_HAS_CHOICES = 1u << 6,   /* a non-empty choices array (OpenAI) */
     TT_HAS_ROLE = 1u << 7,      /* delta.role present */
     TT_HAS_ERROR = 1u << 8,
+    TT_HAS_SPECIAL = 1u << 9,   /* a token the server marked special (TGI): a TOKEN, its text not counted */
+    TT_HAS_MALFORMED = 1u << 10, /* a known field had an unexpected JSON type; it was ignored */
 };
 
 typedef struct tt_classified {
@@ -63,8 +65,35 @@ typedef struct tt_classified {
     int64_t usage_completion_tokens;
     char finish_reason[32];        /* "" when none */
     char response_id[96];          /* id of the response/message when the event names one, else "" */
-    char error_message[128];       /* for TT_EV_ERROR, else "" */
+    char error_message[128];       /* when TT_HAS_ERROR is set (TT_EV_ERROR, response.failed), else "" */
 } tt_classified;
+
+/* Kinds and flags per dialect, in short (docs in dialect.c):
+ * - The primary kind: an error (not also terminal) -> ERROR; generated text,
+ *   or a TGI token frame -> TOKEN; else terminal -> TERMINAL; else finish ->
+ *   FINISH; else usage -> USAGE; else non-empty choices -> ROLE; else the
+ *   lifecycle kind (META, KEEPALIVE) or OTHER. So a frame that ends the
+ *   stream AND carries the last text (TGI's last token, a llama.cpp or
+ *   Ollama final frame with text) is TOKEN with TT_HAS_TERMINAL: consumers
+ *   that look for the end must test the TT_HAS_TERMINAL bit, not the kind.
+ * - Text is counted after JSON unescaping (UTF-8 bytes, up to a NUL).
+ * - A TGI token with special:true is a TOKEN (it was generated) whose text
+ *   is not counted (TGI leaves it out of generated_text); TT_HAS_SPECIAL.
+ * - An SSE event named "error" is ERROR and one named "ping" KEEPALIVE,
+ *   whatever the data; "[DONE]" is TERMINAL under every hint.
+ * - With a hint, the hint's rules are tried first; when they find nothing
+ *   the shape decides, and out->dialect tells which dialect read it.
+ * - Anthropic message_start sets usage_prompt_tokens only: its output_tokens
+ *   is a placeholder, so usage_completion_tokens stays -1 there. */
+
+/* Optional: install the cJSON allocation hooks now (classify does it on
+ * first use). The hooks are process-wide (cJSON_InitHooks): while a thread
+ * is inside tt_dialect_classify, cJSON allocations of that thread come from
+ * a thread-local scratch arena that is reset per event; in every other
+ * thread, and outside classify, they go to malloc/free as before. Code
+ * that installs its own cJSON hooks afterwards stays correct (classify then
+ * uses those) but loses the arena. */
+void tt_dialect_init(void);
 
 /* The dialect a request path implies ("/v1/chat/completions?x" -> CHAT);
  * UNKNOWN when the path says nothing. */

@@ -62,4 +62,8 @@ typedef struct tt_event_frame {
     uint16_t data_lines;
 } tt_event_frame;
 
+/* True when v[0..n) holds a raw UTF-8 U+2028 (E2 80 A8), U+2029 (E2 80 A9)
+ * or U+0085 (C2 85): characters some clients split lines on. */
+bool tt_frame_has_raw_line_sep(const uint8_t *v, size_t n);
+
 #endif

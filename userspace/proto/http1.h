@@ -7,13 +7,49 @@
  * and message ends through callbacks. Keep-alive and pipelining: any number
  * of messages follow each other on one parser.
  *
- * Pointers handed to callbacks are valid only during the callback. */
+ * Pointers handed to callbacks are valid only during the callback.
+ * Callbacks must not feed, gap, eof or free the parser that called them.
+ *
+ * Decisions the RFCs leave open (RFC 9112 framing, section 6.3):
+ * - Empty lines (CRLF or LF) before a start line are skipped. Heads accept
+ *   CRLF or bare LF line ends; a CR elsewhere in a head is malformed.
+ *   Obsolete line folding (a header line starting with SP/HT) is rejected
+ *   as MALFORMED. A head is limited to TT_HTTP1_MAX_HEAD bytes and
+ *   TT_HTTP1_MAX_HEADERS header lines (else TOO_LARGE).
+ * - Transfer-Encoding ending in "chunked" wins over Content-Length and
+ *   head.content_length is then -1. A request whose Transfer-Encoding does
+ *   not end in chunked is MALFORMED; such a response is close-delimited.
+ *   Content-Length values ("5", "5, 5", repeated headers) must all agree.
+ * - Chunk sizes above 2^62 are MALFORMED; chunk extensions are skipped;
+ *   trailer fields are read and discarded.
+ * - A 1xx other than 101 is reported with interim=true and ends at once.
+ *   101, and a 2xx answering a CONNECT, end at once and are followed by
+ *   on_error(UNSUPPORTED, "upgraded to <Upgrade value>" / "CONNECT tunnel").
+ * - Content-Encoding: one of gzip/x-gzip/deflate ("identity" elements are
+ *   ignored) is decoded; anything else is TT_CODING_OTHER and passed through.
+ *   A compressed body that ends inside its stream is DECODE-failed when its
+ *   framing said it was whole; a close-delimited one ends TRUNCATED.
+ * - Offsets: head.first_off is the first byte of the start line. end.last_off
+ *   is just past the message's last byte (gap bytes inside a Content-Length
+ *   body included); for an END_ERROR it is the stream offset given to
+ *   on_error. end.wire_body_bytes counts body bytes as framed on the wire
+ *   (chunk framing and trailers included), lost bytes excluded.
+ * - Errors inside a message: on_error, then that message's on_end (ERROR,
+ *   or GAP for a gap). A gap running past the end of a Content-Length body
+ *   ends the message (GAP) first, then on_error(GAP) abandons the direction.
+ * - tt_http1_eof: clean ends a close-delimited body with END_EOF, a reset
+ *   with END_TRUNCATED; any other message in progress is TRUNCATED. A partly
+ *   received head is dropped silently (no head was reported). Later feeds
+ *   are ignored. */
 #ifndef TT_HTTP1_H
 #define TT_HTTP1_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define TT_HTTP1_MAX_HEAD (64u * 1024u)
+#define TT_HTTP1_MAX_HEADERS 128
 
 typedef enum tt_http_role { TT_HTTP_REQUEST = 0, TT_HTTP_RESPONSE = 1 } tt_http_role;
 
@@ -107,6 +143,11 @@ void tt_http1_eof(tt_http1_parser *p, bool clean, uint64_t mono_ns);
 /* Response parsers only: the next response answers a HEAD request (no body),
  * or a CONNECT. Call once per request, in request order, as requests are seen. */
 void tt_http1_expect_response(tt_http1_parser *p, bool head_request);
+
+/* Response parsers only: the next response answers a CONNECT. Takes one
+ * place in the same queue as tt_http1_expect_response; a 2xx answer turns
+ * the direction into a tunnel (see above), any other is parsed normally. */
+void tt_http1_expect_connect(tt_http1_parser *p);
 
 /* Case-insensitive header lookup on a head; NULL when absent. */
 const tt_http_header *tt_http_find_header(const tt_http_head *head, const char *name);

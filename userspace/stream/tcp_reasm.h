@@ -14,6 +14,15 @@
 
 #include "../core/tt_types.h"
 
+/* TCP flag bits as they appear in the header's flags byte. */
+enum {
+    TT_TCP_FIN = 0x01,
+    TT_TCP_SYN = 0x02,
+    TT_TCP_RST = 0x04,
+    TT_TCP_PSH = 0x08,
+    TT_TCP_ACK = 0x10
+};
+
 typedef struct tt_tcp_segment {
     tt_endpoint src, dst;
     uint32_t seq, ack;
@@ -32,14 +41,44 @@ typedef struct tt_reasm_limits {
 typedef struct tt_reasm_stats {
     uint64_t segments, connections, retransmitted_bytes, overlap_bytes, gap_bytes, gaps;
     uint64_t out_of_order_segments, flushed_for_limit;
+    /* Added: segments that started nothing and belonged to nothing (a pure
+     * ACK/FIN/RST of an unknown 4-tuple, e.g. the last ACK after a close),
+     * data after a direction's FIN, and segments too far ahead (> 1 GiB) of
+     * the expected sequence number. */
+    uint64_t ignored_segments;
+    uint64_t live_connections; /* connections currently followed */
 } tt_reasm_stats;
 
 typedef struct tt_reasm tt_reasm;
 
-/* limits may be NULL for defaults. Chunks are tagged with `vantage`. */
+/* limits may be NULL for defaults (a zero field also means its default).
+ * Chunks are tagged with `vantage`. Returns NULL only when out of memory.
+ *
+ * Behaviour worth knowing (see tcp_reasm.c for the full story):
+ * - A connection starts on a SYN (its sender is the client; a SYN-ACK marks
+ *   its sender as the server), or on the first segment carrying payload of
+ *   an unknown 4-tuple (orientation_guessed: a request line marks the client,
+ *   "HTTP/" the server, else the higher port is the client). Payload-less
+ *   segments of unknown tuples are ignored, so the last ACK after a close
+ *   does not start a phantom connection.
+ * - Instants never go backwards within a direction: every chunk is stamped
+ *   max(its own capture instant, the last instant stamped in that
+ *   direction). Held out-of-order bytes are stamped with their own capture
+ *   instant under that rule, not with the instant of the segment that
+ *   filled the hole. A GAP is stamped with the instant of the bytes that
+ *   follow it when those were held, else with the instant that declared it.
+ * - A hole becomes a GAP when the held bytes pass max_held_bytes_per_dir,
+ *   when the peer acknowledges bytes past the hole while data or a FIN waits
+ *   behind it (the receiver has them, so they will never be resent), on RST,
+ *   at eviction and at tt_reasm_finish.
+ * - Bytes of a snapped segment that were not captured (missing_len) become
+ *   a GAP right after the captured part.
+ * - A SYN (without ACK) on a live 4-tuple with a new ISN ends the old
+ *   connection (END for open directions, RELEASE) and starts a new one. */
 tt_reasm *tt_reasm_new(const tt_reasm_limits *limits, tt_vantage vantage, tt_chunk_fn emit, void *ctx);
 
-/* Take one segment; may emit chunks synchronously. */
+/* Take one segment; may emit chunks synchronously. The callback must not
+ * call back into r. seg and its payload are only read during the call. */
 void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg);
 
 /* The source ended at end_ns: flush held data (holes become gaps), emit
@@ -47,6 +86,8 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg);
 void tt_reasm_finish(tt_reasm *r, uint64_t end_ns);
 
 const tt_reasm_stats *tt_reasm_get_stats(const tt_reasm *r);
+
+/* Free r and every connection it still holds, emitting nothing. */
 void tt_reasm_free(tt_reasm *r);
 
 #endif

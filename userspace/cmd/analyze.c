@@ -1,0 +1,160 @@
+/* analyze.c - `tokentap analyze`: a capture file in, the per-request
+ * timing report out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "metrics/metrics.h"
+#include "report/report.h"
+#include "source/pcap_source.h"
+#include "timeline/conn_tracker.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tokentap analyze [OPTIONS] CAPTURE\n"
+            "\n"
+            "Reconstruct the HTTP/1.1 streams in CAPTURE (pcap or pcapng), frame each\n"
+            "response body as SSE or NDJSON, classify every event, and report TTFT, TPOT,\n"
+            "ITL and E2EL per request at the wire vantage.\n"
+            "\n"
+            "options:\n"
+            "  --json               write the JSON document (docs/formats.md) instead of text\n"
+            "  --events             list every framed event with its instant, kind and framing\n"
+            "  --text               include generated text (otherwise only lengths and hashes)\n"
+            "  --percentiles LIST   percentiles to report, e.g. 50,90,99 (default 99)\n"
+            "  -o, --output FILE    write to FILE (created mode 0600) instead of stdout\n"
+            "  -h, --help           this help\n"
+            "\n"
+            "exit status: 0 ok; 2 bad usage; 3 input unreadable or not a capture;\n"
+            "4 no HTTP exchange found; 5 capture damaged part way (report covers what came\n"
+            "before); 6 output not written.\n");
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+    if (total) fprintf(stderr, "\ranalyze: %3u%% (%llu of %llu MB)", (unsigned)(done * 100 / total),
+                       (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+}
+
+static FILE *open_output(const char *path)
+{
+    if (!path || !strcmp(path, "-")) return stdout;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) close(fd);
+    return f;
+}
+
+int tt_cmd_analyze(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},       {"events", no_argument, NULL, 'e'},
+        {"text", no_argument, NULL, 't'},       {"percentiles", required_argument, NULL, 'p'},
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, events = false, text = false;
+    const char *output = NULL;
+    double pct[TT_MAX_PERCENTILES] = {99};
+    int n_pct = 1;
+    char err[256];
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'e': events = true; break;
+        case 't': text = true; break;
+        case 'o': output = optarg; break;
+        case 'p':
+            n_pct = tt_parse_percentiles(optarg, pct, TT_MAX_PERCENTILES, err, sizeof err);
+            if (n_pct < 0) {
+                fprintf(stderr, "tokentap analyze: %s\n", err);
+                return TT_EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return TT_EXIT_OK;
+        default: usage(stderr); return TT_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "tokentap analyze: expected exactly one capture file (try --help)\n");
+        return TT_EXIT_USAGE;
+    }
+    const char *path = argv[optind];
+
+    tt_pcap_source *src = tt_pcap_source_open(path, err, sizeof err);
+    if (!src) {
+        fprintf(stderr, "tokentap analyze: %s\n", err);
+        return TT_EXIT_INPUT;
+    }
+    tt_tracker_options topt = {.keep_text = text};
+    tt_tracker *tracker = tt_tracker_new(&topt);
+    tt_reasm *reasm = tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, tracker);
+    if (!tracker || !reasm) {
+        fprintf(stderr, "tokentap analyze: out of memory\n");
+        return TT_EXIT_INTERNAL;
+    }
+    bool show_progress = isatty(STDERR_FILENO);
+    int rc = tt_pcap_source_run(src, reasm, show_progress ? progress : NULL, NULL, err, sizeof err);
+    if (show_progress) fputs("\r\033[K", stderr);
+    const char *source_error = rc < 0 ? err : NULL;
+    if (source_error) fprintf(stderr, "tokentap analyze: %s: %s\n", path, source_error);
+
+    tt_tracker_sort(tracker);
+    tt_analysis a = {
+        .input = path,
+        .vantage = TT_VANTAGE_WIRE,
+        .clock = tt_pcap_source_clock(src),
+        .pcap = tt_pcap_source_stats(src),
+        .reasm = tt_reasm_get_stats(reasm),
+        .tracker = tracker,
+        .source_error = source_error,
+        .with_text = text,
+    };
+    tt_request *reqs = tt_tracker_requests(tracker, &a.n_reqs);
+    a.reqs = reqs;
+    a.notes = tt_tracker_notes(tracker, &a.n_notes);
+    tt_req_metrics *metrics = calloc(a.n_reqs + 1, sizeof *metrics);
+    if (!metrics) return TT_EXIT_INTERNAL;
+    for (size_t i = 0; i < a.n_reqs; i++) {
+        if (tt_req_metrics_compute(&reqs[i], &metrics[i]) < 0) return TT_EXIT_INTERNAL;
+    }
+    a.metrics = metrics;
+    tt_summary_compute(reqs, metrics, a.n_reqs, pct, (size_t)n_pct, &a.summary);
+
+    int status = source_error ? TT_EXIT_DAMAGED : TT_EXIT_OK;
+    if (a.n_reqs == 0) {
+        fprintf(stderr, "tokentap analyze: %s: no HTTP/1.1 exchange found (%llu packets, %llu connections)\n",
+                path, (unsigned long long)a.pcap->packets, (unsigned long long)tt_tracker_connections(tracker));
+        if (!source_error) status = TT_EXIT_NO_HTTP;
+    }
+    FILE *out = open_output(output);
+    if (!out) {
+        fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", output, strerror(errno));
+        status = TT_EXIT_OUTPUT;
+    } else {
+        if (events && json) tt_report_events_json(out, &a);
+        else if (events) tt_report_events_text(out, &a);
+        else if (json) tt_report_json(out, &a);
+        else tt_report_text(out, &a);
+        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
+            fprintf(stderr, "tokentap analyze: writing %s failed: %s\n", output ? output : "stdout",
+                    strerror(errno));
+            status = TT_EXIT_OUTPUT;
+        }
+    }
+    for (size_t i = 0; i < a.n_reqs; i++) tt_req_metrics_free(&metrics[i]);
+    free(metrics);
+    tt_reasm_free(reasm);
+    tt_tracker_free(tracker);
+    tt_pcap_source_close(src);
+    return status;
+}

@@ -1,0 +1,521 @@
+/* dialect.c - parse one event's data, find its dialect, hand it to the
+ * reader of that dialect (dialect_openai.c, dialect_anthropic.c,
+ * dialect_native.c), and settle what it means.
+ *
+ * Speed: cJSON allocates one node per value and one buffer per string. With
+ * malloc that dominates the cost of a small chunk, so cJSON's hooks are
+ * pointed (once, process-wide) at functions that, only while this thread is
+ * inside tt_dialect_classify, carve memory from a thread-local scratch arena
+ * that is reset for every event; anything past the arena, and every
+ * allocation outside classify or in another thread, goes to malloc/free. */
+#include "dialect/dialect_internal.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SCRATCH_BYTES = 48 * 1024 };
+
+typedef struct scratch_arena {
+    _Alignas(16) unsigned char buf[SCRATCH_BYTES];
+    size_t used;
+    unsigned spilled; /* allocations that did not fit and went to malloc */
+    bool active;
+} scratch_arena;
+
+static __thread scratch_arena tls_scratch;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static bool in_scratch(const scratch_arena *a, const void *p)
+{
+    uintptr_t u = (uintptr_t)p, lo = (uintptr_t)a->buf;
+    return u >= lo && u < lo + SCRATCH_BYTES;
+}
+
+static void *scratch_malloc(size_t n)
+{
+    scratch_arena *a = &tls_scratch;
+    if (a->active) {
+        size_t need = (n + 15) & ~(size_t)15;
+        if (need >= n && need <= SCRATCH_BYTES - a->used) {
+            void *p = a->buf + a->used;
+            a->used += need;
+            return p;
+        }
+        a->spilled++;
+    }
+    return malloc(n);
+}
+
+static void scratch_free(void *p)
+{
+    if (!in_scratch(&tls_scratch, p)) free(p);
+}
+
+static void install_hooks(void)
+{
+    cJSON_Hooks hooks = { .malloc_fn = scratch_malloc, .free_fn = scratch_free };
+    cJSON_InitHooks(&hooks);
+}
+
+void tt_dialect_init(void)
+{
+    pthread_once(&hooks_once, install_hooks);
+}
+
+/* ---- helpers shared by the readers ---- */
+
+enum { FNV_OFFSET = 0xcbf29ce484222325ull, FNV_PRIME = 0x100000001b3ull };
+
+void sink_add(text_sink *sink, const char *piece, size_t len, uint32_t flags)
+{
+    if (!piece || len == 0) return;
+    tt_classified *out = sink->out;
+    out->has |= TT_HAS_TEXT | flags;
+    uint64_t total = (uint64_t)out->text_bytes + len;
+    out->text_bytes = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+    if (flags & TT_HAS_REASONING) {
+        uint64_t r = (uint64_t)out->reasoning_bytes + len;
+        out->reasoning_bytes = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
+    }
+    uint64_t h = sink->hash;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)piece[i];
+        h *= FNV_PRIME;
+    }
+    sink->hash = h;
+    if (sink->text_out && sink->text_len + 1 < sink->text_cap) {
+        size_t room = sink->text_cap - 1 - sink->text_len;
+        size_t n = len < room ? len : room;
+        memcpy(sink->text_out + sink->text_len, piece, n);
+        sink->text_len += n;
+        sink->text_out[sink->text_len] = 0;
+    }
+}
+
+const char *dj_string(tt_classified *out, const cJSON *node)
+{
+    if (!node || cJSON_IsNull(node)) return NULL;
+    if (cJSON_IsString(node) && node->valuestring) return node->valuestring;
+    out->has |= TT_HAS_MALFORMED;
+    return NULL;
+}
+
+int64_t dj_count(tt_classified *out, const cJSON *node)
+{
+    if (!node || cJSON_IsNull(node)) return -1;
+    if (cJSON_IsNumber(node)) {
+        double d = node->valuedouble;
+        if (d >= 0 && d < 9.0e18 && (double)(int64_t)d == d) return (int64_t)d;
+    }
+    out->has |= TT_HAS_MALFORMED;
+    return -1;
+}
+
+const cJSON *dj_object(tt_classified *out, const cJSON *node)
+{
+    if (!node || cJSON_IsNull(node)) return NULL;
+    if (cJSON_IsObject(node)) return node;
+    out->has |= TT_HAS_MALFORMED;
+    return NULL;
+}
+
+const cJSON *dj_array(tt_classified *out, const cJSON *node)
+{
+    if (!node || cJSON_IsNull(node)) return NULL;
+    if (cJSON_IsArray(node)) return node;
+    out->has |= TT_HAS_MALFORMED;
+    return NULL;
+}
+
+const cJSON *dj_member(const cJSON *obj, const char *name)
+{
+    if (!obj || !cJSON_IsObject(obj)) return NULL;
+    for (const cJSON *c = obj->child; c; c = c->next)
+        if (c->string && strcmp(c->string, name) == 0) return c;
+    return NULL;
+}
+
+int dj_true(const cJSON *node)
+{
+    return node && cJSON_IsTrue(node);
+}
+
+void dj_copy(char *dst, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, s, n);
+    dst[n] = 0;
+}
+
+void dj_usage(tt_classified *out, const cJSON *usage)
+{
+    usage = dj_object(out, usage);
+    if (!usage) return;
+    out->has |= TT_HAS_USAGE;
+    for (const cJSON *c = usage->child; c; c = c->next) {
+        if (!c->string) continue;
+        if (!strcmp(c->string, "prompt_tokens") || !strcmp(c->string, "input_tokens"))
+            out->usage_prompt_tokens = dj_count(out, c);
+        else if (!strcmp(c->string, "completion_tokens") || !strcmp(c->string, "output_tokens"))
+            out->usage_completion_tokens = dj_count(out, c);
+    }
+}
+
+void dj_finish(tt_classified *out, const char *reason)
+{
+    if (!reason || !*reason || (out->has & TT_HAS_FINISH)) return;
+    out->has |= TT_HAS_FINISH;
+    dj_copy(out->finish_reason, sizeof out->finish_reason, reason);
+}
+
+tt_event_kind dj_derive_kind(const tt_classified *out, int token_frame, tt_event_kind fallback)
+{
+    uint32_t has = out->has;
+    if ((has & TT_HAS_ERROR) && !(has & TT_HAS_TERMINAL)) return TT_EV_ERROR;
+    if ((has & TT_HAS_TEXT) || token_frame) return TT_EV_TOKEN;
+    if (has & TT_HAS_TERMINAL) return TT_EV_TERMINAL;
+    if (has & TT_HAS_FINISH) return TT_EV_FINISH;
+    if (has & TT_HAS_USAGE) return TT_EV_USAGE;
+    if (has & TT_HAS_CHOICES) return TT_EV_ROLE;
+    return fallback;
+}
+
+/* ---- one event ---- */
+
+static void pick_top(const cJSON *root, dialect_top *top)
+{
+    memset(top, 0, sizeof *top);
+    for (const cJSON *c = root->child; c; c = c->next) {
+        const char *k = c->string;
+        if (!k) continue;
+#define TAKE(name)                                      \
+    if (!strcmp(k, #name)) {                            \
+        if (!top->name) top->name = c;                  \
+        continue;                                       \
+    }
+        switch (k[0]) {
+        case 'c':
+            TAKE(choices) TAKE(content) TAKE(content_block) TAKE(created_at)
+            break;
+        case 'd':
+            TAKE(delta) TAKE(done) TAKE(done_reason) TAKE(details)
+            break;
+        case 'e':
+            TAKE(error) TAKE(error_type) TAKE(eval_count)
+            break;
+        case 'g':
+            TAKE(generated_text)
+            break;
+        case 'i':
+            TAKE(id)
+            break;
+        case 'm':
+            TAKE(model) TAKE(message)
+            break;
+        case 'o':
+            TAKE(object)
+            break;
+        case 'p':
+            TAKE(prompt_eval_count)
+            break;
+        case 'r':
+            TAKE(response)
+            break;
+        case 's':
+            TAKE(stop) TAKE(stop_type) TAKE(stopped_eos) TAKE(stopped_limit) TAKE(stopped_word)
+            break;
+        case 't':
+            TAKE(type) TAKE(token) TAKE(thinking) TAKE(timings) TAKE(tokens_predicted)
+                TAKE(tokens_evaluated)
+            break;
+        case 'u':
+            TAKE(usage)
+            break;
+        default:
+            break;
+        }
+#undef TAKE
+    }
+}
+
+static bool type_is(const char *type, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+    return type && len == n && memcmp(type, name, n) == 0;
+}
+
+static bool is_anthropic_type(const char *type, size_t len)
+{
+    static const char *const names[] = { "message_start", "message_delta", "message_stop",
+                                         "content_block_start", "content_block_delta",
+                                         "content_block_stop", "ping" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (type_is(type, len, names[i])) return true;
+    return false;
+}
+
+/* The dialect an object's shape says, UNKNOWN when it says none. */
+static tt_dialect shape_dialect(const dialect_top *top, const char *type, size_t type_len)
+{
+    if (top->choices && cJSON_IsArray(top->choices)) {
+        for (const cJSON *ch = top->choices->child; ch; ch = ch->next) {
+            if (dj_member(ch, "delta")) return TT_DIALECT_OPENAI_CHAT;
+            if (dj_member(ch, "text")) return TT_DIALECT_OPENAI_COMPLETIONS;
+        }
+        const char *obj = cJSON_IsString(top->object) ? top->object->valuestring : "";
+        if (!strcmp(obj, "text_completion")) return TT_DIALECT_OPENAI_COMPLETIONS;
+        return TT_DIALECT_OPENAI_CHAT;
+    }
+    if (type && type_len > 9 && memcmp(type, "response.", 9) == 0) return TT_DIALECT_OPENAI_RESPONSES;
+    if (is_anthropic_type(type, type_len)) return TT_DIALECT_ANTHROPIC;
+    if (cJSON_IsObject(top->token) || (cJSON_IsString(top->generated_text) && top->details))
+        return TT_DIALECT_TGI;
+    if (cJSON_IsString(top->content) && cJSON_IsBool(top->stop)) return TT_DIALECT_LLAMACPP;
+    if (cJSON_IsBool(top->done) && (top->model || top->created_at || top->response || top->message))
+        return TT_DIALECT_OLLAMA;
+    return TT_DIALECT_UNKNOWN;
+}
+
+static int read_as(tt_dialect d, const dialect_top *top, const char *type, size_t type_len,
+                   tt_classified *out, text_sink *sink)
+{
+    switch (d) {
+    case TT_DIALECT_OPENAI_COMPLETIONS:
+    case TT_DIALECT_OPENAI_CHAT:
+        return dialect_read_openai(top, out, sink);
+    case TT_DIALECT_OPENAI_RESPONSES:
+        return dialect_read_responses(top, type, type_len, out, sink);
+    case TT_DIALECT_ANTHROPIC:
+        return dialect_read_anthropic(top, type, type_len, out, sink);
+    case TT_DIALECT_TGI:
+        return dialect_read_tgi(top, out, sink);
+    case TT_DIALECT_LLAMACPP:
+        return dialect_read_llamacpp(top, out, sink);
+    case TT_DIALECT_OLLAMA:
+        return dialect_read_ollama(top, out, sink);
+    default:
+        return 0;
+    }
+}
+
+static void reset_result(tt_classified *out, text_sink *sink, tt_dialect d)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = TT_EV_OTHER;
+    out->dialect = d;
+    out->usage_prompt_tokens = -1;
+    out->usage_completion_tokens = -1;
+    sink->out = out;
+    sink->text_len = 0;
+    sink->hash = FNV_OFFSET;
+    if (sink->text_out && sink->text_cap) sink->text_out[0] = 0;
+}
+
+static void set_error(tt_classified *out, const char *msg, size_t len)
+{
+    out->has |= TT_HAS_ERROR;
+    size_t n = len < sizeof out->error_message - 1 ? len : sizeof out->error_message - 1;
+    memcpy(out->error_message, msg, n);
+    out->error_message[n] = 0;
+}
+
+/* An error object in any dialect: {"error": ...} (OpenAI, vLLM, TGI,
+ * llama.cpp, Ollama, Anthropic), {"type":"error",...} (Responses),
+ * {"object":"error",...} (older vLLM). */
+static bool read_error(const dialect_top *top, tt_classified *out)
+{
+    const cJSON *err = top->error;
+    bool typed = (cJSON_IsString(top->type) && !strcmp(top->type->valuestring, "error")) ||
+                 (cJSON_IsString(top->object) && !strcmp(top->object->valuestring, "error"));
+    if ((!err || cJSON_IsNull(err) || cJSON_IsFalse(err)) && !typed) return false;
+    const char *msg = NULL;
+    if (cJSON_IsString(err)) msg = err->valuestring;
+    if (!msg) {
+        const cJSON *m = dj_member(err, "message");
+        if (cJSON_IsString(m)) msg = m->valuestring;
+    }
+    if (!msg && cJSON_IsString(top->message)) msg = top->message->valuestring;
+    if (!msg) {
+        const cJSON *t = dj_member(err, "type");
+        if (cJSON_IsString(t)) msg = t->valuestring;
+    }
+    if (!msg || !*msg) msg = "error";
+    set_error(out, msg, strlen(msg));
+    return true;
+}
+
+static bool only_space(const char *p, const char *end)
+{
+    for (; p < end; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') return false;
+    return true;
+}
+
+static void classify_json(tt_dialect hint, const cJSON *root, const char *sse_type, size_t sse_type_len,
+                          tt_classified *out, text_sink *sink)
+{
+    if (!cJSON_IsObject(root)) return;
+    dialect_top top;
+    pick_top(root, &top);
+    if (read_error(&top, out)) {
+        out->kind = TT_EV_ERROR;
+        return;
+    }
+    const char *type = sse_type;
+    size_t type_len = sse_type_len;
+    if (cJSON_IsString(top.type)) {
+        type = top.type->valuestring;
+        type_len = strlen(type);
+    }
+    if (hint != TT_DIALECT_UNKNOWN && read_as(hint, &top, type, type_len, out, sink)) return;
+    tt_dialect shape = shape_dialect(&top, type, type_len);
+    if (shape == TT_DIALECT_UNKNOWN || shape == hint) {
+        reset_result(out, sink, hint);
+        out->json_ok = true;
+        return;
+    }
+    reset_result(out, sink, shape);
+    out->json_ok = true;
+    if (!read_as(shape, &top, type, type_len, out, sink)) {
+        reset_result(out, sink, hint);
+        out->json_ok = true;
+    }
+}
+
+/* Parsing inside the scratch arena: begin, use root, end. */
+typedef struct parse_scope {
+    scratch_arena *arena;
+    size_t saved_used;
+    bool nested;
+    cJSON *root; /* NULL unless data was exactly one JSON value (plus whitespace) */
+} parse_scope;
+
+static void parse_begin(parse_scope *ps, const char *data, size_t len)
+{
+    tt_dialect_init();
+    ps->arena = &tls_scratch;
+    ps->nested = ps->arena->active;
+    ps->saved_used = ps->arena->used;
+    if (!ps->nested) ps->arena->used = 0, ps->arena->spilled = 0;
+    ps->arena->active = true;
+    const char *end = NULL;
+    ps->root = len ? cJSON_ParseWithLengthOpts(data, len, &end, 0) : NULL;
+    if (ps->root && !(end && end >= data && end <= data + len && only_space(end, data + len))) {
+        cJSON_Delete(ps->root);
+        ps->root = NULL;
+    }
+}
+
+static void parse_end(parse_scope *ps)
+{
+    scratch_arena *a = ps->arena;
+    if (ps->root && (a->spilled || !in_scratch(a, ps->root))) cJSON_Delete(ps->root);
+    ps->root = NULL;
+    if (ps->nested) {
+        a->used = ps->saved_used;
+    } else {
+        a->active = false;
+    }
+}
+
+void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, const char *data,
+                         size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
+{
+    if ((unsigned)hint >= TT_DIALECT_COUNT) hint = TT_DIALECT_UNKNOWN;
+    text_sink sink = { .text_out = text_out, .text_cap = text_cap };
+    reset_result(out, &sink, hint);
+    if (!data) data_len = 0;
+    if (!type) type_len = 0;
+    if (type_is(type, type_len, "message")) type = NULL, type_len = 0;
+    bool sse_error = type_is(type, type_len, "error");
+
+    if (!sse_error && data_len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+        out->kind = TT_EV_TERMINAL;
+        out->has = TT_HAS_TERMINAL;
+        out->json_ok = true;
+        return;
+    }
+    parse_scope ps;
+    parse_begin(&ps, data, data_len);
+    out->json_ok = ps.root != NULL;
+    if (sse_error) {
+        if (cJSON_IsObject(ps.root)) {
+            dialect_top top;
+            pick_top(ps.root, &top);
+            read_error(&top, out);
+        }
+        if (!(out->has & TT_HAS_ERROR)) set_error(out, data_len ? data : "error", data_len ? data_len : 5);
+        out->kind = TT_EV_ERROR;
+    } else if (type_is(type, type_len, "ping")) {
+        out->kind = TT_EV_KEEPALIVE;
+    } else if (ps.root) {
+        classify_json(hint, ps.root, type, type_len, out, &sink);
+    }
+    parse_end(&ps);
+    if (out->text_bytes) out->text_hash = sink.hash;
+}
+
+/* ---- paths and names ---- */
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+static bool equals(const char *s, size_t len, const char *lit)
+{
+    return len == strlen(lit) && memcmp(s, lit, len) == 0;
+}
+
+tt_dialect tt_dialect_from_path(const char *path, size_t len)
+{
+    if (!path) return TT_DIALECT_UNKNOWN;
+    for (size_t i = 0; i < len; i++)
+        if (path[i] == '?' || path[i] == '#' || path[i] == 0) {
+            len = i;
+            break;
+        }
+    if (len > 1 && path[len - 1] == '/') len--;
+    if (ends_with(path, len, "/chat/completions")) return TT_DIALECT_OPENAI_CHAT;
+    if (equals(path, len, "/completions") || equals(path, len, "/completion") ||
+        ends_with(path, len, "/completion"))
+        return TT_DIALECT_LLAMACPP;
+    if (ends_with(path, len, "/completions")) return TT_DIALECT_OPENAI_COMPLETIONS;
+    if (ends_with(path, len, "/responses")) return TT_DIALECT_OPENAI_RESPONSES;
+    if (ends_with(path, len, "/messages")) return TT_DIALECT_ANTHROPIC;
+    if (ends_with(path, len, "/api/generate") || ends_with(path, len, "/api/chat"))
+        return TT_DIALECT_OLLAMA;
+    if (ends_with(path, len, "/generate_stream") || ends_with(path, len, "/generate"))
+        return TT_DIALECT_TGI;
+    return TT_DIALECT_UNKNOWN;
+}
+
+const char *tt_dialect_name(tt_dialect d)
+{
+    static const char *const names[TT_DIALECT_COUNT] = {
+        [TT_DIALECT_UNKNOWN] = "unknown",
+        [TT_DIALECT_OPENAI_COMPLETIONS] = "openai-completions",
+        [TT_DIALECT_OPENAI_CHAT] = "openai-chat",
+        [TT_DIALECT_OPENAI_RESPONSES] = "openai-responses",
+        [TT_DIALECT_ANTHROPIC] = "anthropic",
+        [TT_DIALECT_TGI] = "tgi",
+        [TT_DIALECT_LLAMACPP] = "llamacpp",
+        [TT_DIALECT_OLLAMA] = "ollama",
+    };
+    return (unsigned)d < TT_DIALECT_COUNT ? names[d] : "invalid";
+}
+
+const char *tt_event_kind_name(tt_event_kind k)
+{
+    static const char *const names[TT_EV_COUNT] = {
+        [TT_EV_TOKEN] = "TOKEN",         [TT_EV_ROLE] = "ROLE",   [TT_EV_USAGE] = "USAGE",
+        [TT_EV_FINISH] = "FINISH",       [TT_EV_TERMINAL] = "TERMINAL",
+        [TT_EV_KEEPALIVE] = "KEEPALIVE", [TT_EV_META] = "META",   [TT_EV_ERROR] = "ERROR",
+        [TT_EV_OTHER] = "OTHER",
+    };
+    return (unsigned)k < TT_EV_COUNT ? names[k] : "INVALID";
+}

@@ -1,0 +1,949 @@
+#include "proto/http1.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/content_decode.h"
+
+#define CHUNK_SIZE_LIMIT ((uint64_t)1 << 62)
+#define CONTENT_LENGTH_LIMIT ((uint64_t)1 << 62)
+#define CHUNK_LINE_LIMIT 4096u
+#define TRAILER_LIMIT TT_HTTP1_MAX_HEAD
+#define METHOD_LIMIT 32u
+#define EXPECT_QUEUE_LIMIT 65536u
+
+enum parse_state {
+    ST_IDLE,          /* between messages: skipping empty lines */
+    ST_HEAD,          /* buffering a head until its blank line */
+    ST_BODY_LENGTH,   /* Content-Length body, `remaining` left */
+    ST_BODY_CLOSE,    /* close-delimited body */
+    ST_CHUNK_SIZE,    /* hex digits of a chunk size */
+    ST_CHUNK_SIZE_WS, /* blanks after the digits */
+    ST_CHUNK_EXT,     /* chunk extensions up to LF */
+    ST_CHUNK_SIZE_LF, /* CR seen after the size line */
+    ST_CHUNK_DATA,    /* chunk data, `remaining` left */
+    ST_CHUNK_DATA_END,/* CRLF after chunk data */
+    ST_CHUNK_DATA_LF,
+    ST_TRAILER_START, /* start of a trailer line (or the final blank line) */
+    ST_TRAILER_LINE,
+    ST_TRAILER_END_LF,
+    ST_DEAD,          /* error reported: input ignored */
+    ST_CLOSED         /* eof seen: input ignored */
+};
+
+enum expect_kind { EXPECT_BODY = 0, EXPECT_NO_BODY, EXPECT_CONNECT };
+
+struct tt_http1_parser {
+    tt_http_role role;
+    tt_http_callbacks cb;
+    void *ud;
+    enum parse_state state;
+    uint64_t off; /* stream offset of the next byte fed */
+
+    uint8_t *head_buf;
+    size_t head_len, head_cap, line_start;
+    bool start_checked;
+    tt_http_head head;
+    tt_http_header headers[TT_HTTP1_MAX_HEADERS];
+
+    bool in_message; /* head reported, on_end not yet */
+    uint64_t remaining;
+    uint64_t chunk_size;
+    unsigned chunk_digits;
+    size_t line_bytes;
+    uint64_t body_off, body_bytes, wire_bytes, gap_bytes;
+    uint64_t last_off, last_ns;
+
+    bool decoding, decode_lost;
+    tt_content_decoder *decoder;
+    uint64_t decode_ns;
+
+    uint8_t *expect;
+    size_t expect_first, expect_count, expect_cap;
+
+    char msg[128];
+};
+
+static void ignore_head(void *ud, const tt_http_head *h) {}
+static void ignore_body(void *ud, const uint8_t *d, size_t n, uint64_t o, uint64_t ns) {}
+static void ignore_end(void *ud, const tt_http_msg_end *e) {}
+static void ignore_error(void *ud, tt_http_error c, const char *m, uint64_t o) {}
+
+tt_http1_parser *tt_http1_new(tt_http_role role, const tt_http_callbacks *cb, void *ud)
+{
+    tt_http1_parser *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->role = role;
+    if (cb) p->cb = *cb;
+    if (!p->cb.on_head) p->cb.on_head = ignore_head;
+    if (!p->cb.on_body) p->cb.on_body = ignore_body;
+    if (!p->cb.on_end) p->cb.on_end = ignore_end;
+    if (!p->cb.on_error) p->cb.on_error = ignore_error;
+    p->ud = ud;
+    p->state = ST_IDLE;
+    return p;
+}
+
+void tt_http1_free(tt_http1_parser *p)
+{
+    if (!p) return;
+    free(p->head_buf);
+    tt_decoder_free(p->decoder);
+    free(p->expect);
+    free(p);
+}
+
+/* ---- character classes and small helpers ---- */
+
+static bool is_tchar(uint8_t c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool is_ctl(uint8_t c) { return c < 0x20 || c == 0x7f; }
+
+static int hex_value(uint8_t c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static bool equals_nocase(const char *s, size_t n, const char *lit)
+{
+    size_t ln = strlen(lit);
+    return n == ln && strncasecmp(s, lit, n) == 0;
+}
+
+static void trim_blanks(const char **s, size_t *n)
+{
+    while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
+/* Next element of a comma-separated list in [*s, end); false when none left. */
+static bool next_list_item(const char **s, const char *end, const char **item, size_t *item_len)
+{
+    if (*s >= end) return false;
+    const char *comma = memchr(*s, ',', (size_t)(end - *s));
+    const char *stop = comma ? comma : end;
+    *item = *s;
+    *item_len = (size_t)(stop - *s);
+    trim_blanks(item, item_len);
+    *s = comma ? comma + 1 : end;
+    return true;
+}
+
+const tt_http_header *tt_http_find_header(const tt_http_head *head, const char *name)
+{
+    if (!head || !name) return NULL;
+    size_t n = strlen(name);
+    for (size_t i = 0; i < head->n_headers; i++) {
+        const tt_http_header *h = &head->headers[i];
+        if (h->name_len == n && strncasecmp(h->name, name, n) == 0) return h;
+    }
+    return NULL;
+}
+
+/* ---- ends and errors ---- */
+
+static void end_message(tt_http1_parser *p, tt_http_end how, uint64_t last_off, uint64_t last_ns)
+{
+    tt_http_msg_end e = {
+        .how = how,
+        .last_off = last_off,
+        .last_ns = last_ns,
+        .body_bytes = p->body_bytes,
+        .wire_body_bytes = p->wire_bytes,
+        .gap_bytes = p->gap_bytes,
+    };
+    p->in_message = false;
+    p->decoding = false;
+    if (p->state != ST_DEAD && p->state != ST_CLOSED) p->state = ST_IDLE;
+    p->cb.on_end(p->ud, &e);
+}
+
+/* Abandon the direction; a message in progress ends with END_ERROR at off. */
+static void fail(tt_http1_parser *p, tt_http_error code, const char *msg, uint64_t off, uint64_t ns)
+{
+    p->state = ST_DEAD;
+    p->cb.on_error(p->ud, code, msg, off);
+    if (p->in_message) end_message(p, TT_HTTP_END_ERROR, off, ns);
+}
+
+static void took(tt_http1_parser *p, size_t n, uint64_t off_after, uint64_t ns)
+{
+    p->wire_bytes += n;
+    p->last_off = off_after;
+    p->last_ns = ns;
+}
+
+/* A body whose framing says it is whole: check the content coding agrees. */
+static void finish_message(tt_http1_parser *p, uint64_t off_after, uint64_t ns)
+{
+    if (p->decoding && !p->decode_lost && !tt_decoder_at_end(p->decoder)) {
+        fail(p, TT_HTTP_ERR_DECODE, "compressed body ends inside its stream", off_after, ns);
+        return;
+    }
+    end_message(p, p->gap_bytes ? TT_HTTP_END_GAP : TT_HTTP_END_COMPLETE, off_after, ns);
+}
+
+/* ---- body delivery ---- */
+
+static void decoded_piece(void *ctx, const uint8_t *data, size_t len)
+{
+    tt_http1_parser *p = ctx;
+    p->cb.on_body(p->ud, data, len, p->body_off, p->decode_ns);
+    p->body_off += len;
+    p->body_bytes += len;
+}
+
+static const char *coding_name(tt_content_coding c)
+{
+    return c == TT_CODING_GZIP ? "gzip" : c == TT_CODING_DEFLATE ? "deflate" : "coded";
+}
+
+/* Hand n body bytes (stream offset off) to the consumer, decoding if needed. */
+static void deliver(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    if (n == 0) return;
+    if (!p->decoding) {
+        p->cb.on_body(p->ud, d, n, p->body_off, ns);
+        p->body_off += n;
+        p->body_bytes += n;
+        return;
+    }
+    if (p->decode_lost) return;
+    p->decode_ns = ns;
+    size_t used = 0;
+    if (tt_decoder_feed(p->decoder, d, n, decoded_piece, p, &used) < 0) {
+        snprintf(p->msg, sizeof p->msg, "corrupt %s body: %s", coding_name(p->head.coding),
+                 tt_decoder_error(p->decoder));
+        fail(p, TT_HTTP_ERR_DECODE, p->msg, off + used, ns);
+    }
+}
+
+/* ---- the expected-response queue ---- */
+
+static void expect_push(tt_http1_parser *p, enum expect_kind kind)
+{
+    if (p->role != TT_HTTP_RESPONSE) return;
+    if (p->expect_count == p->expect_cap) {
+        if (p->expect_cap >= EXPECT_QUEUE_LIMIT) {
+            p->expect_first = (p->expect_first + 1) % p->expect_cap; /* forget the oldest */
+            p->expect_count--;
+        } else {
+            size_t cap = p->expect_cap ? p->expect_cap * 2 : 16;
+            uint8_t *q = malloc(cap);
+            if (!q) return;
+            for (size_t i = 0; i < p->expect_count; i++)
+                q[i] = p->expect[(p->expect_first + i) % p->expect_cap];
+            free(p->expect);
+            p->expect = q;
+            p->expect_cap = cap;
+            p->expect_first = 0;
+        }
+    }
+    p->expect[(p->expect_first + p->expect_count) % p->expect_cap] = (uint8_t)kind;
+    p->expect_count++;
+}
+
+static enum expect_kind expect_pop(tt_http1_parser *p)
+{
+    if (p->expect_count == 0) return EXPECT_BODY;
+    enum expect_kind k = (enum expect_kind)p->expect[p->expect_first];
+    p->expect_first = (p->expect_first + 1) % p->expect_cap;
+    p->expect_count--;
+    return k;
+}
+
+void tt_http1_expect_response(tt_http1_parser *p, bool head_request)
+{
+    expect_push(p, head_request ? EXPECT_NO_BODY : EXPECT_BODY);
+}
+
+void tt_http1_expect_connect(tt_http1_parser *p)
+{
+    expect_push(p, EXPECT_CONNECT);
+}
+
+/* ---- heads ---- */
+
+/* Early verdict on the first bytes of a head, so that binary data or
+ * another protocol is named at once instead of being buffered. Depends only
+ * on the bytes present, and never changes once given: same answer however
+ * the stream is cut. Returns -1 when it failed the parser. */
+static int check_start(tt_http1_parser *p)
+{
+    const uint8_t *b = p->head_buf;
+    size_t n = p->head_len;
+    uint64_t at = p->head.first_off, ns = p->head.first_ns;
+    if (b[0] == 0x16) {
+        if (n < 2) return 0;
+        if (b[1] == 0x03) fail(p, TT_HTTP_ERR_UNSUPPORTED, "TLS", at, ns);
+        else fail(p, TT_HTTP_ERR_MALFORMED, "not HTTP/1.x: binary data", at, ns);
+        return -1;
+    }
+    if (p->role == TT_HTTP_RESPONSE) {
+        size_t cmp = n < 5 ? n : 5;
+        if (memcmp(b, "HTTP/", cmp) != 0) {
+            fail(p, TT_HTTP_ERR_MALFORMED, "not an HTTP/1.x response", at, ns);
+            return -1;
+        }
+        p->start_checked = n >= 5;
+        return 0;
+    }
+    static const char preface[] = "PRI * HTTP/2.0";
+    size_t plen = sizeof preface - 1;
+    bool maybe_preface = memcmp(b, preface, n < plen ? n : plen) == 0;
+    if (maybe_preface && n >= plen) {
+        fail(p, TT_HTTP_ERR_UNSUPPORTED, "HTTP/2", at, ns);
+        return -1;
+    }
+    size_t lim = n < METHOD_LIMIT + 1 ? n : METHOD_LIMIT + 1, i = 0;
+    while (i < lim && is_tchar(b[i])) i++;
+    if (i < lim) {
+        if (b[i] != ' ' || i == 0) {
+            fail(p, TT_HTTP_ERR_MALFORMED, "not an HTTP/1.x request", at, ns);
+            return -1;
+        }
+        p->start_checked = !maybe_preface;
+        return 0;
+    }
+    if (lim == METHOD_LIMIT + 1) {
+        fail(p, TT_HTTP_ERR_MALFORMED, "not an HTTP/1.x request: method too long", at, ns);
+        return -1;
+    }
+    return 0;
+}
+
+/* The line at *pos (the head is known to end in LF): its start and length
+ * without terminator. False when it holds a CR other than before its LF. */
+static bool next_line(const char *buf, size_t n, size_t *pos, const char **line, size_t *len)
+{
+    const char *s = buf + *pos;
+    const char *lf = memchr(s, '\n', n - *pos);
+    size_t l = (size_t)(lf - s);
+    *pos += l + 1;
+    if (l && s[l - 1] == '\r') l--;
+    *line = s;
+    *len = l;
+    return memchr(s, '\r', l) == NULL;
+}
+
+/* "HTTP/1.x": 0 and minor set, or an error code with *msg. */
+static tt_http_error parse_version(const char *s, size_t n, int *minor, const char **msg)
+{
+    if (n != 8 || memcmp(s, "HTTP/", 5) != 0 || s[6] != '.' || s[5] < '0' || s[5] > '9' ||
+        s[7] < '0' || s[7] > '9') {
+        *msg = "malformed HTTP version";
+        return TT_HTTP_ERR_MALFORMED;
+    }
+    if (s[5] == '2') {
+        *msg = "HTTP/2";
+        return TT_HTTP_ERR_UNSUPPORTED;
+    }
+    if (s[5] != '1') {
+        *msg = "HTTP version other than 1.x";
+        return TT_HTTP_ERR_UNSUPPORTED;
+    }
+    *minor = s[7] - '0';
+    return TT_HTTP_ERR_NONE;
+}
+
+static tt_http_error parse_request_line(tt_http_head *h, const char *s, size_t n, const char **msg)
+{
+    const char *sp1 = memchr(s, ' ', n);
+    if (!sp1 || sp1 == s) {
+        *msg = "malformed request line";
+        return TT_HTTP_ERR_MALFORMED;
+    }
+    for (const char *c = s; c < sp1; c++)
+        if (!is_tchar((uint8_t)*c)) {
+            *msg = "malformed request method";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+    const char *target = sp1 + 1, *end = s + n;
+    const char *sp2 = memchr(target, ' ', (size_t)(end - target));
+    if (!sp2) {
+        *msg = "HTTP/0.9 request";
+        return TT_HTTP_ERR_UNSUPPORTED;
+    }
+    if (sp2 == target) {
+        *msg = "empty request target";
+        return TT_HTTP_ERR_MALFORMED;
+    }
+    for (const char *c = target; c < sp2; c++)
+        if (is_ctl((uint8_t)*c)) {
+            *msg = "malformed request target";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+    h->method = s;
+    h->method_len = (size_t)(sp1 - s);
+    h->target = target;
+    h->target_len = (size_t)(sp2 - target);
+    return parse_version(sp2 + 1, (size_t)(end - sp2 - 1), &h->version_minor, msg);
+}
+
+static tt_http_error parse_status_line(tt_http_head *h, const char *s, size_t n, const char **msg)
+{
+    tt_http_error e = parse_version(s, n < 8 ? n : 8, &h->version_minor, msg);
+    if (e != TT_HTTP_ERR_NONE) return e;
+    if (n < 12 || s[8] != ' ' || s[9] < '1' || s[9] > '9' || s[10] < '0' || s[10] > '9' ||
+        s[11] < '0' || s[11] > '9' || (n > 12 && s[12] != ' ')) {
+        *msg = "malformed status line";
+        return TT_HTTP_ERR_MALFORMED;
+    }
+    h->status = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
+    h->reason = n > 12 ? s + 13 : s + n;
+    h->reason_len = n > 12 ? n - 13 : 0;
+    for (size_t i = 0; i < h->reason_len; i++)
+        if (is_ctl((uint8_t)h->reason[i]) && h->reason[i] != '\t') {
+            *msg = "malformed reason phrase";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+    return TT_HTTP_ERR_NONE;
+}
+
+/* Content-Length value(s); every element must agree with *cl (-1 = none yet). */
+static bool merge_content_length(const char *v, size_t n, int64_t *cl)
+{
+    const char *s = v, *end = v + n, *item;
+    size_t len;
+    bool any = false;
+    while (next_list_item(&s, end, &item, &len)) {
+        if (len == 0 || len > 19) return false;
+        uint64_t x = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (item[i] < '0' || item[i] > '9') return false;
+            x = x * 10 + (uint64_t)(item[i] - '0');
+        }
+        if (x > CONTENT_LENGTH_LIMIT) return false;
+        if (*cl >= 0 && (uint64_t)*cl != x) return false;
+        *cl = (int64_t)x;
+        any = true;
+    }
+    return any;
+}
+
+typedef struct head_facts {
+    bool has_te, te_chunked;
+    bool conn_close, conn_keep_alive;
+    int n_codings;
+    tt_content_coding coding;
+    const tt_http_header *upgrade;
+} head_facts;
+
+static void note_transfer_encoding(head_facts *f, const char *v, size_t n)
+{
+    const char *s = v, *end = v + n, *item;
+    size_t len;
+    while (next_list_item(&s, end, &item, &len)) {
+        if (len == 0) continue;
+        f->has_te = true;
+        f->te_chunked = equals_nocase(item, len, "chunked");
+    }
+}
+
+static void note_content_encoding(head_facts *f, const char *v, size_t n)
+{
+    const char *s = v, *end = v + n, *item;
+    size_t len;
+    while (next_list_item(&s, end, &item, &len)) {
+        if (len == 0 || equals_nocase(item, len, "identity")) continue;
+        f->n_codings++;
+        if (equals_nocase(item, len, "gzip") || equals_nocase(item, len, "x-gzip"))
+            f->coding = TT_CODING_GZIP;
+        else if (equals_nocase(item, len, "deflate"))
+            f->coding = TT_CODING_DEFLATE;
+        else
+            f->coding = TT_CODING_OTHER;
+    }
+    if (f->n_codings > 1) f->coding = TT_CODING_OTHER;
+}
+
+static void note_connection(head_facts *f, const char *v, size_t n)
+{
+    const char *s = v, *end = v + n, *item;
+    size_t len;
+    while (next_list_item(&s, end, &item, &len)) {
+        if (equals_nocase(item, len, "close")) f->conn_close = true;
+        else if (equals_nocase(item, len, "keep-alive")) f->conn_keep_alive = true;
+    }
+}
+
+/* Parse the buffered head into p->head. */
+static tt_http_error parse_head(tt_http1_parser *p, head_facts *f, const char **msg)
+{
+    tt_http_head *h = &p->head;
+    const char *buf = (const char *)p->head_buf;
+    size_t n = p->head_len, pos = 0, len;
+    const char *line;
+    if (!next_line(buf, n, &pos, &line, &len)) {
+        *msg = "CR inside the start line";
+        return TT_HTTP_ERR_MALFORMED;
+    }
+    tt_http_error e = p->role == TT_HTTP_REQUEST ? parse_request_line(h, line, len, msg)
+                                                 : parse_status_line(h, line, len, msg);
+    if (e != TT_HTTP_ERR_NONE) return e;
+
+    memset(f, 0, sizeof *f);
+    h->content_length = -1;
+    h->n_headers = 0;
+    for (;;) {
+        if (!next_line(buf, n, &pos, &line, &len)) {
+            *msg = "CR inside a header line";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+        if (len == 0) break;
+        if (line[0] == ' ' || line[0] == '\t') {
+            *msg = "obsolete header line folding";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+        const char *colon = memchr(line, ':', len);
+        if (!colon || colon == line) {
+            *msg = "malformed header line";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+        for (const char *c = line; c < colon; c++)
+            if (!is_tchar((uint8_t)*c)) {
+                *msg = "malformed header name";
+                return TT_HTTP_ERR_MALFORMED;
+            }
+        const char *value = colon + 1;
+        size_t value_len = len - (size_t)(value - line);
+        trim_blanks(&value, &value_len);
+        for (size_t i = 0; i < value_len; i++)
+            if (is_ctl((uint8_t)value[i]) && value[i] != '\t') {
+                *msg = "control character in a header value";
+                return TT_HTTP_ERR_MALFORMED;
+            }
+        if (h->n_headers == TT_HTTP1_MAX_HEADERS) {
+            *msg = "more than 128 header fields";
+            return TT_HTTP_ERR_TOO_LARGE;
+        }
+        tt_http_header *hd = &p->headers[h->n_headers++];
+        hd->name = line;
+        hd->name_len = (size_t)(colon - line);
+        hd->value = value;
+        hd->value_len = value_len;
+        if (equals_nocase(hd->name, hd->name_len, "content-length")) {
+            if (!merge_content_length(value, value_len, &h->content_length)) {
+                *msg = h->content_length >= 0 ? "conflicting Content-Length" : "invalid Content-Length";
+                return TT_HTTP_ERR_MALFORMED;
+            }
+        } else if (equals_nocase(hd->name, hd->name_len, "transfer-encoding")) {
+            note_transfer_encoding(f, value, value_len);
+        } else if (equals_nocase(hd->name, hd->name_len, "content-encoding")) {
+            note_content_encoding(f, value, value_len);
+        } else if (equals_nocase(hd->name, hd->name_len, "connection")) {
+            note_connection(f, value, value_len);
+        } else if (equals_nocase(hd->name, hd->name_len, "upgrade")) {
+            f->upgrade = hd;
+        }
+    }
+    h->headers = p->headers;
+    h->chunked = f->has_te && f->te_chunked;
+    if (f->has_te) {
+        if (!f->te_chunked && p->role == TT_HTTP_REQUEST) {
+            *msg = "request Transfer-Encoding does not end in chunked";
+            return TT_HTTP_ERR_MALFORMED;
+        }
+        h->content_length = -1;
+    }
+    h->coding = f->n_codings ? f->coding : TT_CODING_IDENTITY;
+    h->keep_alive = !f->conn_close && (h->version_minor >= 1 || f->conn_keep_alive);
+    return TT_HTTP_ERR_NONE;
+}
+
+static void describe_upgrade(tt_http1_parser *p, const tt_http_header *up)
+{
+    char name[64];
+    size_t k = 0;
+    if (up)
+        for (size_t i = 0; i < up->value_len && k < sizeof name - 1; i++) {
+            unsigned char c = (unsigned char)up->value[i];
+            name[k++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+        }
+    name[k] = 0;
+    snprintf(p->msg, sizeof p->msg, "upgraded to %s", k ? name : "an unnamed protocol");
+}
+
+/* The blank line ending the head was just buffered. */
+static void complete_head(tt_http1_parser *p)
+{
+    tt_http_head *h = &p->head;
+    head_facts f;
+    const char *msg = NULL;
+    tt_http_error e = parse_head(p, &f, &msg);
+    if (e != TT_HTTP_ERR_NONE) {
+        fail(p, e, msg, h->first_off, h->first_ns);
+        return;
+    }
+    h->role = p->role;
+    h->interim = p->role == TT_HTTP_RESPONSE && h->status < 200 && h->status != 101;
+
+    bool has_body, leaves_http = false;
+    if (p->role == TT_HTTP_REQUEST) {
+        has_body = h->chunked || h->content_length > 0;
+    } else if (h->interim) {
+        has_body = false;
+    } else {
+        enum expect_kind kind = expect_pop(p);
+        if (h->status == 101) {
+            leaves_http = true;
+            describe_upgrade(p, f.upgrade);
+        } else if (kind == EXPECT_CONNECT && h->status < 300) {
+            leaves_http = true;
+            snprintf(p->msg, sizeof p->msg, "CONNECT tunnel");
+        }
+        has_body = !leaves_http && kind != EXPECT_NO_BODY && h->status != 204 && h->status != 304 &&
+                   h->content_length != 0;
+    }
+
+    p->in_message = true;
+    p->body_off = p->body_bytes = p->wire_bytes = p->gap_bytes = 0;
+    p->last_off = h->head_end_off;
+    p->last_ns = h->head_end_ns;
+    p->decoding = p->decode_lost = false;
+    p->chunk_size = 0;
+    p->chunk_digits = 0;
+    p->line_bytes = 0;
+
+    p->cb.on_head(p->ud, h);
+
+    if (!has_body) {
+        end_message(p, TT_HTTP_END_COMPLETE, h->head_end_off, h->head_end_ns);
+        if (leaves_http) fail(p, TT_HTTP_ERR_UNSUPPORTED, p->msg, h->head_end_off, h->head_end_ns);
+        return;
+    }
+    if (h->coding == TT_CODING_GZIP || h->coding == TT_CODING_DEFLATE) {
+        if (!p->decoder) p->decoder = tt_decoder_new();
+        if (!p->decoder || tt_decoder_begin(p->decoder, h->coding) < 0) {
+            fail(p, TT_HTTP_ERR_DECODE, "cannot set up the body decoder", h->head_end_off, h->head_end_ns);
+            return;
+        }
+        p->decoding = true;
+    }
+    if (h->chunked) {
+        p->state = ST_CHUNK_SIZE;
+    } else if (h->content_length > 0) {
+        p->state = ST_BODY_LENGTH;
+        p->remaining = (uint64_t)h->content_length;
+    } else {
+        p->state = ST_BODY_CLOSE;
+    }
+}
+
+static bool head_append(tt_http1_parser *p, const uint8_t *d, size_t n)
+{
+    if (p->head_len + n > p->head_cap) {
+        size_t cap = p->head_cap ? p->head_cap : 1024;
+        while (cap < p->head_len + n) cap *= 2;
+        if (cap > TT_HTTP1_MAX_HEAD) cap = TT_HTTP1_MAX_HEAD;
+        uint8_t *nb = realloc(p->head_buf, cap);
+        if (!nb) return false;
+        p->head_buf = nb;
+        p->head_cap = cap;
+    }
+    memcpy(p->head_buf + p->head_len, d, n);
+    p->head_len += n;
+    return true;
+}
+
+static size_t step_idle(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    size_t i = 0;
+    while (i < n && (d[i] == '\r' || d[i] == '\n')) i++;
+    if (i < n) {
+        memset(&p->head, 0, sizeof p->head);
+        p->head.first_off = off + i;
+        p->head.first_ns = ns;
+        p->head_len = 0;
+        p->line_start = 0;
+        p->start_checked = false;
+        p->state = ST_HEAD;
+    }
+    return i;
+}
+
+static size_t step_head(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        const uint8_t *lf = memchr(d + pos, '\n', n - pos);
+        size_t seg = lf ? (size_t)(lf - (d + pos)) + 1 : n - pos;
+        size_t room = TT_HTTP1_MAX_HEAD - p->head_len;
+        bool over = seg > room;
+        size_t take = over ? room : seg;
+        if (take && !head_append(p, d + pos, take)) {
+            fail(p, TT_HTTP_ERR_TOO_LARGE, "out of memory for the head", p->head.first_off, ns);
+            return pos;
+        }
+        pos += take;
+        if (!p->start_checked && p->head_len && check_start(p) < 0) return pos;
+        if (over) {
+            fail(p, TT_HTTP_ERR_TOO_LARGE, "head larger than 64 KiB", p->head.first_off, ns);
+            return pos;
+        }
+        if (!lf) break;
+        size_t line_len = p->head_len - p->line_start;
+        bool blank = line_len == 1 || (line_len == 2 && p->head_buf[p->line_start] == '\r');
+        p->line_start = p->head_len;
+        if (blank) {
+            p->head.head_end_off = off + pos;
+            p->head.head_end_ns = ns;
+            complete_head(p);
+            return pos;
+        }
+    }
+    return pos;
+}
+
+/* ---- bodies ---- */
+
+static size_t step_body_length(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    size_t take = p->remaining < n ? (size_t)p->remaining : n;
+    deliver(p, d, take, off, ns);
+    if (p->state == ST_DEAD) return take;
+    p->remaining -= take;
+    took(p, take, off + take, ns);
+    if (p->remaining == 0) finish_message(p, off + take, ns);
+    return take;
+}
+
+static size_t step_body_close(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    deliver(p, d, n, off, ns);
+    if (p->state != ST_DEAD) took(p, n, off + n, ns);
+    return n;
+}
+
+static void chunk_size_line_done(tt_http1_parser *p)
+{
+    if (p->chunk_size == 0) {
+        p->state = ST_TRAILER_START;
+        p->line_bytes = 0;
+    } else {
+        p->state = ST_CHUNK_DATA;
+        p->remaining = p->chunk_size;
+    }
+    p->chunk_size = 0;
+    p->chunk_digits = 0;
+}
+
+/* One byte after the chunk-size digits (or blanks): where the line goes. */
+static void chunk_size_delimiter(tt_http1_parser *p, uint8_t c, uint64_t off, uint64_t ns)
+{
+    if (c == ';') p->state = ST_CHUNK_EXT;
+    else if (c == '\r') p->state = ST_CHUNK_SIZE_LF;
+    else if (c == '\n') chunk_size_line_done(p);
+    else if (c == ' ' || c == '\t') p->state = ST_CHUNK_SIZE_WS;
+    else fail(p, TT_HTTP_ERR_MALFORMED, "malformed chunk size line", off, ns);
+}
+
+static size_t step_chunk_size(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    size_t i = 0;
+    for (; i < n; i++) {
+        int v = hex_value(d[i]);
+        if (v < 0) break;
+        if (p->chunk_size > (CHUNK_SIZE_LIMIT - (uint64_t)v) / 16) {
+            fail(p, TT_HTTP_ERR_MALFORMED, "chunk size too large", off + i, ns);
+            return i;
+        }
+        p->chunk_size = p->chunk_size * 16 + (uint64_t)v;
+        p->chunk_digits++;
+    }
+    p->line_bytes += i;
+    if (p->line_bytes > CHUNK_LINE_LIMIT) {
+        fail(p, TT_HTTP_ERR_TOO_LARGE, "chunk size line too long", off + i, ns);
+        return i;
+    }
+    if (i == n) {
+        took(p, i, off + i, ns);
+        return i;
+    }
+    if (p->chunk_digits == 0) {
+        fail(p, TT_HTTP_ERR_MALFORMED, "malformed chunk size", off + i, ns);
+        return i;
+    }
+    took(p, i, off + i, ns);
+    chunk_size_delimiter(p, d[i], off + i, ns);
+    if (p->state == ST_DEAD) return i;
+    p->line_bytes++;
+    took(p, 1, off + i + 1, ns);
+    return i + 1;
+}
+
+static size_t step_chunk_size_ws(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    chunk_size_delimiter(p, d[0], off, ns);
+    if (p->state == ST_DEAD) return 0;
+    if (++p->line_bytes > CHUNK_LINE_LIMIT) {
+        fail(p, TT_HTTP_ERR_TOO_LARGE, "chunk size line too long", off, ns);
+        return 0;
+    }
+    took(p, 1, off + 1, ns);
+    return 1;
+}
+
+static size_t step_chunk_ext(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    const uint8_t *lf = memchr(d, '\n', n);
+    size_t take = lf ? (size_t)(lf - d) + 1 : n;
+    p->line_bytes += take;
+    if (p->line_bytes > CHUNK_LINE_LIMIT) {
+        fail(p, TT_HTTP_ERR_TOO_LARGE, "chunk extensions too long", off, ns);
+        return 0;
+    }
+    took(p, take, off + take, ns);
+    if (lf) chunk_size_line_done(p);
+    return take;
+}
+
+static size_t step_chunk_data(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    size_t take = p->remaining < n ? (size_t)p->remaining : n;
+    deliver(p, d, take, off, ns);
+    if (p->state == ST_DEAD) return take;
+    p->remaining -= take;
+    took(p, take, off + take, ns);
+    if (p->remaining == 0) p->state = ST_CHUNK_DATA_END;
+    return take;
+}
+
+/* States that read one byte: the CR/LF after a size line or chunk data, trailers. */
+static size_t step_one_byte(tt_http1_parser *p, uint8_t c, uint64_t off, uint64_t ns)
+{
+    switch (p->state) {
+    case ST_CHUNK_SIZE_LF:
+        if (c != '\n') break;
+        took(p, 1, off + 1, ns);
+        chunk_size_line_done(p);
+        return 1;
+    case ST_CHUNK_DATA_END:
+        if (c != '\r' && c != '\n') break;
+        took(p, 1, off + 1, ns);
+        p->state = c == '\r' ? ST_CHUNK_DATA_LF : ST_CHUNK_SIZE;
+        return 1;
+    case ST_CHUNK_DATA_LF:
+        if (c != '\n') break;
+        took(p, 1, off + 1, ns);
+        p->state = ST_CHUNK_SIZE;
+        return 1;
+    case ST_TRAILER_START:
+    case ST_TRAILER_END_LF:
+        took(p, 1, off + 1, ns);
+        if (c == '\n') {
+            finish_message(p, off + 1, ns);
+            return 1;
+        }
+        if (p->state == ST_TRAILER_END_LF) {
+            fail(p, TT_HTTP_ERR_MALFORMED, "malformed end of trailers", off, ns);
+            return 1;
+        }
+        p->line_bytes++;
+        p->state = c == '\r' ? ST_TRAILER_END_LF : ST_TRAILER_LINE;
+        return 1;
+    default:
+        break;
+    }
+    fail(p, TT_HTTP_ERR_MALFORMED,
+         p->state == ST_CHUNK_SIZE_LF ? "malformed chunk size line" : "missing CRLF after chunk data", off, ns);
+    return 0;
+}
+
+static size_t step_trailer_line(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    const uint8_t *lf = memchr(d, '\n', n);
+    size_t take = lf ? (size_t)(lf - d) + 1 : n;
+    p->line_bytes += take;
+    if (p->line_bytes > TRAILER_LIMIT) {
+        fail(p, TT_HTTP_ERR_TOO_LARGE, "trailers larger than 64 KiB", off, ns);
+        return 0;
+    }
+    took(p, take, off + take, ns);
+    if (lf) p->state = ST_TRAILER_START;
+    return take;
+}
+
+int tt_http1_feed(tt_http1_parser *p, const uint8_t *data, size_t len, uint64_t mono_ns)
+{
+    uint64_t base = p->off;
+    p->off += len;
+    if (p->state == ST_DEAD) return -1;
+    size_t pos = 0;
+    while (pos < len && p->state != ST_DEAD && p->state != ST_CLOSED) {
+        const uint8_t *d = data + pos;
+        size_t n = len - pos;
+        uint64_t off = base + pos;
+        switch (p->state) {
+        case ST_IDLE: pos += step_idle(p, d, n, off, mono_ns); break;
+        case ST_HEAD: pos += step_head(p, d, n, off, mono_ns); break;
+        case ST_BODY_LENGTH: pos += step_body_length(p, d, n, off, mono_ns); break;
+        case ST_BODY_CLOSE: pos += step_body_close(p, d, n, off, mono_ns); break;
+        case ST_CHUNK_SIZE: pos += step_chunk_size(p, d, n, off, mono_ns); break;
+        case ST_CHUNK_SIZE_WS: pos += step_chunk_size_ws(p, d, n, off, mono_ns); break;
+        case ST_CHUNK_EXT: pos += step_chunk_ext(p, d, n, off, mono_ns); break;
+        case ST_CHUNK_DATA: pos += step_chunk_data(p, d, n, off, mono_ns); break;
+        case ST_TRAILER_LINE: pos += step_trailer_line(p, d, n, off, mono_ns); break;
+        default: pos += step_one_byte(p, d[0], off, mono_ns); break;
+        }
+    }
+    return p->state == ST_DEAD ? -1 : 0;
+}
+
+void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns)
+{
+    if (missing == 0) return;
+    uint64_t at = p->off;
+    p->off += missing;
+    switch (p->state) {
+    case ST_DEAD:
+    case ST_CLOSED:
+        return;
+    case ST_IDLE:
+        fail(p, TT_HTTP_ERR_GAP, "bytes lost between messages", at, mono_ns);
+        return;
+    case ST_HEAD:
+        fail(p, TT_HTTP_ERR_GAP, "bytes lost inside a message head", at, mono_ns);
+        return;
+    case ST_BODY_LENGTH: {
+        uint64_t inside = missing < p->remaining ? missing : p->remaining;
+        p->remaining -= inside;
+        p->gap_bytes += inside;
+        if (p->decoding) p->decode_lost = true;
+        else p->body_off += inside;
+        p->last_off = at + inside;
+        p->last_ns = mono_ns;
+        if (p->remaining == 0) end_message(p, TT_HTTP_END_GAP, at + inside, mono_ns);
+        if (missing > inside) fail(p, TT_HTTP_ERR_GAP, "bytes lost past the end of a message", at + inside, mono_ns);
+        return;
+    }
+    default:
+        p->state = ST_DEAD;
+        p->gap_bytes += missing;
+        p->cb.on_error(p->ud, TT_HTTP_ERR_GAP,
+                       p->head.chunked ? "bytes lost inside a chunked body" : "bytes lost inside a close-delimited body",
+                       at);
+        end_message(p, TT_HTTP_END_GAP, at, mono_ns);
+        return;
+    }
+}
+
+void tt_http1_eof(tt_http1_parser *p, bool clean, uint64_t mono_ns)
+{
+    if (p->state == ST_DEAD || p->state == ST_CLOSED) return;
+    enum parse_state was = p->state;
+    p->state = ST_CLOSED;
+    if (!p->in_message) return;
+    tt_http_end how = TT_HTTP_END_TRUNCATED;
+    if (was == ST_BODY_CLOSE && clean && (!p->decoding || tt_decoder_at_end(p->decoder)))
+        how = TT_HTTP_END_EOF;
+    end_message(p, how, p->last_off, p->last_ns);
+}

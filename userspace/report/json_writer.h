@@ -1,0 +1,37 @@
+/* json_writer.h - a small streaming JSON writer. Integers are written
+ * exactly (cJSON stores numbers as doubles, which would round nanosecond
+ * instants), strings are escaped, commas and nesting are tracked. */
+#ifndef TT_JSON_WRITER_H
+#define TT_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TT_JW_MAX_DEPTH 32
+
+typedef struct tt_jw {
+    FILE *out;
+    int depth;
+    bool need_comma[TT_JW_MAX_DEPTH];
+    bool pretty;
+} tt_jw;
+
+void tt_jw_init(tt_jw *w, FILE *out, bool pretty);
+void tt_jw_object_begin(tt_jw *w, const char *key); /* key NULL inside arrays / at top */
+void tt_jw_object_end(tt_jw *w);
+void tt_jw_array_begin(tt_jw *w, const char *key);
+void tt_jw_array_end(tt_jw *w);
+void tt_jw_str(tt_jw *w, const char *key, const char *s);
+void tt_jw_strn(tt_jw *w, const char *key, const char *s, size_t n);
+void tt_jw_str_or_null(tt_jw *w, const char *key, const char *s); /* null when s is NULL or "" */
+void tt_jw_int(tt_jw *w, const char *key, int64_t v);
+void tt_jw_uint(tt_jw *w, const char *key, uint64_t v);
+void tt_jw_double(tt_jw *w, const char *key, double v); /* null when not finite */
+void tt_jw_bool(tt_jw *w, const char *key, bool v);
+void tt_jw_null(tt_jw *w, const char *key);
+/* Finish the document with a newline. */
+void tt_jw_end(tt_jw *w);
+
+#endif

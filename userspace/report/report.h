@@ -1,0 +1,43 @@
+/* report.h - the outputs of an analysis: the text report a vllm bench serve
+ * user reads at a glance, the JSON document (docs/formats.md), and the
+ * per-event listing. Every function writes to `out` and returns nothing;
+ * I/O errors are caught by the caller's fclose/ferror. */
+#ifndef TT_REPORT_H
+#define TT_REPORT_H
+
+#include <stdio.h>
+
+#include "metrics/metrics.h"
+#include "source/pcap_source.h"
+#include "timeline/conn_tracker.h"
+
+/* Everything one analysis produced, for one vantage (wire, for now). */
+typedef struct tt_analysis {
+    const char *input;            /* the path analysed */
+    tt_vantage vantage;
+    tt_clock_domain clock;
+    const tt_pcap_stats *pcap;    /* NULL when the source was not pcap */
+    const tt_reasm_stats *reasm;
+    const tt_tracker *tracker;
+    const tt_request *reqs;       /* sorted by request start */
+    const tt_req_metrics *metrics;/* metrics[i] belongs to reqs[i] */
+    size_t n_reqs;
+    const tt_conn_note *notes;
+    size_t n_notes;
+    tt_summary summary;
+    const char *source_error;     /* a damaged input's one-line reason, or NULL */
+    bool with_text;               /* --text: generated text may be shown */
+} tt_analysis;
+
+void tt_report_text(FILE *out, const tt_analysis *a);
+void tt_report_json(FILE *out, const tt_analysis *a);
+void tt_report_events_text(FILE *out, const tt_analysis *a);
+void tt_report_events_json(FILE *out, const tt_analysis *a);
+
+/* Names used in every output. */
+const char *tt_vantage_name(tt_vantage v);
+const char *tt_clock_name(tt_clock_domain c);
+/* Comma-separated reasons for r's incompleteness ("" when complete) into buf. */
+const char *tt_incomplete_reasons(const tt_request *r, char *buf, size_t cap);
+
+#endif

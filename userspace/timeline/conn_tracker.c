@@ -1,0 +1,636 @@
+#include "timeline/conn_tracker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/ndjson.h"
+#include "proto/sse.h"
+#include "timeline/request_fields.h"
+
+#define MAX_REQUEST_BODY (1u << 20)
+#define MAX_EVENT_TYPES 1024
+#define TEXT_SCRATCH (64u << 10)
+
+typedef struct conn_state conn_state;
+
+/* A request the tracker is still building. */
+typedef struct pending {
+    tt_request req;
+    bool request_done, response_done, response_started;
+} pending;
+
+struct conn_state {
+    tt_tracker *t;
+    uint64_t conn_id;
+    tt_endpoint client, server;
+    conn_state *next_in_bucket;
+
+    tt_http1_parser *request_parser, *response_parser;
+    pending **queue; /* in request order; front entries leave as they finish */
+    size_t queue_len, queue_cap;
+    pending *parsing_request;  /* request whose head was seen, end not yet */
+    pending *parsing_response; /* request whose response is being read */
+    uint32_t next_ordinal;
+
+    char *body;
+    size_t body_len, body_cap;
+    bool body_overflow;
+
+    tt_sse_parser *sse;
+    tt_ndjson_parser *ndjson;
+    bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
+    bool response_gave_up;
+    char http_error[96];
+    bool any_message;
+};
+
+struct tt_tracker {
+    tt_tracker_options opt;
+    conn_state **buckets;
+    size_t n_buckets, n_live;
+    uint64_t connections;
+
+    tt_request *reqs;
+    size_t n_reqs, cap_reqs;
+
+    tt_conn_note *notes;
+    size_t n_notes, cap_notes;
+
+    char *type_names[MAX_EVENT_TYPES];
+    uint16_t n_types;
+    uint16_t last_type;
+
+    char *text_scratch;
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : 8;
+    while (c < need) c *= 2;
+    void *np = realloc(p, c * elem);
+    if (!np) abort();
+    *cap = c;
+    return np;
+}
+
+/* ---- connection table ---- */
+
+static size_t bucket_of(const tt_tracker *t, uint64_t conn_id)
+{
+    uint64_t h = conn_id * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (t->n_buckets - 1);
+}
+
+static void table_grow(tt_tracker *t)
+{
+    size_t old_n = t->n_buckets;
+    conn_state **old = t->buckets;
+    t->n_buckets = old_n ? old_n * 2 : 256;
+    t->buckets = calloc(t->n_buckets, sizeof *t->buckets);
+    if (!t->buckets) abort();
+    for (size_t i = 0; i < old_n; i++) {
+        for (conn_state *c = old[i], *nx; c; c = nx) {
+            nx = c->next_in_bucket;
+            size_t b = bucket_of(t, c->conn_id);
+            c->next_in_bucket = t->buckets[b];
+            t->buckets[b] = c;
+        }
+    }
+    free(old);
+}
+
+static conn_state *table_find(tt_tracker *t, uint64_t conn_id)
+{
+    if (!t->n_buckets) return NULL;
+    for (conn_state *c = t->buckets[bucket_of(t, conn_id)]; c; c = c->next_in_bucket)
+        if (c->conn_id == conn_id) return c;
+    return NULL;
+}
+
+static void table_remove(tt_tracker *t, conn_state *c)
+{
+    conn_state **pp = &t->buckets[bucket_of(t, c->conn_id)];
+    while (*pp && *pp != c) pp = &(*pp)->next_in_bucket;
+    if (*pp) *pp = c->next_in_bucket;
+    t->n_live--;
+}
+
+/* ---- event types ---- */
+
+static uint16_t intern_type(tt_tracker *t, const char *s, size_t len)
+{
+    if (!s) return 0;
+    if (t->last_type) {
+        const char *n = t->type_names[t->last_type];
+        if (strlen(n) == len && memcmp(n, s, len) == 0) return t->last_type;
+    }
+    for (uint16_t i = 1; i < t->n_types; i++) {
+        const char *n = t->type_names[i];
+        if (strlen(n) == len && memcmp(n, s, len) == 0) return t->last_type = i;
+    }
+    if (t->n_types >= MAX_EVENT_TYPES) return MAX_EVENT_TYPES - 1;
+    t->type_names[t->n_types] = strndup(s, len > 80 ? 80 : len);
+    return t->last_type = t->n_types++;
+}
+
+const char *tt_tracker_type_name(const tt_tracker *t, uint16_t type_id)
+{
+    if (type_id == 0 || type_id >= t->n_types) return "";
+    return t->type_names[type_id];
+}
+
+/* ---- requests ---- */
+
+static void copy_header(const tt_http_head *h, const char *name, char *dst, size_t cap)
+{
+    const tt_http_header *v = tt_http_find_header(h, name);
+    if (!v) return;
+    size_t n = v->value_len < cap - 1 ? v->value_len : cap - 1;
+    memcpy(dst, v->value, n);
+    dst[n] = 0;
+}
+
+static pending *pending_new(conn_state *c)
+{
+    pending *p = calloc(1, sizeof *p);
+    if (!p) abort();
+    tt_request *r = &p->req;
+    r->conn_id = c->conn_id;
+    r->client = c->client;
+    r->server = c->server;
+    r->ordinal = c->next_ordinal++;
+    tt_request_fields_init(&r->fields);
+    r->req_first_ns = r->req_last_ns = r->resp_first_ns = r->resp_headers_ns = TT_NS_NONE;
+    r->first_event_ns = r->first_token_ns = r->last_token_ns = r->terminal_ns = TT_NS_NONE;
+    r->resp_last_ns = TT_NS_NONE;
+    r->usage_completion_tokens = r->usage_prompt_tokens = -1;
+    c->queue = grow(c->queue, &c->queue_cap, c->queue_len + 1, sizeof *c->queue);
+    c->queue[c->queue_len++] = p;
+    return p;
+}
+
+static void count_shared_chunks(tt_request *r)
+{
+    for (uint32_t i = 0; i < r->n_events; i++) {
+        tt_event_rec *e = &r->events[i];
+        uint32_t shared = 0;
+        for (uint32_t j = i; j-- > 0 && r->events[j].last_chunk >= e->first_chunk;) shared++;
+        for (uint32_t j = i + 1; j < r->n_events && r->events[j].first_chunk <= e->last_chunk; j++) shared++;
+        e->shared_chunk = shared > 0xffff ? 0xffff : (uint16_t)shared;
+    }
+}
+
+static void file_request(tt_tracker *t, pending *p)
+{
+    tt_request *r = &p->req;
+    if (!p->request_done && !(r->incomplete & TT_INC_REQUEST_NOT_SEEN)) r->incomplete |= TT_INC_REQUEST_CUT;
+    if (!p->response_started) r->incomplete |= TT_INC_NO_RESPONSE;
+    else if (!p->response_done) r->incomplete |= TT_INC_RESPONSE_CUT;
+    count_shared_chunks(r);
+    t->reqs = grow(t->reqs, &t->cap_reqs, t->n_reqs + 1, sizeof *t->reqs);
+    t->reqs[t->n_reqs++] = *r;
+    free(p);
+}
+
+/* File finished requests from the front of the queue, in order. */
+static void file_finished(conn_state *c)
+{
+    size_t k = 0;
+    while (k < c->queue_len && c->queue[k]->request_done && c->queue[k]->response_done) {
+        file_request(c->t, c->queue[k]);
+        k++;
+    }
+    if (k) {
+        memmove(c->queue, c->queue + k, (c->queue_len - k) * sizeof *c->queue);
+        c->queue_len -= k;
+    }
+}
+
+/* ---- framed events ---- */
+
+static void append_text(tt_request *r, const char *s, size_t n)
+{
+    if (!n) return;
+    r->text = grow(r->text, &r->text_cap, r->text_len + n + 1, 1);
+    memcpy(r->text + r->text_len, s, n);
+    r->text_len += n;
+    r->text[r->text_len] = 0;
+}
+
+static void on_frame(void *ud, const tt_event_frame *ev)
+{
+    conn_state *c = ud;
+    pending *p = c->parsing_response;
+    if (!p) return;
+    tt_request *r = &p->req;
+    tt_tracker *t = c->t;
+    if (ev->flags & TT_FRAME_UNTERMINATED) {
+        /* not dispatched: the stream ended inside it */
+        r->incomplete |= TT_INC_RESPONSE_CUT;
+        return;
+    }
+    tt_classified cl;
+    char *text = t->opt.keep_text ? t->text_scratch : NULL;
+    tt_dialect_classify(r->dialect, ev->type, ev->type_len, ev->data, ev->data_len, &cl, text,
+                        text ? TEXT_SCRATCH : 0);
+    if (r->dialect == TT_DIALECT_UNKNOWN && cl.dialect != TT_DIALECT_UNKNOWN) r->dialect = cl.dialect;
+
+    r->events = grow(r->events, &r->cap_events, r->n_events + 1, sizeof *r->events);
+    tt_event_rec *e = &r->events[r->n_events++];
+    memset(e, 0, sizeof *e);
+    e->first_ns = ev->first_ns;
+    e->dispatch_ns = ev->dispatch_ns;
+    e->first_off = ev->first_off;
+    e->dispatch_off = ev->dispatch_off;
+    e->text_hash = cl.text_hash;
+    e->text_bytes = cl.text_bytes;
+    e->reasoning_bytes = cl.reasoning_bytes;
+    e->has = cl.has;
+    e->frame_flags = ev->flags;
+    e->first_chunk = ev->first_chunk;
+    e->last_chunk = ev->last_chunk;
+    e->data_len = ev->data_len > UINT32_MAX ? UINT32_MAX : (uint32_t)ev->data_len;
+    e->type_id = ev->type ? intern_type(t, ev->type, ev->type_len) : 0;
+    e->kind = (uint8_t)cl.kind;
+    e->terminators = (uint8_t)ev->terminators;
+    e->fields = (uint8_t)ev->fields;
+    e->json_ok = cl.json_ok;
+    e->lines = ev->lines;
+    e->comment_lines = ev->comment_lines;
+    e->usage_completion_tokens = cl.usage_completion_tokens > INT32_MAX ? INT32_MAX
+                                                                        : (int32_t)cl.usage_completion_tokens;
+
+    if (r->first_event_ns == TT_NS_NONE) r->first_event_ns = ev->dispatch_ns;
+    if (r->terminal_seen) r->data_after_terminal = true;
+    r->kind_counts[cl.kind]++;
+    if (cl.kind == TT_EV_TOKEN) {
+        r->token_events++;
+        if (r->first_token_ns == TT_NS_NONE) r->first_token_ns = ev->dispatch_ns;
+        r->last_token_ns = ev->dispatch_ns;
+        r->text_bytes += cl.text_bytes;
+        r->reasoning_bytes += cl.reasoning_bytes;
+        if (text) {
+            e->text_off = (uint32_t)r->text_len;
+            append_text(r, text, strnlen(text, TEXT_SCRATCH));
+        }
+    }
+    if (cl.has & TT_HAS_USAGE) {
+        if (cl.usage_completion_tokens >= 0) r->usage_completion_tokens = cl.usage_completion_tokens;
+        if (cl.usage_prompt_tokens >= 0) r->usage_prompt_tokens = cl.usage_prompt_tokens;
+    }
+    if (cl.finish_reason[0]) snprintf(r->finish_reason, sizeof r->finish_reason, "%s", cl.finish_reason);
+    if (cl.response_id[0] && !r->response_id[0])
+        snprintf(r->response_id, sizeof r->response_id, "%s", cl.response_id);
+    if (cl.kind == TT_EV_ERROR && !r->error_message[0])
+        snprintf(r->error_message, sizeof r->error_message, "%s", cl.error_message[0] ? cl.error_message : "error");
+    if ((cl.has & TT_HAS_TERMINAL) && !r->terminal_seen) {
+        r->terminal_seen = true;
+        r->terminal_ns = ev->dispatch_ns;
+    }
+}
+
+static void on_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
+{
+    conn_state *c = ud;
+    if (c->parsing_response) c->parsing_response->req.comments++;
+}
+
+static const tt_frame_callbacks frame_cb = {.on_event = on_frame, .on_comment = on_comment};
+
+static void close_framers(conn_state *c, uint64_t mono_ns)
+{
+    if (c->sse) {
+        tt_sse_finish(c->sse, mono_ns);
+        tt_sse_free(c->sse);
+        c->sse = NULL;
+    }
+    if (c->ndjson) {
+        tt_ndjson_finish(c->ndjson, mono_ns);
+        tt_ndjson_free(c->ndjson);
+        c->ndjson = NULL;
+    }
+}
+
+static void start_framer(conn_state *c, tt_request *r)
+{
+    if (r->framing == TT_FRAMING_SSE) c->sse = tt_sse_new(&frame_cb, c);
+    else if (r->framing == TT_FRAMING_NDJSON) c->ndjson = tt_ndjson_new(&frame_cb, c);
+}
+
+static bool starts_with(const uint8_t *d, size_t n, const char *lit)
+{
+    size_t l = strlen(lit);
+    return n >= l && memcmp(d, lit, l) == 0;
+}
+
+static int sniff(const uint8_t *d, size_t n, tt_dialect dialect)
+{
+    if (n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF) return TT_FRAMING_SSE;
+    if (starts_with(d, n, "data:") || starts_with(d, n, "event:") || starts_with(d, n, ":") ||
+        starts_with(d, n, "id:") || starts_with(d, n, "retry:"))
+        return TT_FRAMING_SSE;
+    if (n && d[0] == '{' && dialect == TT_DIALECT_OLLAMA) return TT_FRAMING_NDJSON;
+    return TT_FRAMING_NONE;
+}
+
+/* ---- HTTP callbacks: requests ---- */
+
+static void req_on_head(void *ud, const tt_http_head *h)
+{
+    conn_state *c = ud;
+    c->any_message = true;
+    pending *p = pending_new(c);
+    tt_request *r = &p->req;
+    size_t n = h->method_len < sizeof r->method - 1 ? h->method_len : sizeof r->method - 1;
+    memcpy(r->method, h->method, n);
+    n = h->target_len < sizeof r->path - 1 ? h->target_len : sizeof r->path - 1;
+    memcpy(r->path, h->target, n);
+    copy_header(h, "x-request-id", r->request_id, sizeof r->request_id);
+    copy_header(h, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
+    r->req_first_ns = h->first_ns;
+    r->dialect = tt_dialect_from_path(h->target, h->target_len);
+    c->parsing_request = p;
+    c->body_len = 0;
+    c->body_overflow = false;
+    tt_http1_expect_response(c->response_parser, h->method_len == 4 && !memcmp(h->method, "HEAD", 4));
+}
+
+static void req_on_body(void *ud, const uint8_t *data, size_t len, uint64_t body_off, uint64_t mono_ns)
+{
+    conn_state *c = ud;
+    if (!c->parsing_request || c->body_overflow) return;
+    if (c->body_len + len > MAX_REQUEST_BODY) {
+        c->body_overflow = true;
+        return;
+    }
+    c->body = grow(c->body, &c->body_cap, c->body_len + len, 1);
+    memcpy(c->body + c->body_len, data, len);
+    c->body_len += len;
+}
+
+static void req_on_end(void *ud, const tt_http_msg_end *end)
+{
+    conn_state *c = ud;
+    pending *p = c->parsing_request;
+    if (!p) return;
+    tt_request *r = &p->req;
+    r->req_last_ns = end->last_ns;
+    if (end->how == TT_HTTP_END_COMPLETE || end->how == TT_HTTP_END_EOF) {
+        if (!c->body_overflow && c->body_len) tt_request_fields_parse(&r->fields, c->body, c->body_len);
+        p->request_done = true;
+    } else {
+        r->incomplete |= TT_INC_REQUEST_CUT;
+        if (end->how == TT_HTTP_END_GAP) r->incomplete |= TT_INC_GAP;
+        r->gap_bytes += end->gap_bytes;
+        p->request_done = true; /* nothing more will come for it */
+    }
+    c->parsing_request = NULL;
+    file_finished(c);
+}
+
+static void note_connection(conn_state *c, const char *reason)
+{
+    tt_tracker *t = c->t;
+    t->notes = grow(t->notes, &t->cap_notes, t->n_notes + 1, sizeof *t->notes);
+    tt_conn_note *nt = &t->notes[t->n_notes++];
+    nt->client = c->client;
+    nt->server = c->server;
+    nt->conn_id = c->conn_id;
+    snprintf(nt->reason, sizeof nt->reason, "%s", reason);
+}
+
+static void on_http_error(conn_state *c, const char *side, tt_http_error code, const char *msg)
+{
+    char why[96];
+    snprintf(why, sizeof why, "%s: %s", side, msg ? msg : "unparseable");
+    if (!c->http_error[0]) snprintf(c->http_error, sizeof c->http_error, "%s", why);
+    if (!c->any_message || code == TT_HTTP_ERR_UNSUPPORTED) note_connection(c, why);
+    for (size_t i = 0; i < c->queue_len; i++) {
+        tt_request *r = &c->queue[i]->req;
+        if (code != TT_HTTP_ERR_GAP) r->incomplete |= TT_INC_HTTP_ERROR;
+        if (!r->http_error[0]) snprintf(r->http_error, sizeof r->http_error, "%s", why);
+    }
+}
+
+static void req_on_error(void *ud, tt_http_error code, const char *msg, uint64_t off)
+{
+    on_http_error(ud, "request", code, msg);
+}
+
+/* ---- HTTP callbacks: responses ---- */
+
+static void resp_on_head(void *ud, const tt_http_head *h)
+{
+    conn_state *c = ud;
+    c->any_message = true;
+    if (h->interim) return;
+    pending *p = NULL;
+    for (size_t i = 0; i < c->queue_len; i++) {
+        if (!c->queue[i]->response_started) {
+            p = c->queue[i];
+            break;
+        }
+    }
+    if (!p) {
+        p = pending_new(c);
+        p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
+        p->request_done = true;
+    }
+    p->response_started = true;
+    tt_request *r = &p->req;
+    r->status = h->status;
+    r->coding = h->coding;
+    r->resp_first_ns = h->first_ns;
+    r->resp_headers_ns = h->head_end_ns;
+    copy_header(h, "content-type", r->content_type, sizeof r->content_type);
+    if (strstr(r->content_type, "text/event-stream")) r->framing = TT_FRAMING_SSE;
+    else if (strstr(r->content_type, "ndjson") || strstr(r->content_type, "jsonl")) r->framing = TT_FRAMING_NDJSON;
+    c->parsing_response = p;
+    c->sniff_framing = r->framing == TT_FRAMING_NONE && r->coding != TT_CODING_OTHER;
+    start_framer(c, r);
+}
+
+static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t body_off, uint64_t mono_ns)
+{
+    conn_state *c = ud;
+    pending *p = c->parsing_response;
+    if (!p || !len) return;
+    if (c->sniff_framing) {
+        c->sniff_framing = false;
+        p->req.framing = sniff(data, len, p->req.dialect);
+        start_framer(c, &p->req);
+    }
+    if (c->sse) tt_sse_feed(c->sse, data, len, body_off, mono_ns);
+    else if (c->ndjson) tt_ndjson_feed(c->ndjson, data, len, body_off, mono_ns);
+}
+
+static void resp_on_end(void *ud, const tt_http_msg_end *end)
+{
+    conn_state *c = ud;
+    pending *p = c->parsing_response;
+    if (!p) return;
+    tt_request *r = &p->req;
+    close_framers(c, end->last_ns);
+    r->resp_last_ns = end->last_ns;
+    r->response_end = end->how;
+    r->gap_bytes += end->gap_bytes;
+    if (end->how == TT_HTTP_END_COMPLETE || end->how == TT_HTTP_END_EOF) {
+        p->response_done = true;
+    } else {
+        r->incomplete |= TT_INC_RESPONSE_CUT;
+        if (end->how == TT_HTTP_END_GAP) r->incomplete |= TT_INC_GAP;
+        if (end->how == TT_HTTP_END_ERROR) r->incomplete |= TT_INC_HTTP_ERROR;
+        p->response_done = true;
+        p->response_started = true;
+    }
+    c->parsing_response = NULL;
+    file_finished(c);
+}
+
+static void resp_on_error(void *ud, tt_http_error code, const char *msg, uint64_t off)
+{
+    on_http_error(ud, "response", code, msg);
+}
+
+static const tt_http_callbacks request_cb = {
+    .on_head = req_on_head, .on_body = req_on_body, .on_end = req_on_end, .on_error = req_on_error};
+static const tt_http_callbacks response_cb = {
+    .on_head = resp_on_head, .on_body = resp_on_body, .on_end = resp_on_end, .on_error = resp_on_error};
+
+/* ---- connections ---- */
+
+static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info)
+{
+    if (t->n_live + 1 > t->n_buckets) table_grow(t);
+    conn_state *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->t = t;
+    c->conn_id = info->conn_id;
+    c->client = info->client;
+    c->server = info->server;
+    c->request_parser = tt_http1_new(TT_HTTP_REQUEST, &request_cb, c);
+    c->response_parser = tt_http1_new(TT_HTTP_RESPONSE, &response_cb, c);
+    if (!c->request_parser || !c->response_parser) abort();
+    size_t b = bucket_of(t, c->conn_id);
+    c->next_in_bucket = t->buckets[b];
+    t->buckets[b] = c;
+    t->n_live++;
+    t->connections++;
+    return c;
+}
+
+static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
+{
+    close_framers(c, mono_ns);
+    for (size_t i = 0; i < c->queue_len; i++) {
+        pending *p = c->queue[i];
+        if (c->http_error[0] && !p->req.http_error[0])
+            snprintf(p->req.http_error, sizeof p->req.http_error, "%s", c->http_error);
+        file_request(t, p);
+    }
+    c->queue_len = 0;
+    table_remove(t, c);
+    tt_http1_free(c->request_parser);
+    tt_http1_free(c->response_parser);
+    free(c->queue);
+    free(c->body);
+    free(c);
+}
+
+void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
+{
+    tt_tracker *t = ctx;
+    conn_state *c = table_find(t, ch->conn->conn_id);
+    if (ch->kind == TT_CHUNK_RELEASE) {
+        if (c) conn_release(t, c, ch->mono_ns);
+        return;
+    }
+    if (!c) c = conn_open(t, ch->conn);
+    tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
+    switch (ch->kind) {
+    case TT_CHUNK_DATA:
+        tt_http1_feed(hp, ch->data, ch->len, ch->mono_ns);
+        break;
+    case TT_CHUNK_GAP:
+        tt_http1_gap(hp, ch->len, ch->mono_ns);
+        break;
+    case TT_CHUNK_FIN:
+        tt_http1_eof(hp, true, ch->mono_ns);
+        break;
+    case TT_CHUNK_RST:
+    case TT_CHUNK_END:
+        tt_http1_eof(hp, false, ch->mono_ns);
+        break;
+    case TT_CHUNK_RELEASE:
+        break;
+    }
+}
+
+/* ---- tracker ---- */
+
+tt_tracker *tt_tracker_new(const tt_tracker_options *opt)
+{
+    tt_tracker *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    if (opt) t->opt = *opt;
+    t->type_names[0] = strdup("");
+    t->n_types = 1;
+    if (t->opt.keep_text) t->text_scratch = malloc(TEXT_SCRATCH);
+    table_grow(t);
+    return t;
+}
+
+void tt_tracker_free(tt_tracker *t)
+{
+    if (!t) return;
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (conn_state *c = t->buckets[i], *nx; c; c = nx) {
+            nx = c->next_in_bucket;
+            conn_release(t, c, 0);
+        }
+    }
+    for (size_t i = 0; i < t->n_reqs; i++) {
+        free(t->reqs[i].events);
+        free(t->reqs[i].text);
+    }
+    free(t->reqs);
+    free(t->notes);
+    for (uint16_t i = 0; i < t->n_types; i++) free(t->type_names[i]);
+    free(t->buckets);
+    free(t->text_scratch);
+    free(t);
+}
+
+tt_request *tt_tracker_requests(tt_tracker *t, size_t *n)
+{
+    *n = t->n_reqs;
+    return t->reqs;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const tt_request *x = a, *y = b;
+    uint64_t xa = x->req_first_ns != TT_NS_NONE ? x->req_first_ns : x->resp_first_ns;
+    uint64_t ya = y->req_first_ns != TT_NS_NONE ? y->req_first_ns : y->resp_first_ns;
+    if (xa != ya) return xa < ya ? -1 : 1;
+    if (x->conn_id != y->conn_id) return x->conn_id < y->conn_id ? -1 : 1;
+    return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+void tt_tracker_sort(tt_tracker *t)
+{
+    if (t->n_reqs > 1) qsort(t->reqs, t->n_reqs, sizeof *t->reqs, by_start);
+}
+
+const tt_conn_note *tt_tracker_notes(const tt_tracker *t, size_t *n)
+{
+    *n = t->n_notes;
+    return t->notes;
+}
+
+uint64_t tt_tracker_connections(const tt_tracker *t)
+{
+    return t->connections;
+}

@@ -1,0 +1,113 @@
+/* request.h - one request/response exchange as one vantage saw it: the
+ * request's fields, the named instants, and every framed event of the
+ * response with its meaning and framing facts. Built by the connection
+ * tracker (conn_tracker.h); read by metrics, lint and reports. */
+#ifndef TT_REQUEST_H
+#define TT_REQUEST_H
+
+#include "core/tt_types.h"
+#include "dialect/dialect.h"
+#include "proto/http1.h"
+
+#define TT_NS_NONE UINT64_MAX /* an instant that was not seen */
+
+/* One framed event of a response body (SSE event or NDJSON line). */
+typedef struct tt_event_rec {
+    uint64_t first_ns, dispatch_ns;
+    uint64_t first_off, dispatch_off;
+    uint64_t text_hash;
+    uint32_t text_bytes, reasoning_bytes;
+    uint32_t has;            /* TT_HAS_* */
+    uint32_t frame_flags;    /* TT_FRAME_* */
+    uint32_t first_chunk, last_chunk;
+    uint32_t data_len;
+    uint32_t text_off;       /* offset of its text in the request's text, when text is kept */
+    uint16_t type_id;        /* index into the tracker's interned event-type names; 0 = none */
+    uint8_t kind;            /* tt_event_kind */
+    uint8_t terminators;     /* TT_TERM_* */
+    uint8_t fields;          /* TT_FIELD_* */
+    uint8_t json_ok;
+    uint16_t lines, comment_lines;
+    uint16_t shared_chunk;   /* other events with bytes in the chunks this one touched */
+    int32_t usage_completion_tokens; /* -1 when the event carries none */
+} tt_event_rec;
+
+typedef enum tt_tristate { TT_UNKNOWN = -1, TT_FALSE = 0, TT_TRUE = 1 } tt_tristate;
+
+/* What the request body asked for. */
+typedef struct tt_request_fields {
+    char model[128];
+    tt_tristate stream;
+    int64_t max_tokens;          /* -1 when absent */
+    char max_tokens_field[32];   /* which spelling carried it */
+    int64_t min_tokens;          /* -1 when absent */
+    tt_tristate ignore_eos;
+    tt_tristate include_usage;   /* stream_options.include_usage */
+    bool body_json_ok;           /* the body parsed as a JSON object */
+    bool body_seen;
+} tt_request_fields;
+
+/* Why a request is not measured as whole (bitmask). */
+enum {
+    TT_INC_REQUEST_NOT_SEEN = 1u << 0,  /* capture began after the request */
+    TT_INC_REQUEST_CUT = 1u << 1,       /* request ended early or crossed a gap */
+    TT_INC_NO_RESPONSE = 1u << 2,       /* no response head seen */
+    TT_INC_RESPONSE_CUT = 1u << 3,      /* response ended before its framing said it was whole */
+    TT_INC_GAP = 1u << 4,               /* bytes lost inside the exchange */
+    TT_INC_HTTP_ERROR = 1u << 5,        /* the HTTP parser gave up on the connection */
+};
+
+typedef struct tt_request {
+    /* identity */
+    uint64_t conn_id;
+    tt_endpoint client, server;
+    uint32_t ordinal;             /* 0-based position on its connection */
+    char method[16];
+    char path[256];
+    char request_id[128];         /* x-request-id, "" when absent */
+    char correlation_id[128];     /* x-correlation-id, "" when absent */
+    char response_id[96];         /* from the events, "" when none */
+    tt_request_fields fields;
+
+    /* response */
+    int status;                   /* 0 when no response head */
+    char content_type[64];
+    tt_content_coding coding;
+    tt_dialect dialect;
+    enum { TT_FRAMING_NONE = 0, TT_FRAMING_SSE, TT_FRAMING_NDJSON } framing;
+
+    /* instants (TT_NS_NONE when not seen) */
+    uint64_t req_first_ns, req_last_ns;
+    uint64_t resp_first_ns, resp_headers_ns;
+    uint64_t first_event_ns, first_token_ns, last_token_ns, terminal_ns;
+    uint64_t resp_last_ns;        /* last byte of the response */
+
+    /* events */
+    tt_event_rec *events;
+    uint32_t n_events;
+    size_t cap_events;
+    uint32_t token_events;
+    uint32_t kind_counts[TT_EV_COUNT];
+    uint32_t comments;            /* SSE comment lines (keep-alives) */
+    uint64_t text_bytes, reasoning_bytes;
+    int64_t usage_completion_tokens; /* last usage seen, -1 when none */
+    int64_t usage_prompt_tokens;
+    char finish_reason[32];
+    char error_message[128];      /* first error event's message */
+    bool terminal_seen;
+    bool data_after_terminal;
+
+    char *text;                   /* generated text, only when the tracker keeps it */
+    size_t text_len, text_cap;
+
+    /* completeness */
+    uint32_t incomplete;          /* TT_INC_* */
+    uint64_t gap_bytes;
+    tt_http_end response_end;
+    char http_error[96];
+} tt_request;
+
+/* True when nothing makes the request unmeasurable. */
+static inline bool tt_request_complete(const tt_request *r) { return r->incomplete == 0; }
+
+#endif
