@@ -436,6 +436,62 @@ static void test_oversize_event_truncated(void **state)
     seen_data = NULL;
 }
 
+/* A digest of everything reported, chunk-dependent fields aside. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void digest_event(void *ud, const tt_event_frame *ev)
+{
+    uint64_t *h = ud;
+    *h = fnv(*h, "E", 1);
+    *h = fnv(*h, ev->type, ev->type_len);
+    *h = fnv(*h, ev->data, ev->data_len);
+    uint64_t v[] = { ev->data_len, ev->type_len, ev->first_off, ev->dispatch_off, ev->terminators,
+                     ev->fields, ev->flags, ev->lines, ev->comment_lines, ev->data_lines, ev->has_id };
+    *h = fnv(*h, v, sizeof v);
+}
+
+static void digest_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
+{
+    uint64_t *h = ud;
+    *h = fnv(*h, "C", 1);
+    *h = fnv(*h, text, len);
+    *h = fnv(*h, &off, sizeof off);
+    *h = fnv(*h, &len, sizeof len);
+}
+
+static void test_huge_lines_same_whole_and_split(void **state)
+{
+    /* lines just over the internal line bound, of every kind, then a normal event */
+    const char *prefixes[] = { ":", "event: ", "id: ", "foo: ", "data: ", "data:" };
+    size_t payload = TT_SSE_MAX_EVENT + 100;
+    tt_frame_callbacks cb = { digest_event, digest_comment };
+    for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
+        size_t pl = strlen(prefixes[k]);
+        size_t len = pl + payload + 12;
+        uint8_t *b = malloc(len);
+        memcpy(b, prefixes[k], pl);
+        memset(b + pl, 'q', payload);
+        memcpy(b + pl + payload, "\ndata: end\n\n", 12);
+        uint64_t digests[3];
+        size_t pieces[] = { len, 4096, 1000000 };
+        for (size_t i = 0; i < 3; i++) {
+            digests[i] = 0xcbf29ce484222325ull;
+            tt_sse_parser *p = tt_sse_new(&cb, &digests[i]);
+            feed_in_pieces(p, b, len, pieces[i]);
+            tt_sse_finish(p, FINISH_NS);
+            tt_sse_free(p);
+        }
+        assert_true(digests[0] == digests[1]);
+        assert_true(digests[0] == digests[2]);
+        free(b);
+    }
+}
+
 static void test_id_persists_and_reuse_after_finish(void **state)
 {
     run_ctx c;
@@ -483,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_cr_at_feed_end_then_other),
         cmocka_unit_test(test_one_mib_data_line),
         cmocka_unit_test(test_oversize_event_truncated),
+        cmocka_unit_test(test_huge_lines_same_whole_and_split),
         cmocka_unit_test(test_id_persists_and_reuse_after_finish),
         cmocka_unit_test(test_null_callbacks_and_empty_feeds),
     };

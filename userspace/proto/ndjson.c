@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One byte beyond the bound, so that a CR ending a line of exactly the bound
+ * is seen and removed rather than counted as a cut. */
+#define LINE_LIMIT (TT_SSE_MAX_EVENT + 1u)
+
 struct tt_ndjson_parser {
     tt_frame_callbacks cb;
     void *ud;
@@ -47,11 +51,11 @@ static void line_append(tt_ndjson_parser *p, const uint8_t *src, size_t n, uint6
     }
     if (n == 0) return;
     p->line_ends_cr = src[n - 1] == '\r';
-    size_t room = TT_SSE_MAX_EVENT - p->line_len;
+    size_t room = LINE_LIMIT - p->line_len;
     size_t take = n < room ? n : room;
     if (take && p->line_len + take > p->line_cap) {
         size_t ncap = p->line_cap ? p->line_cap : 256;
-        while (ncap < p->line_len + take) ncap = ncap > TT_SSE_MAX_EVENT / 2 ? TT_SSE_MAX_EVENT : ncap * 2;
+        while (ncap < p->line_len + take) ncap = ncap > LINE_LIMIT / 2 ? LINE_LIMIT : ncap * 2;
         uint8_t *nb = realloc(p->line, ncap);
         if (nb) {
             p->line = nb;
@@ -132,6 +136,10 @@ void tt_ndjson_feed(tt_ndjson_parser *p, const uint8_t *data, size_t len, uint64
         }
         uint32_t term = ends_cr ? TT_TERM_CRLF : TT_TERM_LF;
         if (ends_cr && !cut && n > 0) n--;
+        if (n > TT_SSE_MAX_EVENT) {
+            n = TT_SSE_MAX_EVENT;
+            cut = true;
+        }
         if (n > 0 || cut)
             emit_line(p, line, n, first_off, first_ns, first_chunk, cut, term, 0, body_off + t + 1, mono_ns, chunk);
         pos = t + 1;
@@ -141,8 +149,10 @@ void tt_ndjson_feed(tt_ndjson_parser *p, const uint8_t *data, size_t len, uint64
 void tt_ndjson_finish(tt_ndjson_parser *p, uint64_t mono_ns)
 {
     if (!p) return;
-    if (p->line_open && (p->line_len > 0 || p->line_cut))
-        emit_line(p, p->line, p->line_len, p->line_off, p->line_ns, p->line_chunk, p->line_cut, 0,
+    size_t n = p->line_len > TT_SSE_MAX_EVENT ? TT_SSE_MAX_EVENT : p->line_len;
+    if (n < p->line_len) p->line_cut = true;
+    if (p->line_open && (n > 0 || p->line_cut))
+        emit_line(p, p->line, n, p->line_off, p->line_ns, p->line_chunk, p->line_cut, 0,
                   TT_FRAME_UNTERMINATED, p->end_off, mono_ns, p->last_chunk);
     p->feeds = 0;
     p->last_chunk = 0;

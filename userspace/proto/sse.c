@@ -389,7 +389,9 @@ void tt_sse_feed(tt_sse_parser *p, const uint8_t *data, size_t len, uint64_t bod
             p->line_open = false;
             process_line(p, p->line, p->line_len, p->line_start, term, end, p->line_cut, false);
         } else {
-            process_line(p, data + pos, t - pos, here, term, end, false, false);
+            size_t n = t - pos;
+            bool cut = n > LINE_LIMIT;
+            process_line(p, data + pos, cut ? LINE_LIMIT : n, here, term, end, cut, false);
         }
         if (term == 0) p->pending_cr = true;
         pos = next;

@@ -62,7 +62,7 @@ static void request_table(FILE *out, const tt_analysis *a)
     for (size_t i = 0; i < a->n_reqs && shown < MAX_LISTED; i++, shown++) {
         const tt_request *r = &a->reqs[i];
         const tt_req_metrics *m = &a->metrics[i];
-        char ep[64], name[25], why[128];
+        char ep[64], name[192], why[128];
         if (r->request_id[0]) snprintf(name, sizeof name, "%s", r->request_id);
         else snprintf(name, sizeof name, "%s#%u", tt_endpoint_format(&r->client, ep, sizeof ep), r->ordinal);
         fprintf(out, "%-4zu %-24s %-6d %-14s", i, name, r->status, tt_dialect_name(r->dialect));

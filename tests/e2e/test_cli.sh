@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The command line tells the truth: help texts, version, every option works.
+set -eu
+. "$(dirname "$0")/lib.sh"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+"$TT" --help | grep -q '^usage: tokentap COMMAND' || fail "tokentap --help"
+"$TT" version | grep -Eq '^tokentap [0-9]+\.[0-9]+\.[0-9]+$' || fail "version"
+"$TT" analyze --help > "$work/help"
+for opt in --json --events --text --percentiles --output; do
+    grep -q -- "$opt" "$work/help" || fail "analyze --help does not mention $opt"
+done
+"$GEN" -o "$work/c.pcap" --truth "$work/c.truth" --streams 5 --tokens 12 --seed 9 > /dev/null
+"$TT" analyze --percentiles 50,90,99.9 "$work/c.pcap" > "$work/text"
+for l in 'Median TTFT (ms):' 'P90 TTFT (ms):' 'P99.9 ITL (ms):' 'Mean E2EL (ms):' 'Successful requests (complete):   *5'; do
+    grep -Eq "$l" "$work/text" || fail "text report lacks '$l'"
+done
+# the text report's mean TTFT equals the truth's, to the printed precision
+/usr/bin/python3 - "$work/text" "$work/c.truth" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+truth = [json.loads(l) for l in open(sys.argv[2])]
+mean = sum(t["token_ns"][0] - t["req_first_ns"] for t in truth) / len(truth) / 1e6
+got = float(re.search(r"Mean TTFT \(ms\):\s+([0-9.]+)", text).group(1))
+assert abs(got - mean) < 0.006, (got, mean)
+PY
+# events: one line per event, no text unless asked
+"$TT" analyze --events "$work/c.pcap" > "$work/events"
+[ "$(grep -c ' TOKEN ' "$work/events")" = 60 ] || fail "--events: wanted 60 TOKEN lines"
+! grep -q ' text="' "$work/events" || fail "--events printed text without --text"
+"$TT" analyze --events --text "$work/c.pcap" | grep -q ' TOKEN .* text="' || fail "--events --text shows no text"
+"$TT" analyze --json "$work/c.pcap" | grep -q '"text"' && fail "--json printed text without --text"
+"$TT" analyze --events --json "$work/c.pcap" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert sum(len(r["events"]) for r in d["requests"]) > 60'
+echo "cli: help, version, options, events and text privacy hold"

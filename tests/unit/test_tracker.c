@@ -1,0 +1,382 @@
+/* The connection tracker end to end, from hand-made chunks: HTTP/1.1 ->
+ * SSE/NDJSON -> dialect -> request timeline. Instants are chosen per chunk,
+ * so every expected instant is known without tokentap computing it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics/metrics.h"
+#include "proto/event_frame.h"
+#include "timeline/conn_tracker.h"
+
+typedef struct feeder {
+    tt_tracker *t;
+    tt_conn_info conn;
+    uint64_t off[2];
+} feeder;
+
+static void feeder_init(feeder *f, uint64_t conn_id)
+{
+    memset(f, 0, sizeof *f);
+    f->t = tt_tracker_new(NULL);
+    f->conn.conn_id = conn_id;
+    f->conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
+    f->conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+}
+
+static void chunk(feeder *f, tt_direction dir, tt_chunk_kind kind, const char *data, size_t len, uint64_t ns)
+{
+    tt_chunk c = {.conn = &f->conn, .vantage = TT_VANTAGE_WIRE, .dir = dir, .kind = kind, .mono_ns = ns,
+                  .offset = f->off[dir], .data = (const uint8_t *)data, .len = len};
+    tt_tracker_chunk(f->t, &c);
+    if (kind == TT_CHUNK_DATA || kind == TT_CHUNK_GAP) f->off[dir] += len;
+}
+
+static void send_str(feeder *f, tt_direction dir, const char *s, uint64_t ns)
+{
+    chunk(f, dir, TT_CHUNK_DATA, s, strlen(s), ns);
+}
+
+static void finish(feeder *f, uint64_t ns)
+{
+    chunk(f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, ns);
+    chunk(f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, ns);
+    chunk(f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, ns);
+    tt_tracker_sort(f->t);
+}
+
+#define CHAT_REQ_BODY "{\"model\":\"m\",\"stream\":true,\"max_tokens\":3,\"stream_options\":{\"include_usage\":true}}"
+
+static char *chat_request(const char *id)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf,
+             "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nx-request-id: %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             id, strlen(CHAT_REQ_BODY), CHAT_REQ_BODY);
+    return buf;
+}
+
+static const char *const chat_events[] = {
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"!\"},\"finish_reason\":\"length\"}]}\n\n",
+    "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n",
+    "data: [DONE]\n\n",
+};
+#define N_CHAT (sizeof chat_events / sizeof *chat_events)
+
+static const char *resp_head_cl(size_t body_len)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %zu\r\n\r\n",
+             body_len);
+    return buf;
+}
+
+static size_t chat_body_len(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < N_CHAT; i++) n += strlen(chat_events[i]);
+    return n;
+}
+
+static void test_chat_stream_instants(void **state)
+{
+    feeder f;
+    feeder_init(&f, 1);
+    send_str(&f, TT_DIR_C2S, chat_request("r-1"), 1000);
+    send_str(&f, TT_DIR_S2C, resp_head_cl(chat_body_len()), 2000);
+    for (size_t i = 0; i < N_CHAT; i++) send_str(&f, TT_DIR_S2C, chat_events[i], 3000 + 1000 * i);
+    finish(&f, 10000);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_true(tt_request_complete(r));
+    assert_string_equal(r->request_id, "r-1");
+    assert_string_equal(r->method, "POST");
+    assert_string_equal(r->path, "/v1/chat/completions");
+    assert_int_equal(r->status, 200);
+    assert_int_equal(r->dialect, TT_DIALECT_OPENAI_CHAT);
+    assert_int_equal(r->fields.max_tokens, 3);
+    assert_int_equal(r->fields.include_usage, TT_TRUE);
+    assert_int_equal(r->n_events, N_CHAT);
+    assert_int_equal(r->token_events, 3);
+    assert_int_equal(r->req_first_ns, 1000);
+    assert_int_equal(r->resp_first_ns, 2000);
+    assert_int_equal(r->first_event_ns, 3000);
+    assert_int_equal(r->first_token_ns, 4000); /* the role chunk is not a token */
+    assert_int_equal(r->last_token_ns, 6000);
+    assert_int_equal(r->terminal_ns, 8000);
+    assert_int_equal(r->usage_completion_tokens, 3);
+    assert_int_equal(r->usage_prompt_tokens, 4);
+    assert_true(r->terminal_seen);
+    assert_string_equal(r->response_id, "c1");
+    tt_req_metrics m;
+    tt_req_metrics_compute(r, &m);
+    assert_int_equal(m.ttft_ns, 3000);
+    assert_int_equal(m.e2el_ns, 5000);
+    assert_int_equal(m.n_itl, 2);
+    tt_req_metrics_free(&m);
+    tt_tracker_free(f.t);
+}
+
+/* Split the response body at every byte: each event's dispatch instant is
+ * the instant of the chunk that carried its last byte. */
+static void test_every_split_point(void **state)
+{
+    char body[4096] = "";
+    size_t ends[N_CHAT], len = 0;
+    for (size_t i = 0; i < N_CHAT; i++) {
+        strcat(body, chat_events[i]);
+        len += strlen(chat_events[i]);
+        ends[i] = len; /* body offset just past event i */
+    }
+    for (size_t k = 1; k < len; k++) {
+        feeder f;
+        feeder_init(&f, 7);
+        send_str(&f, TT_DIR_C2S, chat_request("s"), 100);
+        send_str(&f, TT_DIR_S2C, resp_head_cl(len), 200);
+        chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, body, k, 300);
+        chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, body + k, len - k, 400);
+        finish(&f, 500);
+        size_t n;
+        tt_request *r = tt_tracker_requests(f.t, &n);
+        assert_int_equal(n, 1);
+        assert_int_equal(r->n_events, N_CHAT);
+        for (size_t i = 0; i < N_CHAT; i++) {
+            uint64_t want = ends[i] <= k ? 300 : 400;
+            if (r->events[i].dispatch_ns != want) fail_msg("split %zu event %zu: dispatch %lu want %lu", k, i,
+                                                           (unsigned long)r->events[i].dispatch_ns,
+                                                           (unsigned long)want);
+            assert_int_equal(r->events[i].dispatch_off, ends[i]);
+        }
+        assert_true(tt_request_complete(r));
+        assert_int_equal(r->token_events, 3);
+        tt_tracker_free(f.t);
+    }
+}
+
+static void test_keepalive_two_requests(void **state)
+{
+    feeder f;
+    feeder_init(&f, 2);
+    for (int round = 0; round < 2; round++) {
+        uint64_t t0 = 100000 * (uint64_t)(round + 1);
+        send_str(&f, TT_DIR_C2S, chat_request(round ? "second" : "first"), t0);
+        send_str(&f, TT_DIR_S2C, resp_head_cl(chat_body_len()), t0 + 10);
+        for (size_t i = 0; i < N_CHAT; i++) send_str(&f, TT_DIR_S2C, chat_events[i], t0 + 100 + 10 * i);
+    }
+    finish(&f, 900000);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(r[0].request_id, "first");
+    assert_string_equal(r[1].request_id, "second");
+    assert_int_equal(r[0].ordinal, 0);
+    assert_int_equal(r[1].ordinal, 1);
+    assert_int_equal(r[1].first_token_ns, 200000 + 110);
+    assert_true(tt_request_complete(&r[0]) && tt_request_complete(&r[1]));
+    tt_tracker_free(f.t);
+}
+
+static void test_chunked_crlf_usage_with_choices(void **state)
+{
+    /* TabbyAPI-style: CRLF separators, usage inside a frame with one choice */
+    const char *events[] = {
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"think\"}}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],"
+        "\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}\r\n\r\n",
+        "data: [DONE]\r\n\r\n",
+    };
+    feeder f;
+    feeder_init(&f, 3);
+    send_str(&f, TT_DIR_C2S, chat_request("tabby"), 10);
+    send_str(&f, TT_DIR_S2C, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                             "transfer-encoding: chunked\r\n\r\n", 20);
+    for (size_t i = 0; i < 4; i++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%zx\r\n%s\r\n", strlen(events[i]), events[i]);
+        send_str(&f, TT_DIR_S2C, buf, 30 + 10 * i);
+    }
+    send_str(&f, TT_DIR_S2C, "0\r\n\r\n", 80);
+    finish(&f, 90);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_true(tt_request_complete(r));
+    assert_int_equal(r->token_events, 2);
+    assert_int_equal(r->usage_completion_tokens, 2);
+    assert_int_equal(r->reasoning_bytes, 5);
+    assert_int_equal(r->first_token_ns, 30);
+    assert_int_equal(r->terminal_ns, 60);
+    assert_int_equal(r->events[0].terminators, TT_TERM_CRLF);
+    tt_tracker_free(f.t);
+}
+
+static void test_gap_marks_incomplete(void **state)
+{
+    feeder f;
+    feeder_init(&f, 4);
+    send_str(&f, TT_DIR_C2S, chat_request("gap"), 10);
+    send_str(&f, TT_DIR_S2C, resp_head_cl(chat_body_len()), 20);
+    send_str(&f, TT_DIR_S2C, chat_events[0], 30);
+    send_str(&f, TT_DIR_S2C, chat_events[1], 40);
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_GAP, NULL, strlen(chat_events[2]), 50);
+    for (size_t i = 3; i < N_CHAT; i++) send_str(&f, TT_DIR_S2C, chat_events[i], 60 + i);
+    finish(&f, 100);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_false(tt_request_complete(r));
+    assert_true(r->incomplete & TT_INC_GAP);
+    assert_int_equal(r->gap_bytes, strlen(chat_events[2]));
+    tt_req_metrics m;
+    tt_req_metrics_compute(r, &m);
+    assert_true(m.has_ttft); /* first token came before the gap */
+    assert_false(m.has_e2el);
+    tt_req_metrics_free(&m);
+    tt_tracker_free(f.t);
+}
+
+static void test_truncated_stream(void **state)
+{
+    feeder f;
+    feeder_init(&f, 5);
+    send_str(&f, TT_DIR_C2S, chat_request("cut"), 10);
+    send_str(&f, TT_DIR_S2C, resp_head_cl(chat_body_len()), 20);
+    send_str(&f, TT_DIR_S2C, chat_events[0], 30);
+    send_str(&f, TT_DIR_S2C, chat_events[1], 40);
+    send_str(&f, TT_DIR_S2C, "data: {\"choices\":[{\"ind", 50); /* cut mid-event */
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_RST, NULL, 0, 60);
+    chunk(&f, TT_DIR_C2S, TT_CHUNK_RST, NULL, 0, 60);
+    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 60);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_false(tt_request_complete(r));
+    assert_true(r->incomplete & TT_INC_RESPONSE_CUT);
+    assert_int_equal(r->token_events, 1);
+    assert_false(r->terminal_seen);
+    tt_tracker_free(f.t);
+}
+
+static void test_request_body_cut_short(void **state)
+{
+    feeder f;
+    feeder_init(&f, 6);
+    const char *head = "POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"model\":\"m\",\"max_tok";
+    send_str(&f, TT_DIR_C2S, head, 10);
+    chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 20);
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 20);
+    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 20);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_false(tt_request_complete(r));
+    assert_true(r->incomplete & TT_INC_REQUEST_CUT);
+    assert_true(r->incomplete & TT_INC_NO_RESPONSE);
+    assert_int_equal(r->fields.max_tokens, -1);
+    tt_tracker_free(f.t);
+}
+
+static void test_not_http(void **state)
+{
+    feeder f;
+    feeder_init(&f, 8);
+    send_str(&f, TT_DIR_C2S, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 10);
+    send_str(&f, TT_DIR_S2C, "\x16\x03\x03\x00\x7a\x02", 20);
+    finish(&f, 30);
+    size_t n, nn;
+    tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 0);
+    const tt_conn_note *notes = tt_tracker_notes(f.t, &nn);
+    assert_true(nn >= 1);
+    assert_non_null(strstr(notes[0].reason, "TLS"));
+    tt_tracker_free(f.t);
+}
+
+static void test_garbage_in_stream(void **state)
+{
+    feeder f;
+    feeder_init(&f, 9);
+    const char *body = "data: {not json at all\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"
+                       "\x01\x02garbage\xff\n\ndata: [DONE]\n\n";
+    send_str(&f, TT_DIR_C2S, chat_request("garbage"), 10);
+    send_str(&f, TT_DIR_S2C, resp_head_cl(strlen(body)), 20);
+    send_str(&f, TT_DIR_S2C, body, 30);
+    finish(&f, 40);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_true(tt_request_complete(r));
+    assert_int_equal(r->token_events, 1);
+    assert_int_equal(r->kind_counts[TT_EV_OTHER], 1);
+    assert_true(r->terminal_seen);
+    tt_tracker_free(f.t);
+}
+
+static void test_orphan_response(void **state)
+{
+    /* the capture starts after the request went out */
+    feeder f;
+    feeder_init(&f, 10);
+    send_str(&f, TT_DIR_S2C, resp_head_cl(chat_body_len()), 20);
+    for (size_t i = 0; i < N_CHAT; i++) send_str(&f, TT_DIR_S2C, chat_events[i], 30 + i);
+    finish(&f, 100);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_true(r->incomplete & TT_INC_REQUEST_NOT_SEEN);
+    assert_int_equal(r->dialect, TT_DIALECT_OPENAI_CHAT); /* learnt from the events */
+    tt_req_metrics m;
+    tt_req_metrics_compute(r, &m);
+    assert_false(m.has_ttft);
+    tt_tracker_free(f.t);
+}
+
+static void test_ollama_ndjson(void **state)
+{
+    const char *lines = "{\"model\":\"l\",\"response\":\"He\",\"done\":false}\n"
+                        "{\"model\":\"l\",\"response\":\"y\",\"done\":false}\n"
+                        "{\"model\":\"l\",\"response\":\"\",\"done\":true,\"done_reason\":\"stop\",\"eval_count\":2}\n";
+    feeder f;
+    feeder_init(&f, 11);
+    send_str(&f, TT_DIR_C2S, "POST /api/generate HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 10);
+    char head[256];
+    snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nContent-Length: %zu\r\n\r\n",
+             strlen(lines));
+    send_str(&f, TT_DIR_S2C, head, 20);
+    send_str(&f, TT_DIR_S2C, lines, 30);
+    finish(&f, 40);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(r->framing, TT_FRAMING_NDJSON);
+    assert_int_equal(r->dialect, TT_DIALECT_OLLAMA);
+    assert_int_equal(r->token_events, 2);
+    assert_int_equal(r->usage_completion_tokens, 2);
+    assert_true(r->terminal_seen);
+    assert_true(tt_request_complete(r));
+    tt_tracker_free(f.t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
+        cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),
+        cmocka_unit_test(test_gap_marks_incomplete),   cmocka_unit_test(test_truncated_stream),
+        cmocka_unit_test(test_request_body_cut_short), cmocka_unit_test(test_not_http),
+        cmocka_unit_test(test_garbage_in_stream),      cmocka_unit_test(test_orphan_response),
+        cmocka_unit_test(test_ollama_ndjson),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
