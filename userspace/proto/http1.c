@@ -181,6 +181,21 @@ static void took(tt_http1_parser *p, size_t n, uint64_t off_after, uint64_t ns)
     p->last_ns = ns;
 }
 
+/* Count `take` more bytes of a size line or of trailers against `limit`;
+ * when they exceed it, fail at the first byte beyond and return true. */
+static bool over_line_limit(tt_http1_parser *p, size_t take, size_t limit, uint64_t off, uint64_t ns,
+                            const char *why)
+{
+    if (p->line_bytes + take <= limit) {
+        p->line_bytes += take;
+        return false;
+    }
+    size_t allowed = limit - p->line_bytes;
+    took(p, allowed, off + allowed, ns);
+    fail(p, TT_HTTP_ERR_TOO_LARGE, why, off + allowed, ns);
+    return true;
+}
+
 /* A body whose framing says it is whole: check the content coding agrees. */
 static void finish_message(tt_http1_parser *p, uint64_t off_after, uint64_t ns)
 {
@@ -222,6 +237,7 @@ static void deliver(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off
     if (tt_decoder_feed(p->decoder, d, n, decoded_piece, p, &used) < 0) {
         snprintf(p->msg, sizeof p->msg, "corrupt %s body: %s", coding_name(p->head.coding),
                  tt_decoder_error(p->decoder));
+        took(p, used, off + used, ns);
         fail(p, TT_HTTP_ERR_DECODE, p->msg, off + used, ns);
     }
 }
@@ -727,13 +743,13 @@ static void chunk_size_line_done(tt_http1_parser *p)
 {
     if (p->chunk_size == 0) {
         p->state = ST_TRAILER_START;
-        p->line_bytes = 0;
     } else {
         p->state = ST_CHUNK_DATA;
         p->remaining = p->chunk_size;
     }
     p->chunk_size = 0;
     p->chunk_digits = 0;
+    p->line_bytes = 0;
 }
 
 /* One byte after the chunk-size digits (or blanks): where the line goes. */
@@ -752,17 +768,16 @@ static size_t step_chunk_size(tt_http1_parser *p, const uint8_t *d, size_t n, ui
     for (; i < n; i++) {
         int v = hex_value(d[i]);
         if (v < 0) break;
-        if (p->chunk_size > (CHUNK_SIZE_LIMIT - (uint64_t)v) / 16) {
-            fail(p, TT_HTTP_ERR_MALFORMED, "chunk size too large", off + i, ns);
+        const char *why = NULL;
+        if (p->chunk_size > (CHUNK_SIZE_LIMIT - (uint64_t)v) / 16) why = "chunk size too large";
+        else if (++p->line_bytes > CHUNK_LINE_LIMIT) why = "chunk size line too long";
+        if (why) {
+            took(p, i, off + i, ns);
+            fail(p, p->line_bytes > CHUNK_LINE_LIMIT ? TT_HTTP_ERR_TOO_LARGE : TT_HTTP_ERR_MALFORMED, why, off + i, ns);
             return i;
         }
         p->chunk_size = p->chunk_size * 16 + (uint64_t)v;
         p->chunk_digits++;
-    }
-    p->line_bytes += i;
-    if (p->line_bytes > CHUNK_LINE_LIMIT) {
-        fail(p, TT_HTTP_ERR_TOO_LARGE, "chunk size line too long", off + i, ns);
-        return i;
     }
     if (i == n) {
         took(p, i, off + i, ns);
@@ -775,7 +790,7 @@ static size_t step_chunk_size(tt_http1_parser *p, const uint8_t *d, size_t n, ui
     took(p, i, off + i, ns);
     chunk_size_delimiter(p, d[i], off + i, ns);
     if (p->state == ST_DEAD) return i;
-    p->line_bytes++;
+    if (over_line_limit(p, 1, CHUNK_LINE_LIMIT, off + i, ns, "chunk size line too long")) return i;
     took(p, 1, off + i + 1, ns);
     return i + 1;
 }
@@ -784,10 +799,7 @@ static size_t step_chunk_size_ws(tt_http1_parser *p, const uint8_t *d, size_t n,
 {
     chunk_size_delimiter(p, d[0], off, ns);
     if (p->state == ST_DEAD) return 0;
-    if (++p->line_bytes > CHUNK_LINE_LIMIT) {
-        fail(p, TT_HTTP_ERR_TOO_LARGE, "chunk size line too long", off, ns);
-        return 0;
-    }
+    if (over_line_limit(p, 1, CHUNK_LINE_LIMIT, off, ns, "chunk size line too long")) return 0;
     took(p, 1, off + 1, ns);
     return 1;
 }
@@ -796,11 +808,7 @@ static size_t step_chunk_ext(tt_http1_parser *p, const uint8_t *d, size_t n, uin
 {
     const uint8_t *lf = memchr(d, '\n', n);
     size_t take = lf ? (size_t)(lf - d) + 1 : n;
-    p->line_bytes += take;
-    if (p->line_bytes > CHUNK_LINE_LIMIT) {
-        fail(p, TT_HTTP_ERR_TOO_LARGE, "chunk extensions too long", off, ns);
-        return 0;
-    }
+    if (over_line_limit(p, take, CHUNK_LINE_LIMIT, off, ns, "chunk extensions too long")) return 0;
     took(p, take, off + take, ns);
     if (lf) chunk_size_line_done(p);
     return take;
@@ -838,18 +846,22 @@ static size_t step_one_byte(tt_http1_parser *p, uint8_t c, uint64_t off, uint64_
         return 1;
     case ST_TRAILER_START:
     case ST_TRAILER_END_LF:
-        took(p, 1, off + 1, ns);
         if (c == '\n') {
+            took(p, 1, off + 1, ns);
             finish_message(p, off + 1, ns);
             return 1;
         }
         if (p->state == ST_TRAILER_END_LF) {
             fail(p, TT_HTTP_ERR_MALFORMED, "malformed end of trailers", off, ns);
+            return 0;
+        }
+        if (c == '\r') {
+            took(p, 1, off + 1, ns);
+            p->state = ST_TRAILER_END_LF;
             return 1;
         }
-        p->line_bytes++;
-        p->state = c == '\r' ? ST_TRAILER_END_LF : ST_TRAILER_LINE;
-        return 1;
+        p->state = ST_TRAILER_LINE; /* the byte is read there */
+        return 0;
     default:
         break;
     }
@@ -862,11 +874,7 @@ static size_t step_trailer_line(tt_http1_parser *p, const uint8_t *d, size_t n, 
 {
     const uint8_t *lf = memchr(d, '\n', n);
     size_t take = lf ? (size_t)(lf - d) + 1 : n;
-    p->line_bytes += take;
-    if (p->line_bytes > TRAILER_LIMIT) {
-        fail(p, TT_HTTP_ERR_TOO_LARGE, "trailers larger than 64 KiB", off, ns);
-        return 0;
-    }
+    if (over_line_limit(p, take, TRAILER_LIMIT, off, ns, "trailers larger than 64 KiB")) return 0;
     took(p, take, off + take, ns);
     if (lf) p->state = ST_TRAILER_START;
     return take;

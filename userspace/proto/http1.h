@@ -32,8 +32,12 @@
  * - Offsets: head.first_off is the first byte of the start line. end.last_off
  *   is just past the message's last byte (gap bytes inside a Content-Length
  *   body included); for an END_ERROR it is the stream offset given to
- *   on_error. end.wire_body_bytes counts body bytes as framed on the wire
- *   (chunk framing and trailers included), lost bytes excluded.
+ *   on_error; for a gap that abandons the direction inside a chunked or
+ *   close-delimited body, where the gap began (gap_bytes then counts the
+ *   whole gap). end.last_ns is the instant of the feed (or gap) that
+ *   carried that last byte, also for END_EOF / END_TRUNCATED.
+ *   end.wire_body_bytes counts body bytes as framed on the wire (chunk
+ *   framing and trailers included), lost bytes excluded.
  * - Errors inside a message: on_error, then that message's on_end (ERROR,
  *   or GAP for a gap). A gap running past the end of a Content-Length body
  *   ends the message (GAP) first, then on_error(GAP) abandons the direction.

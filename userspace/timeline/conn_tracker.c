@@ -40,7 +40,7 @@ struct conn_state {
     tt_sse_parser *sse;
     tt_ndjson_parser *ndjson;
     bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
-    bool response_gave_up;
+    bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
     char http_error[96];
     bool any_message;
 };
@@ -354,7 +354,8 @@ static void req_on_head(void *ud, const tt_http_head *h)
     c->parsing_request = p;
     c->body_len = 0;
     c->body_overflow = false;
-    tt_http1_expect_response(c->response_parser, h->method_len == 4 && !memcmp(h->method, "HEAD", 4));
+    if (h->method_len == 7 && !memcmp(h->method, "CONNECT", 7)) tt_http1_expect_connect(c->response_parser);
+    else tt_http1_expect_response(c->response_parser, h->method_len == 4 && !memcmp(h->method, "HEAD", 4));
 }
 
 static void req_on_body(void *ud, const uint8_t *data, size_t len, uint64_t body_off, uint64_t mono_ns)
@@ -491,6 +492,13 @@ static void resp_on_end(void *ud, const tt_http_msg_end *end)
 
 static void resp_on_error(void *ud, tt_http_error code, const char *msg, uint64_t off)
 {
+    conn_state *c = ud;
+    if (code == TT_HTTP_ERR_UNSUPPORTED && c->any_message) {
+        /* 101 Switching Protocols or a CONNECT tunnel: what follows is not HTTP */
+        c->tunneled = true;
+        note_connection(c, msg ? msg : "left HTTP");
+        return;
+    }
     on_http_error(ud, "response", code, msg);
 }
 
@@ -548,6 +556,7 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
         return;
     }
     if (!c) c = conn_open(t, ch->conn);
+    if (c->tunneled) return;
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
