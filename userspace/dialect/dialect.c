@@ -2,67 +2,16 @@
  * reader of that dialect (dialect_openai.c, dialect_anthropic.c,
  * dialect_native.c), and settle what it means.
  *
- * Speed: cJSON allocates one node per value and one buffer per string. With
- * malloc that dominates the cost of a small chunk, so cJSON's hooks are
- * pointed (once, process-wide) at functions that, only while this thread is
- * inside tt_dialect_classify, carve memory from a thread-local scratch arena
- * that is reset for every event; anything past the arena, and every
- * allocation outside classify or in another thread, goes to malloc/free. */
+ * The data is parsed by dialect_json.c into cJSON-shaped nodes in an arena
+ * that starts on this function's stack, so a typical event costs no malloc
+ * and leaves cJSON's process-wide hooks alone. */
 #include "dialect/dialect_internal.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { SCRATCH_BYTES = 48 * 1024 };
-
-typedef struct scratch_arena {
-    _Alignas(16) unsigned char buf[SCRATCH_BYTES];
-    size_t used;
-    unsigned spilled; /* allocations that did not fit and went to malloc */
-    bool active;
-} scratch_arena;
-
-static __thread scratch_arena tls_scratch;
-static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
-
-static bool in_scratch(const scratch_arena *a, const void *p)
-{
-    uintptr_t u = (uintptr_t)p, lo = (uintptr_t)a->buf;
-    return u >= lo && u < lo + SCRATCH_BYTES;
-}
-
-static void *scratch_malloc(size_t n)
-{
-    scratch_arena *a = &tls_scratch;
-    if (a->active) {
-        size_t need = (n + 15) & ~(size_t)15;
-        if (need >= n && need <= SCRATCH_BYTES - a->used) {
-            void *p = a->buf + a->used;
-            a->used += need;
-            return p;
-        }
-        a->spilled++;
-    }
-    return malloc(n);
-}
-
-static void scratch_free(void *p)
-{
-    if (!in_scratch(&tls_scratch, p)) free(p);
-}
-
-static void install_hooks(void)
-{
-    cJSON_Hooks hooks = { .malloc_fn = scratch_malloc, .free_fn = scratch_free };
-    cJSON_InitHooks(&hooks);
-}
-
-void tt_dialect_init(void)
-{
-    pthread_once(&hooks_once, install_hooks);
-}
+enum { STACK_ARENA_BYTES = 8 * 1024 };
 
 /* ---- helpers shared by the readers ---- */
 
@@ -133,7 +82,7 @@ const cJSON *dj_member(const cJSON *obj, const char *name)
 {
     if (!obj || !cJSON_IsObject(obj)) return NULL;
     for (const cJSON *c = obj->child; c; c = c->next)
-        if (c->string && strcmp(c->string, name) == 0) return c;
+        if (c->string && dj_key_is(c->string, name)) return c;
     return NULL;
 }
 
@@ -157,9 +106,9 @@ void dj_usage(tt_classified *out, const cJSON *usage)
     out->has |= TT_HAS_USAGE;
     for (const cJSON *c = usage->child; c; c = c->next) {
         if (!c->string) continue;
-        if (!strcmp(c->string, "prompt_tokens") || !strcmp(c->string, "input_tokens"))
+        if (dj_key_is(c->string, "prompt_tokens") || dj_key_is(c->string, "input_tokens"))
             out->usage_prompt_tokens = dj_count(out, c);
-        else if (!strcmp(c->string, "completion_tokens") || !strcmp(c->string, "output_tokens"))
+        else if (dj_key_is(c->string, "completion_tokens") || dj_key_is(c->string, "output_tokens"))
             out->usage_completion_tokens = dj_count(out, c);
     }
 }
@@ -316,6 +265,8 @@ static void reset_result(tt_classified *out, text_sink *sink, tt_dialect d)
 
 static void set_error(tt_classified *out, const char *msg, size_t len)
 {
+    len = strnlen(msg, len);
+    if (len == 0) msg = "error", len = 5;
     out->has |= TT_HAS_ERROR;
     size_t n = len < sizeof out->error_message - 1 ? len : sizeof out->error_message - 1;
     memcpy(out->error_message, msg, n);
@@ -344,13 +295,6 @@ static bool read_error(const dialect_top *top, tt_classified *out)
     }
     if (!msg || !*msg) msg = "error";
     set_error(out, msg, strlen(msg));
-    return true;
-}
-
-static bool only_space(const char *p, const char *end)
-{
-    for (; p < end; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') return false;
     return true;
 }
 
@@ -385,42 +329,6 @@ static void classify_json(tt_dialect hint, const cJSON *root, const char *sse_ty
     }
 }
 
-/* Parsing inside the scratch arena: begin, use root, end. */
-typedef struct parse_scope {
-    scratch_arena *arena;
-    size_t saved_used;
-    bool nested;
-    cJSON *root; /* NULL unless data was exactly one JSON value (plus whitespace) */
-} parse_scope;
-
-static void parse_begin(parse_scope *ps, const char *data, size_t len)
-{
-    tt_dialect_init();
-    ps->arena = &tls_scratch;
-    ps->nested = ps->arena->active;
-    ps->saved_used = ps->arena->used;
-    if (!ps->nested) ps->arena->used = 0, ps->arena->spilled = 0;
-    ps->arena->active = true;
-    const char *end = NULL;
-    ps->root = len ? cJSON_ParseWithLengthOpts(data, len, &end, 0) : NULL;
-    if (ps->root && !(end && end >= data && end <= data + len && only_space(end, data + len))) {
-        cJSON_Delete(ps->root);
-        ps->root = NULL;
-    }
-}
-
-static void parse_end(parse_scope *ps)
-{
-    scratch_arena *a = ps->arena;
-    if (ps->root && (a->spilled || !in_scratch(a, ps->root))) cJSON_Delete(ps->root);
-    ps->root = NULL;
-    if (ps->nested) {
-        a->used = ps->saved_used;
-    } else {
-        a->active = false;
-    }
-}
-
 void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, const char *data,
                          size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
 {
@@ -438,23 +346,25 @@ void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, con
         out->json_ok = true;
         return;
     }
-    parse_scope ps;
-    parse_begin(&ps, data, data_len);
-    out->json_ok = ps.root != NULL;
+    _Alignas(16) unsigned char stack_arena[STACK_ARENA_BYTES];
+    dj_arena arena;
+    dj_arena_init(&arena, stack_arena, sizeof stack_arena);
+    const cJSON *root = dj_parse(&arena, data, data_len);
+    out->json_ok = root != NULL;
     if (sse_error) {
-        if (cJSON_IsObject(ps.root)) {
+        if (cJSON_IsObject(root)) {
             dialect_top top;
-            pick_top(ps.root, &top);
+            pick_top(root, &top);
             read_error(&top, out);
         }
-        if (!(out->has & TT_HAS_ERROR)) set_error(out, data_len ? data : "error", data_len ? data_len : 5);
+        if (!(out->has & TT_HAS_ERROR)) set_error(out, data ? data : "", data_len);
         out->kind = TT_EV_ERROR;
     } else if (type_is(type, type_len, "ping")) {
         out->kind = TT_EV_KEEPALIVE;
-    } else if (ps.root) {
-        classify_json(hint, ps.root, type, type_len, out, &sink);
+    } else if (root) {
+        classify_json(hint, root, type, type_len, out, &sink);
     }
-    parse_end(&ps);
+    dj_arena_free(&arena);
     if (out->text_bytes) out->text_hash = sink.hash;
 }
 

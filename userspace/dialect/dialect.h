@@ -68,7 +68,7 @@ typedef struct tt_classified {
     char error_message[128];       /* when TT_HAS_ERROR is set (TT_EV_ERROR, response.failed), else "" */
 } tt_classified;
 
-/* Kinds and flags per dialect, in short (docs in dialect.c):
+/* Kinds and flags, in short (per dialect: the comment atop each dialect_*.c):
  * - The primary kind: an error (not also terminal) -> ERROR; generated text,
  *   or a TGI token frame -> TOKEN; else terminal -> TERMINAL; else finish ->
  *   FINISH; else usage -> USAGE; else non-empty choices -> ROLE; else the
@@ -84,16 +84,12 @@ typedef struct tt_classified {
  * - With a hint, the hint's rules are tried first; when they find nothing
  *   the shape decides, and out->dialect tells which dialect read it.
  * - Anthropic message_start sets usage_prompt_tokens only: its output_tokens
- *   is a placeholder, so usage_completion_tokens stays -1 there. */
-
-/* Optional: install the cJSON allocation hooks now (classify does it on
- * first use). The hooks are process-wide (cJSON_InitHooks): while a thread
- * is inside tt_dialect_classify, cJSON allocations of that thread come from
- * a thread-local scratch arena that is reset per event; in every other
- * thread, and outside classify, they go to malloc/free as before. Code
- * that installs its own cJSON hooks afterwards stays correct (classify then
- * uses those) but loses the arena. */
-void tt_dialect_init(void);
+ *   is a placeholder, so usage_completion_tokens stays -1 there.
+ * - JSON is read strictly (RFC 8259, dialect_json.c): a BOM, bytes after
+ *   the value, raw control characters in strings, lone surrogates, or
+ *   nesting deeper than 1000 make the data "not JSON" (OTHER, json_ok
+ *   false). A known member of the wrong type is ignored and flagged
+ *   TT_HAS_MALFORMED. Counts must be non-negative integers. */
 
 /* The dialect a request path implies ("/v1/chat/completions?x" -> CHAT);
  * UNKNOWN when the path says nothing. */
@@ -101,8 +97,10 @@ tt_dialect tt_dialect_from_path(const char *path, size_t len);
 
 /* Classify one event. `hint` is the dialect the request path implied (or
  * UNKNOWN: then the shape decides). `type` is the SSE event type (NULL for
- * NDJSON). When text_out is non-NULL, up to text_cap-1 bytes of the
- * generated text are copied there, NUL-terminated. */
+ * NDJSON; "message", the SSE default, counts as none). When text_out is
+ * non-NULL and text_cap > 0, up to text_cap-1 bytes of the generated text
+ * are copied there, NUL-terminated ("" when none). Keeps no state between
+ * calls; safe to call from several threads; a typical event costs no malloc. */
 void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len,
                          const char *data, size_t data_len, tt_classified *out,
                          char *text_out, size_t text_cap);

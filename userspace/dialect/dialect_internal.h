@@ -1,6 +1,6 @@
 /* dialect_internal.h - what the per-API readers of dialect/ share.
  *
- * dialect.c parses the event once, picks the top-level members any dialect
+ * dialect.c parses the event once (dialect_json.c), picks the top-level members any dialect
  * cares about into a dialect_top in one pass, and hands it to the reader of
  * the dialect in question. Readers fill a tt_classified through the helpers
  * below and return whether the event had a shape they know. */
@@ -8,6 +8,7 @@
 #define TT_DIALECT_INTERNAL_H
 
 #include <cjson/cJSON.h>
+#include <string.h>
 
 #include "dialect/dialect.h"
 
@@ -48,6 +49,13 @@ int64_t dj_count(tt_classified *out, const cJSON *node);
 const cJSON *dj_object(tt_classified *out, const cJSON *node);
 const cJSON *dj_array(tt_classified *out, const cJSON *node);
 
+/* k equals the literal name (the first byte is tested inline: most keys
+ * differ there). */
+static inline int dj_key_is(const char *k, const char *name)
+{
+    return k[0] == name[0] && strcmp(k, name) == 0;
+}
+
 /* Member of an object by exact name; NULL when absent or obj is no object. */
 const cJSON *dj_member(const cJSON *obj, const char *name);
 
@@ -67,6 +75,23 @@ void dj_finish(tt_classified *out, const char *reason);
 /* The primary kind from out->has (see dialect.h); token_frame makes a frame
  * TOKEN without text (TGI); fallback is used when nothing else decides. */
 tt_event_kind dj_derive_kind(const tt_classified *out, int token_frame, tt_event_kind fallback);
+
+/* A bump arena for one event's parse tree: first a caller buffer (often
+ * on the stack), then malloc'd blocks, all released by dj_arena_free. */
+typedef struct dj_arena {
+    unsigned char *cur;
+    size_t left;
+    struct dj_block *blocks;
+} dj_arena;
+
+void dj_arena_init(dj_arena *a, void *buf, size_t cap); /* buf 16-byte aligned */
+void dj_arena_free(dj_arena *a);
+
+/* Parse data[0..len) as exactly one JSON value (whitespace around it
+ * allowed) into cJSON-shaped nodes inside arena; NULL when it is not JSON
+ * (or nests deeper than 1000, or memory ran out). The tree lives until the
+ * arena is freed; never pass it to cJSON_Delete. */
+cJSON *dj_parse(dj_arena *arena, const char *data, size_t len);
 
 /* Readers: true when the event had a shape of that dialect. */
 int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *sink);

@@ -114,9 +114,9 @@ int dialect_read_ollama(const dialect_top *top, tt_classified *out, text_sink *s
     if (msg) {
         for (const cJSON *m = msg->child; m; m = m->next) {
             if (!m->string) continue;
-            if (!strcmp(m->string, "content")) add_string(out, sink, m, 0);
-            else if (!strcmp(m->string, "thinking")) add_string(out, sink, m, TT_HAS_REASONING);
-            else if (!strcmp(m->string, "tool_calls")) read_ollama_tool_calls(out, sink, m);
+            if (dj_key_is(m->string, "content")) add_string(out, sink, m, 0);
+            else if (dj_key_is(m->string, "thinking")) add_string(out, sink, m, TT_HAS_REASONING);
+            else if (dj_key_is(m->string, "tool_calls")) read_ollama_tool_calls(out, sink, m);
         }
     }
     if (cJSON_IsTrue(top->done)) {

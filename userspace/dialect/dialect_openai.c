@@ -26,23 +26,23 @@ static void read_delta(tt_classified *out, text_sink *sink, const cJSON *delta)
     for (const cJSON *m = delta->child; m; m = m->next) {
         const char *k = m->string;
         if (!k) continue;
-        if (!strcmp(k, "content") || !strcmp(k, "refusal")) {
+        if (dj_key_is(k, "content") || dj_key_is(k, "refusal")) {
             const char *s = dj_string(out, m);
             if (s) sink_add(sink, s, strlen(s), 0);
-        } else if (!strcmp(k, "reasoning_content")) {
+        } else if (dj_key_is(k, "reasoning_content")) {
             const char *s = dj_string(out, m);
             if (s) sink_add(sink, s, strlen(s), TT_HAS_REASONING);
-        } else if (!strcmp(k, "reasoning")) {
+        } else if (dj_key_is(k, "reasoning")) {
             const cJSON *twin = dj_member(delta, "reasoning_content");
             if (cJSON_IsString(twin) && twin->valuestring[0]) continue;
             const char *s = dj_string(out, m);
             if (s) sink_add(sink, s, strlen(s), TT_HAS_REASONING);
-        } else if (!strcmp(k, "tool_calls")) {
+        } else if (dj_key_is(k, "tool_calls")) {
             read_tool_calls(out, sink, m);
-        } else if (!strcmp(k, "function_call")) {
+        } else if (dj_key_is(k, "function_call")) {
             const char *args = dj_string(out, dj_member(dj_object(out, m), "arguments"));
             if (args) sink_add(sink, args, strlen(args), TT_HAS_TOOL_ARGS);
-        } else if (!strcmp(k, "role")) {
+        } else if (dj_key_is(k, "role")) {
             if (dj_string(out, m)) out->has |= TT_HAS_ROLE;
         }
     }
@@ -50,7 +50,7 @@ static void read_delta(tt_classified *out, text_sink *sink, const cJSON *delta)
 
 int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *sink)
 {
-    const cJSON *choices = cJSON_IsArray(top->choices) ? top->choices : NULL;
+    const cJSON *choices = dj_array(out, top->choices);
     bool usage_object = cJSON_IsObject(top->usage);
     if (!choices && !usage_object) return 0;
 
@@ -65,14 +65,14 @@ int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *s
             for (const cJSON *m = ch->child; m; m = m->next) {
                 const char *k = m->string;
                 if (!k) continue;
-                if (!strcmp(k, "delta")) {
+                if (dj_key_is(k, "delta")) {
                     const cJSON *delta = dj_object(out, m);
                     if (delta) read_delta(out, sink, delta), saw_delta = true;
-                } else if (!strcmp(k, "text")) {
+                } else if (dj_key_is(k, "text")) {
                     const char *s = dj_string(out, m);
                     saw_text = true;
                     if (s) sink_add(sink, s, strlen(s), 0);
-                } else if (!strcmp(k, "finish_reason")) {
+                } else if (dj_key_is(k, "finish_reason")) {
                     dj_finish(out, dj_string(out, m));
                 }
             }
