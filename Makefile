@@ -10,12 +10,14 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP
+OPT      ?= -O2 -g
+# The project's own flags live in TT_CFLAGS so that a CFLAGS given on the
+# command line adds to them instead of replacing them.
+TT_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP $(OPT)
 LDLIBS   := $(PKG_LIBS) -lm
 
 ifeq ($(SAN),1)
-CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+TT_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
@@ -34,7 +36,7 @@ all: $(BUILD)/tokentap $(TOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(TT_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libtokentap.a: $(LIB_OBJ)
 	@rm -f $@
@@ -45,11 +47,11 @@ $(BUILD)/tokentap: $(MAIN_OBJ) $(BUILD)/libtokentap.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(SUP_OBJ) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS) -lcmocka
+	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS) -lcmocka
 
 $(BUILD)/tools/%: tests/tools/%.c $(SUP_OBJ) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS)
+	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS)
 
 unit-tests: $(TEST_BIN) $(BUILD)/tokentap $(TOOL_BIN)
 
@@ -64,7 +66,7 @@ check-one: $(BUILD)/tests/test_$(TEST)
 
 test-san:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	$(MAKE) BUILD=build/san SAN=1 CFLAGS="-O1 -g" test-plain
+	$(MAKE) BUILD=build/san SAN=1 OPT="-O1 -g" test-plain
 
 fuzz-short:
 	tests/fuzz/run.sh short

@@ -67,7 +67,8 @@ int tt_cmd_analyze(int argc, char **argv)
     char err[256];
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 'e': events = true; break;
@@ -81,7 +82,12 @@ int tt_cmd_analyze(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); return TT_EXIT_OK;
-        default: usage(stderr); return TT_EXIT_USAGE;
+        case ':':
+            fprintf(stderr, "tokentap analyze: %s needs a value (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        default:
+            fprintf(stderr, "tokentap analyze: unknown option '%s' (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {

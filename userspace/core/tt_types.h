@@ -43,7 +43,7 @@ typedef enum tt_chunk_kind {
     TT_CHUNK_DATA = 0, /* data[0..len) at stream offset `offset` */
     TT_CHUNK_GAP,      /* len bytes at `offset` are missing (lost, not captured) */
     TT_CHUNK_FIN,      /* this direction ended cleanly; len 0 */
-    TT_CHUNK_RST,      /* the connection was reset; sent for both directions */
+    TT_CHUNK_RST,      /* the connection was reset; sent for each direction not already ended */
     TT_CHUNK_END,      /* the source ended with this direction still open */
     TT_CHUNK_RELEASE   /* last chunk of a connection (dir is C2S); conn freed after */
 } tt_chunk_kind;
@@ -59,7 +59,8 @@ typedef struct tt_chunk {
     size_t len;            /* data bytes, or missing bytes for TT_CHUNK_GAP */
 } tt_chunk;
 
-/* A consumer of chunks. Called in stream order per (conn, dir); chunks of
+/* Each direction ends exactly once (FIN, RST or END) before RELEASE.
+ * A consumer of chunks. Called in stream order per (conn, dir); chunks of
  * different connections interleave in capture order. */
 typedef void (*tt_chunk_fn)(void *ctx, const tt_chunk *chunk);
 

@@ -16,6 +16,10 @@ typedef enum tt_clock_domain {
     TT_CLOCK_MONOTONIC    /* converted with a recorded wall-to-monotonic offset */
 } tt_clock_domain;
 
+/* Every packet lands in exactly one of tcp_segments, non_ip, non_tcp,
+ * fragments, malformed. bytes counts wire lengths. first_ns/last_ns are the
+ * smallest and largest packet instants, in the source's output clock (after
+ * the mono offset when one is set). */
 typedef struct tt_pcap_stats {
     uint64_t packets, bytes;
     uint64_t tcp_segments;
@@ -26,7 +30,11 @@ typedef struct tt_pcap_stats {
 
 typedef struct tt_pcap_source tt_pcap_source;
 
-/* Open a capture file. On failure returns NULL with a one-line reason in err. */
+/* Open a capture file (pcap or pcapng; timestamps read at ns precision).
+ * On failure returns NULL with a one-line reason in err naming the path:
+ * "cannot open P: <errno text>", "P: empty file, not a capture",
+ * "P: is a directory, not a capture file", "P: not a pcap or pcapng capture
+ * (libpcap: ...)", "P: unsupported link type N (NAME); supported: ...". */
 tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen);
 
 /* Set the wall-to-monotonic offset (mono = wall - offset_ns); without it the
@@ -39,7 +47,16 @@ typedef void (*tt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* Read every packet, feeding segments to r, then tt_reasm_finish(r, last instant).
  * Returns 0, or -1 with a one-line reason in err when the file is damaged
- * (a truncated last record is reported but what came before is kept). */
+ * (a truncated last record is reported but what came before is kept).
+ * The damaged case reads "truncated capture after N packets (libpcap: ...)"
+ * or "damaged capture after N packets (libpcap: ...)" (no path: the caller
+ * names the file); every packet
+ * before the damage was fed and tt_reasm_finish still ran. progress (may be
+ * NULL) is called about every MiB read with the file position and size, and
+ * once more with (size, size) at the end. Call once per source.
+ * Segment instants: capture ns, minus the mono offset when set. A packet cut
+ * short by the snap length hands its captured payload to r and the rest as
+ * missing_len (a gap downstream). */
 int tt_pcap_source_run(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx,
                        char *err, size_t errlen);
 

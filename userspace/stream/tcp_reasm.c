@@ -19,6 +19,7 @@
 #define DEFAULT_MAX_CONNS 65536u
 #define SEQ_WINDOW (1 << 30) /* segments further ahead than this are ignored */
 #define INITIAL_BUCKETS 1024u
+#define MAX_HELD_PIECES 4096u /* per direction; bounds list walks and per-piece overhead */
 
 typedef struct held_piece {
     struct held_piece *next;
@@ -38,7 +39,7 @@ typedef struct half_stream {
     uint64_t fin_off, fin_ts;
     uint64_t last_ts;
     held_piece *held, *held_tail;
-    size_t held_bytes;
+    size_t held_bytes, held_pieces;
 } half_stream;
 
 typedef struct conn {
@@ -238,6 +239,7 @@ static void held_free_all(half_stream *h)
     }
     h->held = h->held_tail = NULL;
     h->held_bytes = 0;
+    h->held_pieces = 0;
 }
 
 /* Link a new piece [off, off+len) at *link. Returns the piece, or NULL when
@@ -258,6 +260,7 @@ static held_piece *held_insert_at(half_stream *h, held_piece **link, uint64_t of
     p->next = *link;
     *link = p;
     if (!p->next) h->held_tail = p;
+    h->held_pieces++;
     return p;
 }
 
@@ -306,6 +309,7 @@ static void drain(tt_reasm *r, conn *c, tt_direction d)
         h->held = p->next;
         if (!h->held) h->held_tail = NULL;
         if (!p->missing) h->held_bytes -= p->len;
+        h->held_pieces--;
         uint64_t end = p->off + p->len;
         if (end <= h->offset) {
             r->stats.overlap_bytes += p->len;
@@ -358,7 +362,8 @@ static void flush_half(tt_reasm *r, conn *c, tt_direction d, uint64_t ts)
 static void enforce_hold_limit(tt_reasm *r, conn *c, tt_direction d)
 {
     half_stream *h = &c->half[d];
-    while (h->held && h->held_bytes > r->limits.max_held_bytes_per_dir && !h->fin_done)
+    while (h->held && !h->fin_done &&
+           (h->held_bytes > r->limits.max_held_bytes_per_dir || h->held_pieces > MAX_HELD_PIECES))
         gap_until(r, c, d, UINT64_MAX, h->held->ts);
 }
 
@@ -393,7 +398,8 @@ static void conn_end(tt_reasm *r, conn *c, uint64_t ts)
 static void conn_reset(tt_reasm *r, conn *c, uint64_t ts)
 {
     for (int d = 0; d < 2; d++) flush_half(r, c, (tt_direction)d, ts);
-    for (int d = 0; d < 2; d++) emit(r, c, (tt_direction)d, TT_CHUNK_RST, c->half[d].offset, NULL, 0, ts);
+    for (int d = 0; d < 2; d++)
+        if (!c->half[d].fin_done) emit(r, c, (tt_direction)d, TT_CHUNK_RST, c->half[d].offset, NULL, 0, ts);
     conn_release(r, c, ts);
 }
 
@@ -573,8 +579,9 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
         c->half[peer].started = true; /* the SYN-ACK names the client's next sequence number */
         c->half[peer].next_seq = seg->ack;
     }
-    half_take(r, c, d, seg);
+    /* what the sender acknowledges reached it before it sent this segment */
     if (flags & TT_TCP_ACK) ack_declares_gap(r, c, peer, seg->ack, seg->ts_ns);
+    half_take(r, c, d, seg);
     if (c->half[0].fin_done && c->half[1].fin_done) conn_release(r, c, seg->ts_ns);
 }
 

@@ -67,14 +67,18 @@ typedef struct tt_reasm tt_reasm;
  *   instant under that rule, not with the instant of the segment that
  *   filled the hole. A GAP is stamped with the instant of the bytes that
  *   follow it when those were held, else with the instant that declared it.
- * - A hole becomes a GAP when the held bytes pass max_held_bytes_per_dir,
+ * - A hole becomes a GAP when the held bytes pass max_held_bytes_per_dir
+ *   (or a direction holds more than 4096 separate out-of-order pieces),
  *   when the peer acknowledges bytes past the hole while data or a FIN waits
  *   behind it (the receiver has them, so they will never be resent), on RST,
  *   at eviction and at tt_reasm_finish.
  * - Bytes of a snapped segment that were not captured (missing_len) become
  *   a GAP right after the captured part.
  * - A SYN (without ACK) on a live 4-tuple with a new ISN ends the old
- *   connection (END for open directions, RELEASE) and starts a new one. */
+ *   connection (END for open directions, RELEASE) and starts a new one.
+ * - Each direction ends exactly once, with FIN, RST or END, before the
+ *   connection's RELEASE: a RST is sent for every direction that has not
+ *   already ended with its FIN. */
 tt_reasm *tt_reasm_new(const tt_reasm_limits *limits, tt_vantage vantage, tt_chunk_fn emit, void *ctx);
 
 /* Take one segment; may emit chunks synchronously. The callback must not

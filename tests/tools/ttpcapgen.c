@@ -1,0 +1,854 @@
+/* ttpcapgen - write a capture of streamed LLM completions at chosen instants.
+ *
+ * Each stream is one TCP connection: handshake, a POST with an x-request-id,
+ * then an HTTP/1.1 200 chunked response with one HTTP chunk per event, each
+ * event in its own TCP segment(s) at its scheduled instant: the request at
+ * t0, the first token at t0 + ttft, then one token every itl with a
+ * deterministic jitter from the seed; then finish/usage/terminal frames, the
+ * zero chunk and the close. Streams run in `concurrency` lanes: a lane starts
+ * its next stream shortly after its previous one closes.
+ *
+ * --truth writes one JSON line per stream with the instants chosen here
+ * (request_id, req_first_ns, token_ns[], ttft_ns, e2el_ns, tokens): ground
+ * truth that tokentap's analysis did not compute. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "golden.h"
+#include "pcap_writer.h"
+
+#ifndef DLT_LINUX_SLL2
+#define DLT_LINUX_SLL2 276
+#endif
+
+typedef enum dialect {
+    D_OPENAI_CHAT,
+    D_OPENAI_COMPLETIONS,
+    D_RESPONSES,
+    D_ANTHROPIC,
+    D_TGI,
+    D_LLAMACPP,
+    D_OLLAMA
+} dialect;
+
+static const char *const dialect_names[] = {"openai-chat", "openai-completions", "responses", "anthropic",
+                                            "tgi", "llamacpp", "ollama"};
+
+typedef struct options {
+    const char *out, *truth, *model;
+    unsigned streams, tokens, concurrency;
+    uint64_t ttft_ns, itl_ns, seed, start_ns;
+    dialect dialect;
+    bool crlf, usage_with_choices, ipv6;
+    int linktype;
+    unsigned pw_flags;
+} options;
+
+/* What a stream sends, in order; tokens are EV_TOKEN with an index. */
+typedef enum ev_kind {
+    EV_HANDSHAKE,
+    EV_REQUEST,
+    EV_HEADERS,
+    EV_PRE,   /* dialect preamble frames (role chunk, response.created, message_start...) */
+    EV_TOKEN,
+    EV_POST,  /* dialect closing frames (finish, usage, [DONE], message_stop...) */
+    EV_ZERO_CHUNK,
+    EV_SERVER_FIN,
+    EV_CLIENT_FIN,
+    EV_LAST_ACK
+} ev_kind;
+
+typedef struct event {
+    uint64_t ts;
+    ev_kind kind;
+    unsigned index;
+} event;
+
+typedef struct stream {
+    unsigned number; /* 1-based: req-<number> */
+    unsigned lane;
+    tt_pw_conn *conn;
+    uint64_t t0;
+    event *events;
+    size_t nevents, next;
+    unsigned server_segments; /* for the client's delayed ACKs */
+    uint64_t rng;
+    unsigned prompt_tokens;
+    char id[64];
+    tt_strbuf text; /* generated text, JSON-escaped, for frames that repeat it */
+} stream;
+
+typedef struct generator {
+    options o;
+    tt_pw *w;
+    FILE *truth;
+    stream **heap;
+    size_t heap_len;
+    unsigned started;
+    uint64_t events_written, packets_hint;
+    tt_strbuf ev, chunk;
+} generator;
+
+/* ---- deterministic randomness ---- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* JSON-escaped token texts, none empty once unescaped. */
+static const char *const vocab[] = {
+    " the", " model", " streams", " token", " by", " token", ",", ".", " and", " a", " quick", " brown",
+    " fox", " jumps", " over", " lazy", " dogs", " \\\"quoted\\\"", "\\n", " caf\\u00e9", " 42", " time",
+    " of", " is", "ing", " tap", " wire", " \\u2014", " it", " works", "!", " \\\\path",
+};
+#define VOCAB_N (sizeof vocab / sizeof vocab[0])
+
+/* ---- the heap of active streams, by next event instant ---- */
+
+static bool heap_less(const stream *a, const stream *b)
+{
+    uint64_t ta = a->events[a->next].ts, tb = b->events[b->next].ts;
+    return ta != tb ? ta < tb : a->number < b->number;
+}
+
+static void heap_push(generator *g, stream *s)
+{
+    size_t i = g->heap_len++;
+    g->heap[i] = s;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!heap_less(g->heap[i], g->heap[parent])) break;
+        stream *t = g->heap[i];
+        g->heap[i] = g->heap[parent];
+        g->heap[parent] = t;
+        i = parent;
+    }
+}
+
+static void heap_sift_down(generator *g)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < g->heap_len && heap_less(g->heap[l], g->heap[m])) m = l;
+        if (r < g->heap_len && heap_less(g->heap[r], g->heap[m])) m = r;
+        if (m == i) return;
+        stream *t = g->heap[i];
+        g->heap[i] = g->heap[m];
+        g->heap[m] = t;
+        i = m;
+    }
+}
+
+static void heap_pop(generator *g)
+{
+    g->heap[0] = g->heap[--g->heap_len];
+    heap_sift_down(g);
+}
+
+/* ---- per-dialect frames ---- */
+
+static unsigned pre_frames(dialect d)
+{
+    switch (d) {
+    case D_OPENAI_CHAT: return 1;  /* role chunk */
+    case D_RESPONSES: return 4;    /* created, in_progress, output_item.added, content_part.added */
+    case D_ANTHROPIC: return 3;    /* message_start, content_block_start, ping */
+    default: return 0;
+    }
+}
+
+static unsigned post_frames(const options *o)
+{
+    switch (o->dialect) {
+    case D_OPENAI_CHAT:
+    case D_OPENAI_COMPLETIONS: return o->usage_with_choices ? 2 : 3; /* finish, [usage], [DONE] */
+    case D_RESPONSES: return 4;  /* output_text.done, content_part.done, output_item.done, completed */
+    case D_ANTHROPIC: return 3;  /* content_block_stop, message_delta, message_stop */
+    case D_TGI: return 0;        /* the last token frame carries details */
+    case D_LLAMACPP: return 1;   /* stop:true */
+    case D_OLLAMA: return 1;     /* done:true */
+    }
+    return 0;
+}
+
+static const char *sep(const generator *g)
+{
+    return g->o.crlf ? "\r\n" : "\n";
+}
+
+/* "event: NAME" line (when name) and "data: " prefix. */
+static void sse_open(generator *g, const char *name)
+{
+    if (name) tt_sb_printf(&g->ev, "event: %s%s", name, sep(g));
+    tt_sb_printf(&g->ev, "data: ");
+}
+
+static void sse_close(generator *g)
+{
+    tt_sb_printf(&g->ev, "%s%s", sep(g), sep(g));
+}
+
+static void usage_json(generator *g, const stream *s)
+{
+    tt_sb_printf(&g->ev, "{\"prompt_tokens\":%u,\"total_tokens\":%u,\"completion_tokens\":%u}", s->prompt_tokens,
+                 s->prompt_tokens + g->o.tokens, g->o.tokens);
+}
+
+static void chat_head(generator *g, const stream *s, uint64_t created)
+{
+    tt_sb_printf(&g->ev, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%" PRIu64 ",\"model\":\"%s\",\"choices\":[",
+                 s->id, g->o.dialect == D_OPENAI_CHAT ? "chat.completion.chunk" : "text_completion", created,
+                 g->o.model);
+}
+
+static void frame_pre(generator *g, stream *s, unsigned k, uint64_t created)
+{
+    const char *m = g->o.model;
+    switch (g->o.dialect) {
+    case D_OPENAI_CHAT:
+        sse_open(g, NULL);
+        chat_head(g, s, created);
+        tt_sb_printf(&g->ev, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+                             "\"finish_reason\":null}]}");
+        sse_close(g);
+        break;
+    case D_RESPONSES: {
+        static const char *const names[] = {"response.created", "response.in_progress", "response.output_item.added",
+                                            "response.content_part.added"};
+        sse_open(g, names[k]);
+        if (k < 2)
+            tt_sb_printf(&g->ev,
+                         "{\"type\":\"%s\",\"sequence_number\":%u,\"response\":{\"id\":\"resp_%s\",\"object\":"
+                         "\"response\",\"created_at\":%" PRIu64 ",\"status\":\"in_progress\",\"model\":\"%s\","
+                         "\"output\":[],\"usage\":null}}",
+                         names[k], k, s->id, created, m);
+        else if (k == 2)
+            tt_sb_printf(&g->ev,
+                         "{\"type\":\"%s\",\"sequence_number\":%u,\"output_index\":0,\"item\":{\"id\":\"msg_%s\","
+                         "\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}",
+                         names[k], k, s->id);
+        else
+            tt_sb_printf(&g->ev,
+                         "{\"type\":\"%s\",\"sequence_number\":%u,\"item_id\":\"msg_%s\",\"output_index\":0,"
+                         "\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],\"text\":\"\"}}",
+                         names[k], k, s->id);
+        sse_close(g);
+        break;
+    }
+    case D_ANTHROPIC:
+        if (k == 0) {
+            sse_open(g, "message_start");
+            tt_sb_printf(&g->ev,
+                         "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_%s\",\"type\":\"message\",\"role\":"
+                         "\"assistant\",\"model\":\"%s\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
+                         "\"usage\":{\"input_tokens\":%u,\"output_tokens\":1}}}",
+                         s->id, m, s->prompt_tokens);
+        } else if (k == 1) {
+            sse_open(g, "content_block_start");
+            tt_sb_printf(&g->ev, "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+                                 "\"text\":\"\"}}");
+        } else {
+            sse_open(g, "ping");
+            tt_sb_printf(&g->ev, "{\"type\": \"ping\"}");
+        }
+        sse_close(g);
+        break;
+    default:
+        break;
+    }
+}
+
+static void frame_token(generator *g, stream *s, unsigned k, uint64_t created)
+{
+    const char *tok = vocab[splitmix(&s->rng) % VOCAB_N];
+    if (g->o.dialect == D_RESPONSES || g->o.dialect == D_TGI) tt_sb_printf(&s->text, "%s", tok);
+    switch (g->o.dialect) {
+    case D_OPENAI_CHAT:
+        sse_open(g, NULL);
+        chat_head(g, s, created);
+        tt_sb_printf(&g->ev, "{\"index\":0,\"delta\":{\"content\":\"%s\"},\"logprobs\":null,\"finish_reason\":null}]}",
+                     tok);
+        sse_close(g);
+        break;
+    case D_OPENAI_COMPLETIONS:
+        sse_open(g, NULL);
+        chat_head(g, s, created);
+        tt_sb_printf(&g->ev, "{\"index\":0,\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":null,"
+                             "\"stop_reason\":null}]}", tok);
+        sse_close(g);
+        break;
+    case D_RESPONSES:
+        sse_open(g, "response.output_text.delta");
+        tt_sb_printf(&g->ev,
+                     "{\"type\":\"response.output_text.delta\",\"sequence_number\":%u,\"item_id\":\"msg_%s\","
+                     "\"output_index\":0,\"content_index\":0,\"delta\":\"%s\",\"logprobs\":[]}",
+                     4 + k, s->id, tok);
+        sse_close(g);
+        break;
+    case D_ANTHROPIC:
+        sse_open(g, "content_block_delta");
+        tt_sb_printf(&g->ev, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
+                             "\"text\":\"%s\"}}", tok);
+        sse_close(g);
+        break;
+    case D_TGI: {
+        bool last = k + 1 == g->o.tokens;
+        tt_sb_printf(&g->ev, "data:{\"index\":%u,\"token\":{\"id\":%u,\"text\":\"%s\",\"logprob\":-0.%03u,"
+                             "\"special\":false},\"generated_text\":",
+                     k + 1, (unsigned)(splitmix(&s->rng) % 32000), tok, (unsigned)(splitmix(&s->rng) % 1000));
+        if (last)
+            tt_sb_printf(&g->ev, "\"%s\",\"details\":{\"finish_reason\":\"length\",\"generated_tokens\":%u,"
+                                 "\"input_length\":%u,\"seed\":null}}",
+                         s->text.s, g->o.tokens, s->prompt_tokens);
+        else
+            tt_sb_printf(&g->ev, "null,\"details\":null}");
+        tt_sb_printf(&g->ev, "%s%s", sep(g), sep(g));
+        break;
+    }
+    case D_LLAMACPP:
+        sse_open(g, NULL);
+        tt_sb_printf(&g->ev, "{\"index\":0,\"content\":\"%s\",\"tokens\":[],\"stop\":false,\"id_slot\":0,"
+                             "\"tokens_predicted\":%u,\"tokens_evaluated\":%u}",
+                     tok, k + 1, s->prompt_tokens);
+        sse_close(g);
+        break;
+    case D_OLLAMA: {
+        time_t secs = (time_t)(created);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        tt_sb_printf(&g->ev, "{\"model\":\"%s\",\"created_at\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06uZ\",\"response\":"
+                             "\"%s\",\"done\":false}\n",
+                     g->o.model, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     k % 1000000, tok);
+        break;
+    }
+    }
+}
+
+static void frame_post(generator *g, stream *s, unsigned k, uint64_t created)
+{
+    const options *o = &g->o;
+    switch (o->dialect) {
+    case D_OPENAI_CHAT:
+    case D_OPENAI_COMPLETIONS:
+        sse_open(g, NULL);
+        if (k == 0) {
+            chat_head(g, s, created);
+            if (o->dialect == D_OPENAI_CHAT)
+                tt_sb_printf(&g->ev, "{\"index\":0,\"delta\":{\"content\":\"\"},\"logprobs\":null,"
+                                     "\"finish_reason\":\"length\",\"stop_reason\":null}]");
+            else
+                tt_sb_printf(&g->ev, "{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"length\","
+                                     "\"stop_reason\":null}]");
+            if (o->usage_with_choices) {
+                tt_sb_printf(&g->ev, ",\"usage\":");
+                usage_json(g, s);
+            }
+            tt_sb_printf(&g->ev, "}");
+        } else if (k == 1 && !o->usage_with_choices) {
+            chat_head(g, s, created);
+            tt_sb_printf(&g->ev, "],\"usage\":");
+            usage_json(g, s);
+            tt_sb_printf(&g->ev, "}");
+        } else {
+            tt_sb_printf(&g->ev, "[DONE]");
+        }
+        sse_close(g);
+        break;
+    case D_RESPONSES: {
+        unsigned seq = 4 + o->tokens + k;
+        static const char *const names[] = {"response.output_text.done", "response.content_part.done",
+                                            "response.output_item.done", "response.completed"};
+        sse_open(g, names[k]);
+        const char *text = s->text.s ? s->text.s : "";
+        if (k == 0)
+            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"item_id\":\"msg_%s\",\"output_index\":0,"
+                                 "\"content_index\":0,\"text\":\"%s\",\"logprobs\":[]}",
+                         names[k], seq, s->id, text);
+        else if (k == 1)
+            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"item_id\":\"msg_%s\",\"output_index\":0,"
+                                 "\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],"
+                                 "\"text\":\"%s\"}}",
+                         names[k], seq, s->id, text);
+        else if (k == 2)
+            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"output_index\":0,\"item\":{\"id\":"
+                                 "\"msg_%s\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\","
+                                 "\"content\":[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"%s\"}]}}",
+                         names[k], seq, s->id, text);
+        else
+            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"response\":{\"id\":\"resp_%s\","
+                                 "\"object\":\"response\",\"created_at\":%" PRIu64 ",\"status\":\"completed\","
+                                 "\"model\":\"%s\",\"output\":[{\"id\":\"msg_%s\",\"type\":\"message\",\"status\":"
+                                 "\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
+                                 "\"annotations\":[],\"text\":\"%s\"}]}],\"usage\":{\"input_tokens\":%u,"
+                                 "\"output_tokens\":%u,\"total_tokens\":%u}}}",
+                         names[k], seq, s->id, created, o->model, s->id, text, s->prompt_tokens, o->tokens,
+                         s->prompt_tokens + o->tokens);
+        sse_close(g);
+        break;
+    }
+    case D_ANTHROPIC:
+        if (k == 0) {
+            sse_open(g, "content_block_stop");
+            tt_sb_printf(&g->ev, "{\"type\":\"content_block_stop\",\"index\":0}");
+        } else if (k == 1) {
+            sse_open(g, "message_delta");
+            tt_sb_printf(&g->ev, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\","
+                                 "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%u}}", o->tokens);
+        } else {
+            sse_open(g, "message_stop");
+            tt_sb_printf(&g->ev, "{\"type\":\"message_stop\"}");
+        }
+        sse_close(g);
+        break;
+    case D_LLAMACPP:
+        sse_open(g, NULL);
+        tt_sb_printf(&g->ev, "{\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":"
+                             "\"%s\",\"tokens_predicted\":%u,\"tokens_evaluated\":%u,\"stop_type\":\"limit\","
+                             "\"stopping_word\":\"\",\"tokens_cached\":0,\"truncated\":false,\"timings\":{"
+                             "\"prompt_n\":%u,\"predicted_n\":%u}}",
+                     o->model, o->tokens, s->prompt_tokens, s->prompt_tokens, o->tokens);
+        sse_close(g);
+        break;
+    case D_OLLAMA:
+        tt_sb_printf(&g->ev, "{\"model\":\"%s\",\"created_at\":\"2023-11-14T22:13:20.000000Z\",\"response\":\"\","
+                             "\"done\":true,\"done_reason\":\"length\",\"context\":[1,2,3],\"total_duration\":%" PRIu64
+                             ",\"load_duration\":1000,\"prompt_eval_count\":%u,\"prompt_eval_duration\":%" PRIu64
+                             ",\"eval_count\":%u,\"eval_duration\":%" PRIu64 "}\n",
+                     o->model, s->events[s->nevents - 1].ts - s->t0, s->prompt_tokens, o->ttft_ns, o->tokens,
+                     o->itl_ns * o->tokens);
+        break;
+    case D_TGI:
+        break;
+    }
+}
+
+/* ---- requests and response heads ---- */
+
+static void build_request(generator *g, stream *s, tt_strbuf *body, tt_strbuf *req)
+{
+    const options *o = &g->o;
+    const char *path = "/v1/chat/completions";
+    const char *prompt = "Write a story about a packet that learned to count tokens.";
+    switch (o->dialect) {
+    case D_OPENAI_CHAT:
+        tt_sb_printf(body, "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"stream\":true,"
+                           "\"max_tokens\":%u,\"stream_options\":{\"include_usage\":true}}",
+                     o->model, prompt, o->tokens);
+        break;
+    case D_OPENAI_COMPLETIONS:
+        path = "/v1/completions";
+        tt_sb_printf(body, "{\"model\":\"%s\",\"prompt\":\"%s\",\"stream\":true,\"max_tokens\":%u,"
+                           "\"stream_options\":{\"include_usage\":true}}",
+                     o->model, prompt, o->tokens);
+        break;
+    case D_RESPONSES:
+        path = "/v1/responses";
+        tt_sb_printf(body, "{\"model\":\"%s\",\"input\":\"%s\",\"stream\":true,\"max_output_tokens\":%u}", o->model,
+                     prompt, o->tokens);
+        break;
+    case D_ANTHROPIC:
+        path = "/v1/messages";
+        tt_sb_printf(body, "{\"model\":\"%s\",\"max_tokens\":%u,\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],"
+                           "\"stream\":true}",
+                     o->model, o->tokens, prompt);
+        break;
+    case D_TGI:
+        path = "/generate_stream";
+        tt_sb_printf(body, "{\"inputs\":\"%s\",\"parameters\":{\"max_new_tokens\":%u,\"details\":true}}", prompt,
+                     o->tokens);
+        break;
+    case D_LLAMACPP:
+        path = "/completion";
+        tt_sb_printf(body, "{\"prompt\":\"%s\",\"n_predict\":%u,\"stream\":true}", prompt, o->tokens);
+        break;
+    case D_OLLAMA:
+        path = "/api/generate";
+        tt_sb_printf(body, "{\"model\":\"%s\",\"prompt\":\"%s\",\"stream\":true,\"options\":{\"num_predict\":%u}}",
+                     o->model, prompt, o->tokens);
+        break;
+    }
+    tt_sb_printf(req, "POST %s HTTP/1.1\r\nHost: %s:8000\r\nUser-Agent: ttpcapgen/0.1\r\nAccept: */*\r\n"
+                      "Content-Type: application/json\r\n",
+                 path, o->ipv6 ? "[fd00::2]" : "10.0.0.2");
+    if (o->dialect == D_ANTHROPIC) tt_sb_printf(req, "anthropic-version: 2023-06-01\r\n");
+    tt_sb_printf(req, "x-request-id: req-%u\r\nContent-Length: %zu\r\n\r\n%s", s->number, body->len,
+                 body->s);
+}
+
+static void build_response_head(generator *g, stream *s, tt_strbuf *out, uint64_t created)
+{
+    char date[64];
+    time_t secs = (time_t)created;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    const char *type = g->o.dialect == D_OLLAMA ? "application/x-ndjson" : "text/event-stream; charset=utf-8";
+    const char *server = g->o.dialect == D_LLAMACPP ? "llama.cpp" : g->o.dialect == D_OLLAMA ? "ollama" : "uvicorn";
+    tt_sb_printf(out, "HTTP/1.1 200 OK\r\ndate: %s\r\nserver: %s\r\ncontent-type: %s\r\nx-request-id: req-%u\r\n"
+                      "transfer-encoding: chunked\r\n\r\n",
+                 date, server, type, s->number);
+}
+
+/* ---- streams ---- */
+
+static int client_address(const options *o, unsigned n, char *ip, size_t iplen, uint16_t *port)
+{
+    unsigned block = (n - 1) / 40000;
+    *port = (uint16_t)(20000 + (n - 1) % 40000);
+    if (o->ipv6) return snprintf(ip, iplen, "fd00::1:%x", block + 1);
+    return snprintf(ip, iplen, "10.%u.%u.%u", 1 + block / 62500, (block / 250) % 250 + 1, block % 250 + 1);
+}
+
+static stream *stream_new(generator *g, unsigned lane, uint64_t t0)
+{
+    const options *o = &g->o;
+    stream *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->number = ++g->started;
+    s->lane = lane;
+    s->t0 = t0;
+    s->rng = o->seed * 0x100000001b3ULL ^ s->number;
+    splitmix(&s->rng);
+    s->prompt_tokens = 12 + (unsigned)(splitmix(&s->rng) % 40);
+    snprintf(s->id, sizeof s->id, "%s-%016" PRIx64,
+             o->dialect == D_OPENAI_CHAT ? "chatcmpl" : o->dialect == D_OPENAI_COMPLETIONS ? "cmpl" : "gen",
+             splitmix(&s->rng));
+
+    char ip[64];
+    uint16_t port;
+    client_address(o, s->number, ip, sizeof ip, &port);
+    s->conn = tt_pw_conn_new(g->w, ip, port, o->ipv6 ? "fd00::2" : "10.0.0.2", 8000);
+    if (!s->conn) {
+        free(s);
+        return NULL;
+    }
+    tt_pw_conn_isn(s->conn, (uint32_t)splitmix(&s->rng), (uint32_t)splitmix(&s->rng));
+
+    unsigned npre = pre_frames(o->dialect), npost = post_frames(o);
+    s->nevents = 3 + npre + o->tokens + npost + 4;
+    s->events = calloc(s->nevents, sizeof *s->events);
+    if (!s->events) {
+        free(s);
+        return NULL;
+    }
+    size_t n = 0;
+    uint64_t hs = t0 >= 60000 ? t0 - 60000 : 0;
+    s->events[n++] = (event){hs, EV_HANDSHAKE, 0};
+    s->events[n++] = (event){t0, EV_REQUEST, 0};
+    s->events[n++] = (event){t0 + o->ttft_ns / 4, EV_HEADERS, 0};
+    for (unsigned k = 0; k < npre; k++) s->events[n++] = (event){t0 + o->ttft_ns / 2, EV_PRE, k};
+    uint64_t t = t0 + o->ttft_ns;
+    for (unsigned k = 0; k < o->tokens; k++) {
+        if (k > 0) {
+            /* itl scaled by a factor in [0.75, 1.25] */
+            uint64_t r = splitmix(&s->rng) % 1001;
+            t += o->itl_ns * (750 + r / 2) / 1000;
+        }
+        s->events[n++] = (event){t, EV_TOKEN, k};
+    }
+    uint64_t step = o->itl_ns / 8 > 1000 ? o->itl_ns / 8 : 1000;
+    for (unsigned k = 0; k < npost; k++) s->events[n++] = (event){t += step, EV_POST, k};
+    s->events[n++] = (event){t += step, EV_ZERO_CHUNK, 0};
+    s->events[n++] = (event){t += step, EV_SERVER_FIN, 0};
+    s->events[n++] = (event){t += 40000, EV_CLIENT_FIN, 0};
+    s->events[n++] = (event){t += 20000, EV_LAST_ACK, 0};
+    s->nevents = n;
+    if (o->pw_flags & TT_PW_MICRO) /* the file keeps microseconds: choose instants it can hold */
+        for (size_t i = 0; i < n; i++) s->events[i].ts = s->events[i].ts / 1000 * 1000;
+    s->t0 = s->events[1].ts; /* the request's instant */
+    return s;
+}
+
+static void stream_free(stream *s)
+{
+    tt_sb_free(&s->text);
+    free(s->events);
+    free(s);
+}
+
+static int send_server(generator *g, stream *s, const char *data, size_t len, uint64_t ts)
+{
+    int rc = tt_pw_send(s->conn, TT_DIR_S2C, data, len, ts);
+    if (++s->server_segments % 2 == 0) rc |= tt_pw_ack(s->conn, TT_DIR_C2S, ts); /* delayed ACK */
+    return rc;
+}
+
+/* Send g->ev as one HTTP chunk (when non-empty). */
+static int send_event_chunk(generator *g, stream *s, uint64_t ts)
+{
+    if (!g->ev.len) return 0;
+    g->chunk.len = 0;
+    tt_sb_printf(&g->chunk, "%zx\r\n%s\r\n", g->ev.len, g->ev.s);
+    g->events_written++;
+    return send_server(g, s, g->chunk.s, g->chunk.len, ts);
+}
+
+static void write_truth(generator *g, const stream *s)
+{
+    if (!g->truth) return;
+    FILE *f = g->truth;
+    uint64_t first = 0, last = 0;
+    fprintf(f, "{\"request_id\":\"req-%u\",\"dialect\":\"%s\",\"req_first_ns\":%" PRIu64 ",\"token_ns\":[",
+            s->number, dialect_names[g->o.dialect], s->t0);
+    bool any = false;
+    for (size_t i = 0; i < s->nevents; i++) {
+        if (s->events[i].kind != EV_TOKEN) continue;
+        if (!any) first = s->events[i].ts;
+        last = s->events[i].ts;
+        fprintf(f, any ? ",%" PRIu64 : "%" PRIu64, s->events[i].ts);
+        any = true;
+    }
+    fprintf(f, "],\"ttft_ns\":%" PRIu64 ",\"e2el_ns\":%" PRIu64 ",\"tokens\":%u}\n", any ? first - s->t0 : 0,
+            any ? last - s->t0 : 0, g->o.tokens);
+}
+
+/* Write the stream's next event; returns -1 on a write error. */
+static int stream_step(generator *g, stream *s)
+{
+    const event *e = &s->events[s->next];
+    uint64_t created = g->o.start_ns / 1000000000u;
+    int rc = 0;
+    g->ev.len = 0;
+    if (g->ev.s) g->ev.s[0] = 0;
+    switch (e->kind) {
+    case EV_HANDSHAKE:
+        rc = tt_pw_handshake(s->conn, e->ts);
+        break;
+    case EV_REQUEST: {
+        tt_strbuf body = {0}, req = {0};
+        build_request(g, s, &body, &req);
+        rc = tt_pw_send(s->conn, TT_DIR_C2S, req.s, req.len, e->ts);
+        rc |= tt_pw_ack(s->conn, TT_DIR_S2C, e->ts);
+        tt_sb_free(&body);
+        tt_sb_free(&req);
+        break;
+    }
+    case EV_HEADERS: {
+        tt_strbuf head = {0};
+        build_response_head(g, s, &head, created);
+        rc = send_server(g, s, head.s, head.len, e->ts);
+        tt_sb_free(&head);
+        break;
+    }
+    case EV_PRE:
+        frame_pre(g, s, e->index, created);
+        rc = send_event_chunk(g, s, e->ts);
+        break;
+    case EV_TOKEN:
+        frame_token(g, s, e->index, created);
+        rc = send_event_chunk(g, s, e->ts);
+        break;
+    case EV_POST:
+        frame_post(g, s, e->index, created);
+        rc = send_event_chunk(g, s, e->ts);
+        break;
+    case EV_ZERO_CHUNK:
+        rc = send_server(g, s, "0\r\n\r\n", 5, e->ts);
+        break;
+    case EV_SERVER_FIN:
+        rc = tt_pw_fin(s->conn, TT_DIR_S2C, e->ts);
+        break;
+    case EV_CLIENT_FIN:
+        rc = tt_pw_fin(s->conn, TT_DIR_C2S, e->ts);
+        break;
+    case EV_LAST_ACK:
+        rc = tt_pw_ack(s->conn, TT_DIR_S2C, e->ts);
+        break;
+    }
+    s->next++;
+    return rc ? -1 : 0;
+}
+
+static int generate(generator *g)
+{
+    const options *o = &g->o;
+    unsigned lanes = o->concurrency < o->streams ? o->concurrency : o->streams;
+    uint64_t stagger = (o->ttft_ns + (uint64_t)o->tokens * o->itl_ns) / (lanes ? lanes : 1) + 1000;
+    uint64_t lane_rng = o->seed ^ 0x5eed;
+    g->heap = calloc(lanes ? lanes : 1, sizeof *g->heap);
+    if (!g->heap) return -1;
+    for (unsigned l = 0; l < lanes && g->started < o->streams; l++) {
+        stream *s = stream_new(g, l, o->start_ns + 100000 + l * stagger);
+        if (!s) return -1;
+        heap_push(g, s);
+    }
+    while (g->heap_len) {
+        stream *s = g->heap[0];
+        if (stream_step(g, s) != 0) return -1;
+        if (s->next < s->nevents) {
+            heap_sift_down(g);
+            continue;
+        }
+        heap_pop(g);
+        write_truth(g, s);
+        if (g->started < o->streams) {
+            uint64_t idle = 100000 + splitmix(&lane_rng) % 400000; /* 0.1 to 0.5 ms between requests */
+            stream *next = stream_new(g, s->lane, s->events[s->nevents - 1].ts + idle + 60000);
+            if (!next) {
+                stream_free(s);
+                return -1;
+            }
+            heap_push(g, next);
+        }
+        stream_free(s);
+    }
+    return 0;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ttpcapgen -o FILE [options]\n"
+            "Write a capture of streamed LLM completions at chosen instants.\n"
+            "  -o, --out FILE            capture to write\n"
+            "  --streams N               streams (default 8)\n"
+            "  --tokens T                token events per stream (default 32)\n"
+            "  --concurrency C           streams in flight at once (default 4)\n"
+            "  --ttft-us X               request to first token (default 150000)\n"
+            "  --itl-us Y                mean inter-token gap, jittered +-25%% (default 20000)\n"
+            "  --seed S                  seed for jitter, ids, ISNs and texts (default 1)\n"
+            "  --dialect D               openai-chat (default), openai-completions, responses,\n"
+            "                            anthropic, tgi, llamacpp, ollama\n"
+            "  --crlf                    CRLF line ends in SSE events\n"
+            "  --usage-with-choices      usage on the finish chunk, not a separate frame (OpenAI)\n"
+            "  --truth FILE              JSON lines with the chosen instants, one per stream\n"
+            "  --model NAME              model name in requests and frames\n"
+            "  --start-ns NS             instant of the capture's start (default 1700000000 s)\n"
+            "  --linktype L              eth (default), vlan, sll, sll2, null, raw\n"
+            "  --pcapng                  write pcapng\n"
+            "  --micro                   microsecond timestamps (instants chosen on whole us)\n"
+            "  --ipv6                    IPv6 addresses\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-') return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_uint(const char *s, unsigned *out, unsigned min)
+{
+    uint64_t v;
+    if (parse_u64(s, &v) || v < min || v > 100000000) return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    generator g;
+    memset(&g, 0, sizeof g);
+    options *o = &g.o;
+    o->streams = 8;
+    o->tokens = 32;
+    o->concurrency = 4;
+    o->ttft_ns = 150000000;
+    o->itl_ns = 20000000;
+    o->seed = 1;
+    o->start_ns = 1700000000ull * 1000000000ull;
+    o->model = "meta-llama/Llama-3.1-8B-Instruct";
+    o->linktype = DLT_EN10MB;
+
+    enum { O_STREAMS = 256, O_TOKENS, O_CONC, O_TTFT, O_ITL, O_SEED, O_DIALECT, O_CRLF, O_UWC, O_TRUTH, O_MODEL,
+           O_START, O_LINK, O_PCAPNG, O_MICRO, O_IPV6 };
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 'o'}, {"streams", required_argument, 0, O_STREAMS},
+        {"tokens", required_argument, 0, O_TOKENS}, {"concurrency", required_argument, 0, O_CONC},
+        {"ttft-us", required_argument, 0, O_TTFT}, {"itl-us", required_argument, 0, O_ITL},
+        {"seed", required_argument, 0, O_SEED}, {"dialect", required_argument, 0, O_DIALECT},
+        {"crlf", no_argument, 0, O_CRLF}, {"usage-with-choices", no_argument, 0, O_UWC},
+        {"truth", required_argument, 0, O_TRUTH}, {"model", required_argument, 0, O_MODEL},
+        {"start-ns", required_argument, 0, O_START}, {"linktype", required_argument, 0, O_LINK},
+        {"pcapng", no_argument, 0, O_PCAPNG}, {"micro", no_argument, 0, O_MICRO}, {"ipv6", no_argument, 0, O_IPV6},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    uint64_t us;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'o': o->out = optarg; break;
+        case O_STREAMS: bad = parse_uint(optarg, &o->streams, 1); break;
+        case O_TOKENS: bad = parse_uint(optarg, &o->tokens, 1); break;
+        case O_CONC: bad = parse_uint(optarg, &o->concurrency, 1); break;
+        case O_TTFT: bad = parse_u64(optarg, &us) || us > 3600000000ull; o->ttft_ns = us * 1000; break;
+        case O_ITL: bad = parse_u64(optarg, &us) || us > 3600000000ull; o->itl_ns = us * 1000; break;
+        case O_SEED: bad = parse_u64(optarg, &o->seed); break;
+        case O_START: bad = parse_u64(optarg, &o->start_ns); break;
+        case O_DIALECT: {
+            bad = 1;
+            for (size_t i = 0; i < sizeof dialect_names / sizeof dialect_names[0]; i++)
+                if (!strcmp(optarg, dialect_names[i])) o->dialect = (dialect)i, bad = 0;
+            break;
+        }
+        case O_CRLF: o->crlf = true; break;
+        case O_UWC: o->usage_with_choices = true; break;
+        case O_TRUTH: o->truth = optarg; break;
+        case O_MODEL: o->model = optarg; bad = strpbrk(optarg, "\"\\") != NULL; break;
+        case O_LINK:
+            if (!strcmp(optarg, "eth")) o->linktype = DLT_EN10MB;
+            else if (!strcmp(optarg, "vlan")) o->linktype = DLT_EN10MB, o->pw_flags |= TT_PW_VLAN;
+            else if (!strcmp(optarg, "sll")) o->linktype = DLT_LINUX_SLL;
+            else if (!strcmp(optarg, "sll2")) o->linktype = DLT_LINUX_SLL2;
+            else if (!strcmp(optarg, "null")) o->linktype = DLT_NULL;
+            else if (!strcmp(optarg, "raw")) o->linktype = DLT_RAW;
+            else bad = 1;
+            break;
+        case O_PCAPNG: o->pw_flags |= TT_PW_PCAPNG; break;
+        case O_MICRO: o->pw_flags |= TT_PW_MICRO; break;
+        case O_IPV6: o->ipv6 = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "ttpcapgen: bad value for --%s: '%s'\n",
+                    c == 'o' ? "out" : longopts[c - O_STREAMS + 1].name, optarg);
+            return 2;
+        }
+    }
+    if (!o->out || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (o->crlf && o->dialect == D_OLLAMA) {
+        fprintf(stderr, "ttpcapgen: --crlf applies to SSE dialects, not ollama (NDJSON)\n");
+        return 2;
+    }
+    g.w = tt_pw_open(o->out, o->linktype, o->pw_flags | TT_PW_TCP_TSOPT);
+    if (!g.w) return 1;
+    if (o->truth && !(g.truth = fopen(o->truth, "w"))) {
+        perror(o->truth);
+        tt_pw_close(g.w);
+        return 1;
+    }
+    int rc = generate(&g);
+    if (tt_pw_close(g.w) != 0) rc = -1;
+    if (g.truth && fclose(g.truth) != 0) rc = -1;
+    while (g.heap_len) stream_free(g.heap[--g.heap_len]);
+    free(g.heap);
+    tt_sb_free(&g.ev);
+    tt_sb_free(&g.chunk);
+    if (rc) {
+        fprintf(stderr, "ttpcapgen: failed writing %s\n", o->out);
+        return 1;
+    }
+    printf("ttpcapgen: wrote %s: %u streams, %" PRIu64 " events, dialect %s\n", o->out, o->streams,
+           g.events_written, dialect_names[o->dialect]);
+    return 0;
+}

@@ -1,0 +1,336 @@
+/* pcap_source.c - capture file -> TCP segments -> reassembler.
+ *
+ * One pass with pcap_next_ex; each packet is parsed in place (no copies, no
+ * allocation): link header, any VLAN tags, IPv4 or IPv6 with extension
+ * headers, TCP. Anything that is not a whole, well-formed TCP segment is
+ * counted in the stats and skipped. */
+#include "pcap_source.h"
+
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define PROGRESS_STEP (1u << 20)
+
+/* Link-type numbers that may appear raw in a file header on some systems. */
+#define LINKTYPE_RAW_IP 101
+#define LINKTYPE_RAW_OPENBSD 14
+#define LINKTYPE_RAW_IP_OTHER 12
+#ifndef DLT_LINUX_SLL2
+#define DLT_LINUX_SLL2 276
+#endif
+#ifndef DLT_IPV4
+#define DLT_IPV4 228
+#endif
+#ifndef DLT_IPV6
+#define DLT_IPV6 229
+#endif
+
+struct tt_pcap_source {
+    pcap_t *pcap;
+    uint64_t file_size;
+    bool has_offset;
+    int64_t offset_ns;
+    tt_pcap_stats stats;
+};
+
+typedef enum packet_class {
+    PKT_TCP,
+    PKT_NON_IP,
+    PKT_NON_TCP,
+    PKT_FRAGMENT,
+    PKT_MALFORMED
+} packet_class;
+
+static bool linktype_supported(int lt)
+{
+    switch (lt) {
+    case DLT_NULL:
+    case DLT_EN10MB:
+    case LINKTYPE_RAW_IP_OTHER:
+    case LINKTYPE_RAW_OPENBSD:
+    case LINKTYPE_RAW_IP:
+    case DLT_LOOP:
+    case DLT_LINUX_SLL:
+    case DLT_LINUX_SLL2:
+    case DLT_IPV4:
+    case DLT_IPV6:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static inline unsigned be16(const uint8_t *p)
+{
+    return (unsigned)p[0] << 8 | p[1];
+}
+
+static inline uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* IP version carried, from the link header: 4, 6, 0 for another protocol,
+ * -1 when the header itself is cut short. *off is set past the link header. */
+static int link_layer(int lt, const uint8_t *p, size_t caplen, size_t *off)
+{
+    unsigned ethertype;
+    size_t o;
+    switch (lt) {
+    case DLT_EN10MB:
+        if (caplen < 14) return -1;
+        ethertype = be16(p + 12);
+        o = 14;
+        break;
+    case DLT_LINUX_SLL:
+        if (caplen < 16) return -1;
+        ethertype = be16(p + 14);
+        o = 16;
+        break;
+    case DLT_LINUX_SLL2:
+        if (caplen < 20) return -1;
+        ethertype = be16(p);
+        o = 20;
+        break;
+    case DLT_NULL:
+    case DLT_LOOP: {
+        if (caplen < 4) return -1;
+        uint32_t fam;
+        memcpy(&fam, p, 4);
+        if (fam & 0xffff0000u) fam = __builtin_bswap32(fam); /* written in the other byte order */
+        *off = 4;
+        if (fam == 2) return 4;
+        if (fam == 10 || fam == 24 || fam == 28 || fam == 30) return 6;
+        return 0;
+    }
+    case DLT_IPV4:
+    case DLT_IPV6:
+    default: /* raw IP */
+        *off = 0;
+        if (caplen < 1) return -1;
+        if (p[0] >> 4 == 4) return 4;
+        if (p[0] >> 4 == 6) return 6;
+        return 0;
+    }
+    while (ethertype == 0x8100 || ethertype == 0x88a8 || ethertype == 0x9100) {
+        if (caplen < o + 4) return -1;
+        ethertype = be16(p + o + 2);
+        o += 4;
+    }
+    *off = o;
+    if (ethertype == 0x0800) return 4;
+    if (ethertype == 0x86dd) return 6;
+    return 0;
+}
+
+/* l4: the TCP header; cap / wire: bytes of it captured / on the wire. */
+static packet_class parse_tcp(const uint8_t *l4, size_t cap, size_t wire, tt_tcp_segment *seg)
+{
+    if (cap < 20) return PKT_MALFORMED;
+    size_t doff = (size_t)(l4[12] >> 4) * 4;
+    if (doff < 20 || doff > cap) return PKT_MALFORMED;
+    seg->src.port = (uint16_t)be16(l4);
+    seg->dst.port = (uint16_t)be16(l4 + 2);
+    seg->seq = be32(l4 + 4);
+    seg->ack = be32(l4 + 8);
+    seg->flags = l4[13];
+    seg->payload = l4 + doff;
+    seg->payload_len = cap - doff;
+    seg->missing_len = wire - cap;
+    return PKT_TCP;
+}
+
+static packet_class parse_ipv4(const uint8_t *ip, size_t cap, size_t wire, tt_tcp_segment *seg)
+{
+    if (cap < 20 || ip[0] >> 4 != 4) return PKT_MALFORMED;
+    size_t ihl = (size_t)(ip[0] & 15) * 4;
+    if (ihl < 20 || ihl > cap) return PKT_MALFORMED;
+    size_t total = be16(ip + 2);
+    if (total == 0) total = wire; /* segmentation offload: length left to the NIC */
+    if (total < ihl || total > wire) return PKT_MALFORMED;
+    if (be16(ip + 6) & 0x3fff) return PKT_FRAGMENT;
+    if (ip[9] != 6) return PKT_NON_TCP;
+    seg->src.family = seg->dst.family = 4;
+    memset(seg->src.addr, 0, sizeof seg->src.addr);
+    memset(seg->dst.addr, 0, sizeof seg->dst.addr);
+    memcpy(seg->src.addr, ip + 12, 4);
+    memcpy(seg->dst.addr, ip + 16, 4);
+    size_t end_cap = cap < total ? cap : total; /* also drops Ethernet padding */
+    return parse_tcp(ip + ihl, end_cap - ihl, total - ihl, seg);
+}
+
+static packet_class parse_ipv6(const uint8_t *ip, size_t cap, size_t wire, tt_tcp_segment *seg)
+{
+    if (cap < 40 || ip[0] >> 4 != 6) return PKT_MALFORMED;
+    size_t total = 40 + be16(ip + 4);
+    if (total == 40 && ip[6] == 0 && wire > 40) total = wire; /* jumbogram (hop-by-hop) */
+    if (total > wire) return PKT_MALFORMED;
+    size_t end_cap = cap < total ? cap : total;
+    unsigned next = ip[6];
+    size_t pos = 40;
+    for (int hops = 0;; hops++) {
+        if (next == 6) break;
+        if (next == 44) return PKT_FRAGMENT;
+        if (next != 0 && next != 43 && next != 60 && next != 51) return PKT_NON_TCP;
+        if (hops >= 16 || pos + 8 > end_cap) return PKT_MALFORMED;
+        size_t len = next == 51 ? ((size_t)ip[pos + 1] + 2) * 4 : ((size_t)ip[pos + 1] + 1) * 8;
+        next = ip[pos];
+        pos += len;
+    }
+    if (pos > end_cap) return PKT_MALFORMED;
+    seg->src.family = seg->dst.family = 6;
+    memcpy(seg->src.addr, ip + 8, 16);
+    memcpy(seg->dst.addr, ip + 24, 16);
+    return parse_tcp(ip + pos, end_cap - pos, total - pos, seg);
+}
+
+static packet_class parse_packet(int lt, const uint8_t *p, size_t caplen, size_t wirelen, tt_tcp_segment *seg)
+{
+    size_t off = 0;
+    if (wirelen < caplen) wirelen = caplen;
+    int ver = link_layer(lt, p, caplen, &off);
+    if (ver < 0) return PKT_MALFORMED;
+    if (ver == 0) return PKT_NON_IP;
+    if (ver == 4) return parse_ipv4(p + off, caplen - off, wirelen - off, seg);
+    return parse_ipv6(p + off, caplen - off, wirelen - off, seg);
+}
+
+tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
+{
+    char pcap_err[PCAP_ERRBUF_SIZE] = "";
+    struct stat st;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(fp), &st) != 0) {
+        snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        fclose(fp);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a capture file", path);
+        fclose(fp);
+        return NULL;
+    }
+    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+        snprintf(err, errlen, "%s: empty file, not a capture", path);
+        fclose(fp);
+        return NULL;
+    }
+    pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, pcap_err);
+    if (!pc) {
+        snprintf(err, errlen, "%s: not a pcap or pcapng capture (libpcap: %s)", path, pcap_err);
+        fclose(fp);
+        return NULL;
+    }
+    int lt = pcap_datalink(pc);
+    if (!linktype_supported(lt)) {
+        const char *name = pcap_datalink_val_to_name(lt);
+        snprintf(err, errlen, "%s: unsupported link type %d (%s); supported: EN10MB, LINUX_SLL, LINUX_SLL2, NULL, LOOP, RAW, IPV4, IPV6",
+                 path, lt, name ? name : "unknown");
+        pcap_close(pc);
+        return NULL;
+    }
+    tt_pcap_source *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        pcap_close(pc);
+        return NULL;
+    }
+    s->pcap = pc;
+    s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    s->stats.linktype = lt;
+    return s;
+}
+
+void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns)
+{
+    s->has_offset = true;
+    s->offset_ns = offset_ns;
+}
+
+tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s)
+{
+    return s->has_offset ? TT_CLOCK_MONOTONIC : TT_CLOCK_CAPTURE;
+}
+
+static void count_class(tt_pcap_stats *st, packet_class k)
+{
+    switch (k) {
+    case PKT_TCP: st->tcp_segments++; break;
+    case PKT_NON_IP: st->non_ip++; break;
+    case PKT_NON_TCP: st->non_tcp++; break;
+    case PKT_FRAGMENT: st->fragments++; break;
+    case PKT_MALFORMED: st->malformed++; break;
+    }
+}
+
+int tt_pcap_source_run(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
+                       size_t errlen)
+{
+    struct pcap_pkthdr *hdr;
+    const u_char *data;
+    tt_pcap_stats *st = &s->stats;
+    FILE *fp = pcap_file(s->pcap);
+    uint64_t read_estimate = 0, next_progress = PROGRESS_STEP;
+    uint64_t offset = s->has_offset ? (uint64_t)s->offset_ns : 0;
+    int lt = st->linktype;
+    int rc;
+
+    while ((rc = pcap_next_ex(s->pcap, &hdr, &data)) == 1) {
+        uint64_t ts = (uint64_t)hdr->ts.tv_sec * 1000000000u + (uint64_t)hdr->ts.tv_usec - offset;
+        st->packets++;
+        st->bytes += hdr->len;
+        if (hdr->caplen < hdr->len) st->snapped++;
+        if (st->packets == 1 || ts < st->first_ns) st->first_ns = ts;
+        if (ts > st->last_ns) st->last_ns = ts;
+
+        tt_tcp_segment seg;
+        packet_class k = parse_packet(lt, data, hdr->caplen, hdr->len, &seg);
+        count_class(st, k);
+        if (k == PKT_TCP) {
+            seg.ts_ns = ts;
+            tt_reasm_segment(r, &seg);
+        }
+
+        read_estimate += hdr->caplen + 16;
+        if (progress && read_estimate >= next_progress) {
+            long pos = fp ? ftell(fp) : -1;
+            progress(pctx, pos >= 0 ? (uint64_t)pos : read_estimate, s->file_size);
+            next_progress = read_estimate + PROGRESS_STEP;
+        }
+    }
+
+    int result = 0;
+    if (rc == PCAP_ERROR) {
+        const char *why = pcap_geterr(s->pcap);
+        if (strstr(why, "truncated"))
+            snprintf(err, errlen, "truncated capture after %llu packets (libpcap: %s)",
+                     (unsigned long long)st->packets, why);
+        else
+            snprintf(err, errlen, "damaged capture after %llu packets (libpcap: %s)",
+                     (unsigned long long)st->packets, why);
+        result = -1;
+    }
+    tt_reasm_finish(r, st->last_ns);
+    if (progress) progress(pctx, s->file_size, s->file_size);
+    return result;
+}
+
+const tt_pcap_stats *tt_pcap_source_stats(const tt_pcap_source *s)
+{
+    return &s->stats;
+}
+
+void tt_pcap_source_close(tt_pcap_source *s)
+{
+    if (!s) return;
+    pcap_close(s->pcap);
+    free(s);
+}
