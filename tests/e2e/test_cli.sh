@@ -11,9 +11,12 @@ for opt in --json --events --text --percentiles --output; do
 done
 "$GEN" -o "$work/c.pcap" --truth "$work/c.truth" --streams 5 --tokens 12 --seed 9 > /dev/null
 "$TT" analyze --percentiles 50,90,99.9 "$work/c.pcap" > "$work/text"
-for l in 'Median TTFT (ms):' 'P90 TTFT (ms):' 'P99.9 ITL (ms):' 'Mean E2EL (ms):' 'Successful requests (complete):   *5'; do
-    grep -Eq "$l" "$work/text" || fail "text report lacks '$l'"
+for l in 'Median TTFT (ms):' 'P90 TTFT (ms):' 'P99.9 ITL (ms):' 'Mean E2EL (ms):'; do
+    grep -Fq "$l" "$work/text" || fail "text report lacks '$l'"
 done
+grep -Eq '^Successful requests \(complete\): +5 *$' "$work/text" || fail "text report: 5 successful requests"
+"$TT" analyze --percentiles 50,oops "$work/c.pcap" 2>&1 | grep -q 'percentiles' || fail "bad --percentiles message"
+"$TT" analyze -o 2>&1 | grep -q 'needs a value' || fail "-o without a value"
 # the text report's mean TTFT equals the truth's, to the printed precision
 /usr/bin/python3 - "$work/text" "$work/c.truth" <<'PY'
 import json, re, sys

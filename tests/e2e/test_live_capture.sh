@@ -6,20 +6,24 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "live capture needs root (libpcap on lo)"
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 /usr/bin/python3 tests/live/sse_server.py "$work/port" "$work/server.jsonl" &
+server=$!
 for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port")
 "$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$work/live.pcap" -d 30 > "$work/cap.out" &
 cap=$!
 for _ in $(seq 50); do grep -q ready "$work/cap.out" 2>/dev/null && break; sleep 0.1; done
 sleep 0.2
+clients=()
 for i in 1 2 3; do
     curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: live-$i" \
         -d '{"model":"m","stream":true,"max_tokens":12,"messages":[{"role":"user","content":"hi"}]}' \
         "http://127.0.0.1:$port/v1/chat/completions" > "$work/curl-$i.out" &
+    clients+=($!)
 done
-wait_jobs_except "$cap"
+for c in "${clients[@]}"; do wait "$c" || fail "curl exit $?"; done
+kill "$server"
 sleep 0.3
 kill -INT $cap; wait $cap 2>/dev/null || true
 "$BUILD/tokentap" analyze --json "$work/live.pcap" > "$work/report.json"

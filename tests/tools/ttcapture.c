@@ -2,6 +2,7 @@
  * a BPF filter, written to a pcap file with nanosecond timestamps, until
  * SIGINT/SIGTERM or a duration. Prints "ready" on stdout once capturing. */
 #include <pcap/pcap.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "ttcapture: %s: %s\n", out, pcap_geterr(p));
         return 1;
     }
+    if (pcap_setnonblock(p, 1, err) < 0) {
+        fprintf(stderr, "ttcapture: %s\n", err);
+        return 1;
+    }
+    struct pollfd pfd = {.fd = pcap_get_selectable_fd(p), .events = POLLIN};
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     printf("ready\n");
@@ -74,6 +80,8 @@ int main(int argc, char **argv)
             packets++;
         } else if (rc < 0) {
             break;
+        } else {
+            poll(&pfd, 1, 50); /* nothing pending: wait a little, then look at the clock and signals */
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9 > duration) break;
