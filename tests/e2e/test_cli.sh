@@ -33,4 +33,21 @@ PY
 "$TT" analyze --events --text "$work/c.pcap" | grep -q ' TOKEN .* text="' || fail "--events --text shows no text"
 "$TT" analyze --json "$work/c.pcap" | grep -q '"text"' && fail "--json printed text without --text"
 "$TT" analyze --events --json "$work/c.pcap" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert sum(len(r["events"]) for r in d["requests"]) > 60'
+# the wall-to-monotonic offset moves every instant and says so
+"$TT" analyze --json --wall-to-mono-offset 1000000000 "$work/c.pcap" > "$work/off.json"
+/usr/bin/python3 - "$work/off.json" "$work/c.truth" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+truth = {json.loads(l)["request_id"]: json.loads(l) for l in open(sys.argv[2])}
+assert rep["clock"] == {"domain": "monotonic", "wall_to_mono_offset_ns": 1000000000}, rep["clock"]
+for r in rep["requests"]:
+    assert r["vantages"]["wire"]["req_first_mono_ns"] == truth[r["request_id"]]["req_first_ns"] - 1000000000
+PY
+"$TT" analyze --wall-to-mono-offset 12x "$work/c.pcap" 2>&1 | grep -q 'integer' || fail "bad offset message"
+# a progress line on stderr when stderr is a terminal, none otherwise
+"$GEN" -o "$work/big.pcap" --streams 300 --tokens 400 --seed 2 > /dev/null
+script -qec "$TT analyze $work/big.pcap > /dev/null" /dev/null > "$work/tty.out"
+grep -q 'analyze: .*%' "$work/tty.out" || fail "no progress line on a terminal"
+"$TT" analyze "$work/big.pcap" 2> "$work/notty.err" > /dev/null
+[ ! -s "$work/notty.err" ] || fail "progress printed to a non-terminal stderr"
 echo "cli: help, version, options, events and text privacy hold"

@@ -6,12 +6,12 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "live capture needs root (libpcap on lo)"
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 /usr/bin/python3 tests/live/sse_server.py "$work/port" "$work/server.jsonl" &
 server=$!
 for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port")
-"$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$work/live.pcap" -d 30 > "$work/cap.out" &
+"$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$work/live.pcap" -d 30 > "$work/cap.out" 2> "$work/cap.err" &
 cap=$!
 for _ in $(seq 50); do grep -q ready "$work/cap.out" 2>/dev/null && break; sleep 0.1; done
 sleep 0.2
@@ -26,6 +26,7 @@ for c in "${clients[@]}"; do wait "$c" || fail "curl exit $?"; done
 kill "$server"
 sleep 0.3
 kill -INT $cap; wait $cap 2>/dev/null || true
+grep -q ' 0 dropped by the kernel' "$work/cap.err" || fail "the capture itself lost packets: $(cat "$work/cap.err")"
 "$BUILD/tokentap" analyze --json "$work/live.pcap" > "$work/report.json"
 /usr/bin/python3 - "$work/report.json" "$work/server.jsonl" <<'PY'
 import json, statistics, sys

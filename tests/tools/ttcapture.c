@@ -41,7 +41,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ttcapture: %s\n", err);
         return 1;
     }
-    pcap_set_snaplen(p, 262144);
+    pcap_set_snaplen(p, 65535);
+    pcap_set_buffer_size(p, 64 << 20); /* immediate mode uses one ring frame per packet */
     pcap_set_immediate_mode(p, 1);
     pcap_set_timeout(p, 50);
     pcap_set_tstamp_precision(p, PCAP_TSTAMP_PRECISION_NANO);
@@ -86,8 +87,11 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9 > duration) break;
     }
+    struct pcap_stat st = {0};
+    pcap_stats(p, &st);
     pcap_dump_close(d);
     pcap_close(p);
-    fprintf(stderr, "ttcapture: %ld packets\n", packets);
+    fprintf(stderr, "ttcapture: %ld packets, %u dropped by the kernel, %u by the interface\n", packets, st.ps_drop,
+            st.ps_ifdrop);
     return 0;
 }

@@ -29,6 +29,9 @@ static void usage(FILE *out)
             "  --text               include generated text (otherwise only lengths and hashes)\n"
             "  --percentiles LIST   percentiles to report, e.g. 50,90,99 (default 99)\n"
             "  -o, --output FILE    write to FILE (created mode 0600) instead of stdout\n"
+            "  --wall-to-mono-offset NS\n"
+            "                       convert the capture's wall-clock timestamps to CLOCK_MONOTONIC\n"
+            "                       (mono = wall - NS); without it instants stay in the capture's clock\n"
             "  -h, --help           this help\n"
             "\n"
             "exit status: 0 ok; 2 bad usage; 3 input unreadable or not a capture;\n"
@@ -58,10 +61,13 @@ int tt_cmd_analyze(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},       {"events", no_argument, NULL, 'e'},
         {"text", no_argument, NULL, 't'},       {"percentiles", required_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"wall-to-mono-offset", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     bool json = false, events = false, text = false;
     const char *output = NULL;
+    bool have_offset = false;
+    long long mono_offset = 0;
     double pct[TT_MAX_PERCENTILES] = {99};
     int n_pct = 1;
     char err[256];
@@ -74,6 +80,18 @@ int tt_cmd_analyze(int argc, char **argv)
         case 'e': events = true; break;
         case 't': text = true; break;
         case 'o': output = optarg; break;
+        case 'W': {
+            char *end;
+            errno = 0;
+            mono_offset = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end) {
+                fprintf(stderr, "tokentap analyze: --wall-to-mono-offset wants an integer of nanoseconds, got '%s'\n",
+                        optarg);
+                return TT_EXIT_USAGE;
+            }
+            have_offset = true;
+            break;
+        }
         case 'p':
             n_pct = tt_parse_percentiles(optarg, pct, TT_MAX_PERCENTILES, err, sizeof err);
             if (n_pct < 0) {
@@ -101,6 +119,7 @@ int tt_cmd_analyze(int argc, char **argv)
         fprintf(stderr, "tokentap analyze: %s\n", err);
         return TT_EXIT_INPUT;
     }
+    if (have_offset) tt_pcap_source_set_mono_offset(src, mono_offset);
     tt_tracker_options topt = {.keep_text = text};
     tt_tracker *tracker = tt_tracker_new(&topt);
     tt_reasm *reasm = tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, tracker);
@@ -119,6 +138,8 @@ int tt_cmd_analyze(int argc, char **argv)
         .input = path,
         .vantage = TT_VANTAGE_WIRE,
         .clock = tt_pcap_source_clock(src),
+        .has_mono_offset = have_offset,
+        .mono_offset_ns = mono_offset,
         .pcap = tt_pcap_source_stats(src),
         .reasm = tt_reasm_get_stats(reasm),
         .tracker = tracker,

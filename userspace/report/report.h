@@ -16,6 +16,8 @@ typedef struct tt_analysis {
     const char *input;            /* the path analysed */
     tt_vantage vantage;
     tt_clock_domain clock;
+    bool has_mono_offset;
+    int64_t mono_offset_ns;       /* wall - mono, when has_mono_offset */
     const tt_pcap_stats *pcap;    /* NULL when the source was not pcap */
     const tt_reasm_stats *reasm;
     const tt_tracker *tracker;

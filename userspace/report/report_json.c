@@ -148,7 +148,8 @@ static void header(tt_jw *w, const tt_analysis *a)
     tt_jw_str(w, "vantage", tt_vantage_name(a->vantage));
     tt_jw_object_begin(w, "clock");
     tt_jw_str(w, "domain", tt_clock_name(a->clock));
-    tt_jw_null(w, "wall_to_mono_offset_ns");
+    if (a->has_mono_offset) tt_jw_int(w, "wall_to_mono_offset_ns", a->mono_offset_ns);
+    else tt_jw_null(w, "wall_to_mono_offset_ns");
     tt_jw_object_end(w);
     tt_jw_object_begin(w, "source");
     tt_jw_str(w, "kind", a->pcap ? "pcap" : "none");

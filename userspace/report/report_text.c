@@ -89,6 +89,7 @@ void tt_report_text(FILE *out, const tt_analysis *a)
     const tt_summary *s = &a->summary;
     fprintf(out, "tokentap analyze %s\n", a->input);
     fprintf(out, "vantage: %s   clock: %s", tt_vantage_name(a->vantage), tt_clock_name(a->clock));
+    if (a->has_mono_offset) fprintf(out, " (wall - %" PRId64 " ns)", a->mono_offset_ns);
     if (a->pcap)
         fprintf(out, "   packets: %" PRIu64 "   connections: %" PRIu64, a->pcap->packets,
                 tt_tracker_connections(a->tracker));
