@@ -154,13 +154,53 @@ static void test_summary(void **state)
     }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The summary's sort against qsort on mixed signs, ties, zeros and large values. */
+static void test_distribution_sort(void **state)
+{
+    enum { N = 5000 };
+    double *v = malloc(N * sizeof *v), *w = malloc(N * sizeof *w);
+    unsigned seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1103515245u + 12345u;
+        double x = (double)(seed >> 8) * ((seed & 1) ? 1.0 : -1.0);
+        if (i % 7 == 0) x = 0.0;
+        if (i % 11 == 0) x = 1e18 + i;
+        if (i % 13 == 0) x = 0.25;
+        v[i] = w[i] = x;
+    }
+    const double pct[] = {0, 100};
+    tt_summary s;
+    /* the sort is internal; reach it through the summary of pooled ITLs */
+    qsort(w, N, sizeof *w, cmp_double);
+    tt_request r;
+    memset(&r, 0, sizeof r);
+    tt_req_metrics m = {.has_e2el = true, .itl_ns = malloc(N * sizeof(int64_t)), .n_itl = N};
+    for (int i = 0; i < N; i++) m.itl_ns[i] = (int64_t)v[i];
+    tt_summary_compute(&r, &m, 1, pct, 2, &s);
+    const tt_distribution d = s.itl;
+    assert_int_equal(d.n, N);
+    assert_true(d.min == (double)(int64_t)w[0]);
+    assert_true(d.max == (double)(int64_t)w[N - 1]);
+    double median = ((double)(int64_t)w[N / 2 - 1] + (double)(int64_t)w[N / 2]) / 2;
+    assert_true(fabs(d.median - median) <= fabs(median) * 1e-12);
+    free(m.itl_ns);
+    free(v);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_definitions),        cmocka_unit_test(test_usage_overrides_count),
         cmocka_unit_test(test_single_token_has_no_tpot), cmocka_unit_test(test_incomplete_is_not_measured),
         cmocka_unit_test(test_percentiles_match_numpy),  cmocka_unit_test(test_parse_percentiles),
-        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_summary),            cmocka_unit_test(test_distribution_sort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,10 +54,49 @@ double tt_percentile_sorted(const double *v, size_t n, double p)
     return v[lo] + (v[hi] - v[lo]) * (rank - (double)lo);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Order-preserving map of a double's bits to an unsigned key (NaN excluded). */
+static uint64_t sort_key(double d)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return (bits >> 63) ? ~bits : bits | (1ull << 63);
+}
+
+static double from_key(uint64_t key)
+{
+    uint64_t bits = (key >> 63) ? key & ~(1ull << 63) : ~key;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+/* Sort ascending: LSD radix sort on 16-bit digits (the pooled ITLs of a
+ * large capture are millions of values; a comparison sort dominated). */
+static void sort_doubles(double *v, size_t n)
+{
+    uint64_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    size_t *count = malloc(65536 * sizeof *count);
+    if (!a || !b || !count) abort();
+    for (size_t i = 0; i < n; i++) a[i] = sort_key(v[i]);
+    for (int shift = 0; shift < 64; shift += 16) {
+        memset(count, 0, 65536 * sizeof *count);
+        for (size_t i = 0; i < n; i++) count[(a[i] >> shift) & 0xffff]++;
+        if (count[(a[0] >> shift) & 0xffff] == n) continue; /* every key shares this digit */
+        size_t sum = 0;
+        for (size_t d = 0; d < 65536; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) b[count[(a[i] >> shift) & 0xffff]++] = a[i];
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (size_t i = 0; i < n; i++) v[i] = from_key(a[i]);
+    free(a);
+    free(b);
+    free(count);
 }
 
 static void distribute(double *v, size_t n, const tt_summary *s, tt_distribution *d)
@@ -65,7 +104,7 @@ static void distribute(double *v, size_t n, const tt_summary *s, tt_distribution
     memset(d, 0, sizeof *d);
     d->n = n;
     if (!n) return;
-    qsort(v, n, sizeof *v, cmp_double);
+    sort_doubles(v, n);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += v[i];
     d->mean = sum / (double)n;
