@@ -18,8 +18,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 enum { DJ_MAX_DEPTH = 1000, DJ_BLOCK_MIN = 64 * 1024 };
+
+static const unsigned char json_space[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
 
 typedef struct dj_block {
     struct dj_block *next;
@@ -70,7 +75,7 @@ typedef struct json_reader {
 
 static void skip_space(json_reader *r)
 {
-    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t')) r->p++;
+    while (r->p < r->end && json_space[*r->p]) r->p++;
 }
 
 static cJSON *new_node(json_reader *r, int type)
@@ -132,12 +137,33 @@ static const unsigned char string_stop[256] = {
 
 /* At the opening quote; returns the decoded NUL-terminated string. Decoded
  * text is never longer than its escaped form, so the raw span is enough. */
+/* First byte in [q, end) that is a quote, a backslash or a control
+ * character; end when none. Sixteen bytes at a time where SSE2 exists. */
+static const unsigned char *scan_string(const unsigned char *q, const unsigned char *end)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    const __m128i below_space = _mm_set1_epi8(0x1f);
+    while (end - q >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)q);
+        /* unsigned v <= 0x1f  <=>  max(v, 0x1f) == 0x1f */
+        __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, below_space), below_space);
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), ctl);
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) return q + __builtin_ctz((unsigned)mask);
+        q += 16;
+    }
+#endif
+    while (q < end && !string_stop[*q]) q++;
+    return q;
+}
+
 static char *read_string(json_reader *r)
 {
     const unsigned char *start = ++r->p, *q = start, *end = r->end;
     bool escaped = false;
     for (;;) {
-        while (q < end && !string_stop[*q]) q++;
+        q = scan_string(q, end);
         if (q >= end || *q < 0x20) return NULL;
         if (*q == '"') break;
         if (end - q < 2) return NULL;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #define PROGRESS_STEP (1u << 20)
@@ -29,8 +30,14 @@
 #define DLT_IPV6 229
 #endif
 
+#define READ_BUFFER (1u << 20)
+
 struct tt_pcap_source {
     pcap_t *pcap;
+    const uint8_t *map; /* the whole file, for classic pcap read without libpcap's per-record fread */
+    size_t map_len;
+    bool map_swapped, map_nano;
+    char *read_buffer; /* stdio buffer of the capture file; outlives pcap_close */
     uint64_t file_size;
     bool has_offset;
     int64_t offset_ns;
@@ -199,6 +206,38 @@ static packet_class parse_packet(int lt, const uint8_t *p, size_t caplen, size_t
     return parse_ipv6(p + off, caplen - off, wirelen - off, seg);
 }
 
+enum { CLASSIC_HEADER = 24, RECORD_HEADER = 16, CLASSIC_MAX_RECORD = 256 << 20 };
+
+static uint32_t read32(const uint8_t *p, bool swapped)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return swapped ? __builtin_bswap32(v) : v;
+}
+
+/* A classic pcap file (libpcap has already accepted its header) is read
+ * through a read-only mapping instead: same records, no copy per packet.
+ * pcapng and anything that cannot be mapped stay with libpcap. */
+static void map_classic(tt_pcap_source *s, int fd, const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < CLASSIC_HEADER) return;
+    void *m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) return;
+    const uint8_t *b = m;
+    uint32_t magic;
+    memcpy(&magic, b, sizeof magic);
+    switch (magic) {
+    case 0xa1b2c3d4: s->map_swapped = false; s->map_nano = false; break;
+    case 0xd4c3b2a1: s->map_swapped = true; s->map_nano = false; break;
+    case 0xa1b23c4d: s->map_swapped = false; s->map_nano = true; break;
+    case 0x4d3cb2a1: s->map_swapped = true; s->map_nano = true; break;
+    default: munmap(m, (size_t)st->st_size); return;
+    }
+    madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
+    s->map = b;
+    s->map_len = (size_t)st->st_size;
+}
+
 tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
 {
     char pcap_err[PCAP_ERRBUF_SIZE] = "";
@@ -208,25 +247,32 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
+    /* libpcap freads record by record: a large buffer saves a read() per 4 KiB */
+    char *read_buffer = malloc(READ_BUFFER);
+    if (read_buffer) setvbuf(fp, read_buffer, _IOFBF, READ_BUFFER);
     if (fstat(fileno(fp), &st) != 0) {
         snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
         fclose(fp);
+        free(read_buffer);
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: is a directory, not a capture file", path);
         fclose(fp);
+        free(read_buffer);
         return NULL;
     }
     if (S_ISREG(st.st_mode) && st.st_size == 0) {
         snprintf(err, errlen, "%s: empty file, not a capture", path);
         fclose(fp);
+        free(read_buffer);
         return NULL;
     }
     pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, pcap_err);
     if (!pc) {
         snprintf(err, errlen, "%s: not a pcap or pcapng capture (libpcap: %s)", path, pcap_err);
         fclose(fp);
+        free(read_buffer);
         return NULL;
     }
     int lt = pcap_datalink(pc);
@@ -235,15 +281,19 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: unsupported link type %d (%s); supported: EN10MB, LINUX_SLL, LINUX_SLL2, NULL, LOOP, RAW, IPV4, IPV6",
                  path, lt, name ? name : "unknown");
         pcap_close(pc);
+        free(read_buffer);
         return NULL;
     }
     tt_pcap_source *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "%s: out of memory", path);
         pcap_close(pc);
+        free(read_buffer);
         return NULL;
     }
     s->pcap = pc;
+    s->read_buffer = read_buffer;
+    map_classic(s, fileno(fp), &st);
     s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     s->stats.linktype = lt;
     return s;
@@ -271,33 +321,80 @@ static void count_class(tt_pcap_stats *st, packet_class k)
     }
 }
 
+static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const uint8_t *data, uint32_t caplen,
+                        uint32_t len)
+{
+    tt_pcap_stats *st = &s->stats;
+    uint64_t ts = wall_ns - (s->has_offset ? (uint64_t)s->offset_ns : 0);
+    st->packets++;
+    st->bytes += len;
+    if (caplen < len) st->snapped++;
+    if (st->packets == 1 || ts < st->first_ns) st->first_ns = ts;
+    if (ts > st->last_ns) st->last_ns = ts;
+    tt_tcp_segment seg;
+    packet_class k = parse_packet(st->linktype, data, caplen, len, &seg);
+    count_class(st, k);
+    if (k == PKT_TCP) {
+        seg.ts_ns = ts;
+        tt_reasm_segment(r, &seg);
+    }
+}
+
+static int run_mapped(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
+                      size_t errlen)
+{
+    const uint8_t *b = s->map;
+    size_t pos = CLASSIC_HEADER, next_progress = PROGRESS_STEP;
+    uint64_t frac_scale = s->map_nano ? 1 : 1000;
+    int result = 0;
+    while (pos < s->map_len) {
+        if (s->map_len - pos < RECORD_HEADER) {
+            snprintf(err, errlen, "truncated capture after %llu packets (the file ends inside a record header)",
+                     (unsigned long long)s->stats.packets);
+            result = -1;
+            break;
+        }
+        uint32_t sec = read32(b + pos, s->map_swapped), frac = read32(b + pos + 4, s->map_swapped);
+        uint32_t caplen = read32(b + pos + 8, s->map_swapped), len = read32(b + pos + 12, s->map_swapped);
+        if (caplen > CLASSIC_MAX_RECORD) {
+            snprintf(err, errlen, "damaged capture after %llu packets (a record claims %u bytes)",
+                     (unsigned long long)s->stats.packets, caplen);
+            result = -1;
+            break;
+        }
+        if (s->map_len - pos - RECORD_HEADER < caplen) {
+            snprintf(err, errlen, "truncated capture after %llu packets (the file ends inside a record)",
+                     (unsigned long long)s->stats.packets);
+            result = -1;
+            break;
+        }
+        take_packet(s, r, (uint64_t)sec * 1000000000u + (uint64_t)frac * frac_scale, b + pos + RECORD_HEADER,
+                    caplen, len);
+        pos += RECORD_HEADER + caplen;
+        if (progress && pos >= next_progress) {
+            progress(pctx, pos, s->file_size);
+            next_progress = pos + PROGRESS_STEP;
+        }
+    }
+    tt_reasm_finish(r, s->stats.last_ns);
+    if (progress) progress(pctx, s->file_size, s->file_size);
+    return result;
+}
+
 int tt_pcap_source_run(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
                        size_t errlen)
 {
+    if (s->map) return run_mapped(s, r, progress, pctx, err, errlen);
     struct pcap_pkthdr *hdr;
     const u_char *data;
     tt_pcap_stats *st = &s->stats;
     FILE *fp = pcap_file(s->pcap);
     uint64_t read_estimate = 0, next_progress = PROGRESS_STEP;
-    uint64_t offset = s->has_offset ? (uint64_t)s->offset_ns : 0;
-    int lt = st->linktype;
     int rc;
 
     while ((rc = pcap_next_ex(s->pcap, &hdr, &data)) == 1) {
-        uint64_t ts = (uint64_t)hdr->ts.tv_sec * 1000000000u + (uint64_t)hdr->ts.tv_usec - offset;
-        st->packets++;
-        st->bytes += hdr->len;
-        if (hdr->caplen < hdr->len) st->snapped++;
-        if (st->packets == 1 || ts < st->first_ns) st->first_ns = ts;
-        if (ts > st->last_ns) st->last_ns = ts;
-
-        tt_tcp_segment seg;
-        packet_class k = parse_packet(lt, data, hdr->caplen, hdr->len, &seg);
-        count_class(st, k);
-        if (k == PKT_TCP) {
-            seg.ts_ns = ts;
-            tt_reasm_segment(r, &seg);
-        }
+        take_packet(s, r, (uint64_t)hdr->ts.tv_sec * 1000000000u + (uint64_t)hdr->ts.tv_usec, data, hdr->caplen,
+                    hdr->len);
 
         read_estimate += hdr->caplen + 16;
         if (progress && read_estimate >= next_progress) {
@@ -331,6 +428,8 @@ const tt_pcap_stats *tt_pcap_source_stats(const tt_pcap_source *s)
 void tt_pcap_source_close(tt_pcap_source *s)
 {
     if (!s) return;
+    if (s->map) munmap((void *)s->map, s->map_len);
     pcap_close(s->pcap);
+    free(s->read_buffer);
     free(s);
 }
