@@ -26,6 +26,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/userspace/main.o
 SUP_SRC  := $(shell find tests/support -name '*.c' 2>/dev/null | sort)
 SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
+SUP_LIB  := $(BUILD)/libttsupport.a
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
@@ -42,16 +43,21 @@ $(BUILD)/libtokentap.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Test support as an archive: a program links only the parts it uses.
+$(SUP_LIB): $(SUP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 $(BUILD)/tokentap: $(MAIN_OBJ) $(BUILD)/libtokentap.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(SUP_OBJ) $(BUILD)/libtokentap.a
+$(BUILD)/tests/%: tests/unit/%.c $(SUP_LIB) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS) -lcmocka
+	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_LIB) $(BUILD)/libtokentap.a $(LDLIBS) -lcmocka
 
-$(BUILD)/tools/%: tests/tools/%.c $(SUP_OBJ) $(BUILD)/libtokentap.a
+$(BUILD)/tools/%: tests/tools/%.c $(SUP_LIB) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_OBJ) $(BUILD)/libtokentap.a $(LDLIBS)
+	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_LIB) $(BUILD)/libtokentap.a $(LDLIBS)
 
 unit-tests: $(TEST_BIN) $(BUILD)/tokentap $(TOOL_BIN)
 

@@ -36,11 +36,6 @@ static void distribution(tt_jw *w, const char *key, const tt_summary *s, const t
     tt_jw_object_end(w);
 }
 
-static const char *framing_name(int f)
-{
-    return f == TT_FRAMING_SSE ? "sse" : f == TT_FRAMING_NDJSON ? "ndjson" : "none";
-}
-
 static void vantage_block(tt_jw *w, const tt_analysis *a, const tt_request *r, const tt_req_metrics *m)
 {
     tt_jw_object_begin(w, tt_vantage_name(a->vantage));
@@ -121,7 +116,7 @@ static void one_request(tt_jw *w, const tt_analysis *a, size_t i)
     else tt_jw_null(w, "status");
     tt_jw_str_or_null(w, "content_type", r->content_type);
     tt_jw_str(w, "dialect", tt_dialect_name(r->dialect));
-    tt_jw_str(w, "framing", framing_name(r->framing));
+    tt_jw_str(w, "framing", tt_framing_name(r->framing));
     tt_jw_bool(w, "complete", tt_request_complete(r));
     char why[160];
     tt_jw_str_or_null(w, "incomplete_reasons", tt_incomplete_reasons(r, why, sizeof why));

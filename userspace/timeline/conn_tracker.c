@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/ndjson.h"
-#include "proto/sse.h"
+#include "proto/framer.h"
 #include "timeline/request_fields.h"
 
 #define MAX_REQUEST_BODY (1u << 20)
@@ -37,8 +36,7 @@ struct conn_state {
     size_t body_len, body_cap;
     bool body_overflow;
 
-    tt_sse_parser *sse;
-    tt_ndjson_parser *ndjson;
+    tt_framer *framer; /* the current response body's, when it is an event stream */
     bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
     bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
     char http_error[96];
@@ -299,24 +297,17 @@ static void on_comment(void *ud, const char *text, size_t len, uint64_t off, uin
 
 static const tt_frame_callbacks frame_cb = {.on_event = on_frame, .on_comment = on_comment};
 
-static void close_framers(conn_state *c, uint64_t mono_ns)
+static void close_framer(conn_state *c, uint64_t mono_ns)
 {
-    if (c->sse) {
-        tt_sse_finish(c->sse, mono_ns);
-        tt_sse_free(c->sse);
-        c->sse = NULL;
-    }
-    if (c->ndjson) {
-        tt_ndjson_finish(c->ndjson, mono_ns);
-        tt_ndjson_free(c->ndjson);
-        c->ndjson = NULL;
-    }
+    if (!c->framer) return;
+    tt_framer_finish(c->framer, mono_ns);
+    tt_framer_free(c->framer);
+    c->framer = NULL;
 }
 
 static void start_framer(conn_state *c, tt_request *r)
 {
-    if (r->framing == TT_FRAMING_SSE) c->sse = tt_sse_new(&frame_cb, c);
-    else if (r->framing == TT_FRAMING_NDJSON) c->ndjson = tt_ndjson_new(&frame_cb, c);
+    c->framer = tt_framer_new(r->framing, &frame_cb, c);
 }
 
 static bool starts_with(const uint8_t *d, size_t n, const char *lit)
@@ -325,7 +316,7 @@ static bool starts_with(const uint8_t *d, size_t n, const char *lit)
     return n >= l && memcmp(d, lit, l) == 0;
 }
 
-static int sniff(const uint8_t *d, size_t n, tt_dialect dialect)
+static tt_framing sniff(const uint8_t *d, size_t n, tt_dialect dialect)
 {
     if (n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF) return TT_FRAMING_SSE;
     if (starts_with(d, n, "data:") || starts_with(d, n, "event:") || starts_with(d, n, ":") ||
@@ -463,8 +454,7 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
         p->req.framing = sniff(data, len, p->req.dialect);
         start_framer(c, &p->req);
     }
-    if (c->sse) tt_sse_feed(c->sse, data, len, body_off, mono_ns);
-    else if (c->ndjson) tt_ndjson_feed(c->ndjson, data, len, body_off, mono_ns);
+    if (c->framer) tt_framer_feed(c->framer, data, len, body_off, mono_ns);
 }
 
 static void resp_on_end(void *ud, const tt_http_msg_end *end)
@@ -473,7 +463,7 @@ static void resp_on_end(void *ud, const tt_http_msg_end *end)
     pending *p = c->parsing_response;
     if (!p) return;
     tt_request *r = &p->req;
-    close_framers(c, end->last_ns);
+    close_framer(c, end->last_ns);
     r->resp_last_ns = end->last_ns;
     r->response_end = end->how;
     r->gap_bytes += end->gap_bytes;
@@ -531,7 +521,7 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info)
 
 static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
 {
-    close_framers(c, mono_ns);
+    close_framer(c, mono_ns);
     for (size_t i = 0; i < c->queue_len; i++) {
         pending *p = c->queue[i];
         if (c->http_error[0] && !p->req.http_error[0])

@@ -7,6 +7,7 @@
 
 #include "core/tt_types.h"
 #include "dialect/dialect.h"
+#include "proto/framer.h"
 #include "proto/http1.h"
 
 #define TT_NS_NONE UINT64_MAX /* an instant that was not seen */
@@ -74,7 +75,7 @@ typedef struct tt_request {
     char content_type[64];
     tt_content_coding coding;
     tt_dialect dialect;
-    enum { TT_FRAMING_NONE = 0, TT_FRAMING_SSE, TT_FRAMING_NDJSON } framing;
+    tt_framing framing;
 
     /* instants (TT_NS_NONE when not seen) */
     uint64_t req_first_ns, req_last_ns;
