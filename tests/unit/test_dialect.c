@@ -701,6 +701,80 @@ static void test_json_parser(void **state)
     tt_sb_free(&big);
 }
 
+/* Every name in the key table is found by dj_key_lookup, and near misses
+ * are not. */
+static void test_key_table(void **state)
+{
+    for (int k = 1; k < DJ_KEY_COUNT; k++) {
+        const char *name = dj_key_names[k];
+        assert_int_equal(dj_key_lookup(name, strlen(name)), k);
+        assert_int_equal(dj_key_lookup(name, strlen(name) - 1), DJ_KEY_OTHER);
+        char longer[64];
+        snprintf(longer, sizeof longer, "%sx", name);
+        assert_int_equal(dj_key_lookup(longer, strlen(longer)), DJ_KEY_OTHER);
+    }
+    assert_int_equal(dj_key_lookup("", 0), DJ_KEY_OTHER);
+    assert_int_equal(dj_key_lookup("Delta", 5), DJ_KEY_OTHER);
+    assert_int_equal(dj_key_lookup("logprobs", 8), DJ_KEY_OTHER);
+}
+
+/* dj_parse_known: same verdict as dj_parse on every case of the parser
+ * test; unknown members are dropped (also after escapes), "arguments"
+ * is kept whole, and bad JSON inside a dropped member still fails. */
+static void test_known_parser(void **state)
+{
+    static const char *const cases[] = {
+        "{\"id\":\"x\",\"created\":17,\"logprobs\":{\"a\":[1,{\"b\":\"\\u00e9\"}]},\"choices\":[{\"index\":0,"
+        "\"delta\":{\"content\":\"hi\"}}]}",
+        "{\"unknown\":[1,2,{\"x\":true}],\"choices\":[]}",
+        "{\"d\\u0065lta\":1,\"z\\u0000\":2}",
+        "{\"message\":{\"tool_calls\":[{\"function\":{\"arguments\":{\"city\":\"Paris\",\"n\":[1]}}}]}}",
+        "{\"x\":[1,2,}", "{\"x\":\"\\q\"}", "{\"x\":\"\\ud800\"}", "{\"x\":tru}", "{\"x\":01}",
+        "{\"x\":{\"y\":1,}}", "{\"x\":\"a\x01\"}", "{\"\\x\":1}", "{\"x\":1} x", "{\"x\":\"abc",
+    };
+    _Alignas(16) unsigned char buf[256], buf2[256];
+    dj_arena arena, arena2;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len = strlen(cases[i]);
+        cJSON *full = parse_ours(&arena, buf, sizeof buf, cases[i], len);
+        dj_arena_init(&arena2, buf2, sizeof buf2);
+        uint8_t *copy = tt_guard_copy(cases[i], len);
+        cJSON *known = dj_parse_known(&arena2, (const char *)copy, len);
+        tt_guard_free(copy, len);
+        if ((full != NULL) != (known != NULL)) fail_msg("known parser disagrees on %s", cases[i]);
+        if (known) {
+            for (const cJSON *c = known->child; c; c = c->next) assert_int_not_equal(dj_key_of(c), DJ_KEY_OTHER);
+        }
+        dj_arena_free(&arena);
+        dj_arena_free(&arena2);
+    }
+    /* what was kept: the known members only, in order; escapes decoded */
+    dj_arena_init(&arena, buf, sizeof buf);
+    cJSON *root = dj_parse_known(&arena, cases[0], strlen(cases[0]));
+    assert_non_null(root);
+    assert_string_equal(root->child->string, "id");
+    assert_string_equal(root->child->next->string, "choices");
+    assert_null(root->child->next->next);
+    const cJSON *choice = root->child->next->child;
+    assert_int_equal(dj_key_of(choice->child), DJ_KEY_delta);
+    assert_null(choice->child->next);
+    dj_arena_free(&arena);
+    dj_arena_init(&arena, buf, sizeof buf);
+    root = dj_parse_known(&arena, cases[2], strlen(cases[2]));
+    assert_non_null(root);
+    assert_int_equal(dj_key_of(root->child), DJ_KEY_delta);
+    assert_null(root->child->next);
+    dj_arena_free(&arena);
+    dj_arena_init(&arena, buf, sizeof buf);
+    root = dj_parse_known(&arena, cases[3], strlen(cases[3]));
+    const cJSON *args = dj_member(dj_member(dj_member(root, DJ_KEY_message), DJ_KEY_tool_calls)->child, DJ_KEY_function);
+    args = dj_member(args, DJ_KEY_arguments);
+    char *printed = cJSON_PrintUnformatted(args);
+    assert_string_equal(printed, "{\"city\":\"Paris\",\"n\":[1]}");
+    cJSON_free(printed);
+    dj_arena_free(&arena);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +792,8 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_threads_and_foreign_cjson),
         cmocka_unit_test(test_json_parser),
+        cmocka_unit_test(test_key_table),
+        cmocka_unit_test(test_known_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

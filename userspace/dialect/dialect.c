@@ -45,16 +45,16 @@ void sink_add(text_sink *sink, const char *piece, size_t len, uint32_t flags)
 
 const char *dj_string(tt_classified *out, const cJSON *node)
 {
-    if (!node || cJSON_IsNull(node)) return NULL;
-    if (cJSON_IsString(node) && node->valuestring) return node->valuestring;
+    if (!node || dj_is_null(node)) return NULL;
+    if (dj_is_string(node) && node->valuestring) return node->valuestring;
     out->has |= TT_HAS_MALFORMED;
     return NULL;
 }
 
 int64_t dj_count(tt_classified *out, const cJSON *node)
 {
-    if (!node || cJSON_IsNull(node)) return -1;
-    if (cJSON_IsNumber(node)) {
+    if (!node || dj_is_null(node)) return -1;
+    if (dj_is_number(node)) {
         double d = node->valuedouble;
         if (d >= 0 && d < 9.0e18 && (double)(int64_t)d == d) return (int64_t)d;
     }
@@ -64,31 +64,31 @@ int64_t dj_count(tt_classified *out, const cJSON *node)
 
 const cJSON *dj_object(tt_classified *out, const cJSON *node)
 {
-    if (!node || cJSON_IsNull(node)) return NULL;
-    if (cJSON_IsObject(node)) return node;
+    if (!node || dj_is_null(node)) return NULL;
+    if (dj_is_object(node)) return node;
     out->has |= TT_HAS_MALFORMED;
     return NULL;
 }
 
 const cJSON *dj_array(tt_classified *out, const cJSON *node)
 {
-    if (!node || cJSON_IsNull(node)) return NULL;
-    if (cJSON_IsArray(node)) return node;
+    if (!node || dj_is_null(node)) return NULL;
+    if (dj_is_array(node)) return node;
     out->has |= TT_HAS_MALFORMED;
     return NULL;
 }
 
-const cJSON *dj_member(const cJSON *obj, const char *name)
+const cJSON *dj_member(const cJSON *obj, dj_key key)
 {
-    if (!obj || !cJSON_IsObject(obj)) return NULL;
+    if (!obj || !dj_is_object(obj)) return NULL;
     for (const cJSON *c = obj->child; c; c = c->next)
-        if (c->string && dj_key_is(c->string, name)) return c;
+        if (dj_key_of(c) == key) return c;
     return NULL;
 }
 
 int dj_true(const cJSON *node)
 {
-    return node && cJSON_IsTrue(node);
+    return node && dj_is_true(node);
 }
 
 void dj_copy(char *dst, size_t cap, const char *s)
@@ -105,10 +105,10 @@ void dj_usage(tt_classified *out, const cJSON *usage)
     if (!usage) return;
     out->has |= TT_HAS_USAGE;
     for (const cJSON *c = usage->child; c; c = c->next) {
-        if (!c->string) continue;
-        if (dj_key_is(c->string, "prompt_tokens") || dj_key_is(c->string, "input_tokens"))
+        dj_key key = dj_key_of(c);
+        if (key == DJ_KEY_prompt_tokens || key == DJ_KEY_input_tokens)
             out->usage_prompt_tokens = dj_count(out, c);
-        else if (dj_key_is(c->string, "completion_tokens") || dj_key_is(c->string, "output_tokens"))
+        else if (key == DJ_KEY_completion_tokens || key == DJ_KEY_output_tokens)
             out->usage_completion_tokens = dj_count(out, c);
     }
 }
@@ -138,55 +138,8 @@ static void pick_top(const cJSON *root, dialect_top *top)
 {
     memset(top, 0, sizeof *top);
     for (const cJSON *c = root->child; c; c = c->next) {
-        const char *k = c->string;
-        if (!k) continue;
-#define TAKE(name)                                      \
-    if (!strcmp(k, #name)) {                            \
-        if (!top->name) top->name = c;                  \
-        continue;                                       \
-    }
-        switch (k[0]) {
-        case 'c':
-            TAKE(choices) TAKE(content) TAKE(content_block) TAKE(created_at)
-            break;
-        case 'd':
-            TAKE(delta) TAKE(done) TAKE(done_reason) TAKE(details)
-            break;
-        case 'e':
-            TAKE(error) TAKE(error_type) TAKE(eval_count)
-            break;
-        case 'g':
-            TAKE(generated_text)
-            break;
-        case 'i':
-            TAKE(id)
-            break;
-        case 'm':
-            TAKE(model) TAKE(message)
-            break;
-        case 'o':
-            TAKE(object)
-            break;
-        case 'p':
-            TAKE(prompt_eval_count)
-            break;
-        case 'r':
-            TAKE(response)
-            break;
-        case 's':
-            TAKE(stop) TAKE(stop_type) TAKE(stopped_eos) TAKE(stopped_limit) TAKE(stopped_word)
-            break;
-        case 't':
-            TAKE(type) TAKE(token) TAKE(thinking) TAKE(timings) TAKE(tokens_predicted)
-                TAKE(tokens_evaluated)
-            break;
-        case 'u':
-            TAKE(usage)
-            break;
-        default:
-            break;
-        }
-#undef TAKE
+        unsigned slot = (unsigned)dj_key_of(c) - 1; /* DJ_KEY_OTHER wraps past the end */
+        if (slot < DJ_TOP_COUNT && !top->slot[slot]) top->slot[slot] = c;
     }
 }
 
@@ -209,21 +162,21 @@ static bool is_anthropic_type(const char *type, size_t len)
 /* The dialect an object's shape says, UNKNOWN when it says none. */
 static tt_dialect shape_dialect(const dialect_top *top, const char *type, size_t type_len)
 {
-    if (top->choices && cJSON_IsArray(top->choices)) {
+    if (top->choices && dj_is_array(top->choices)) {
         for (const cJSON *ch = top->choices->child; ch; ch = ch->next) {
-            if (dj_member(ch, "delta")) return TT_DIALECT_OPENAI_CHAT;
-            if (dj_member(ch, "text")) return TT_DIALECT_OPENAI_COMPLETIONS;
+            if (dj_member(ch, DJ_KEY_delta)) return TT_DIALECT_OPENAI_CHAT;
+            if (dj_member(ch, DJ_KEY_text)) return TT_DIALECT_OPENAI_COMPLETIONS;
         }
-        const char *obj = cJSON_IsString(top->object) ? top->object->valuestring : "";
+        const char *obj = dj_is_string(top->object) ? top->object->valuestring : "";
         if (!strcmp(obj, "text_completion")) return TT_DIALECT_OPENAI_COMPLETIONS;
         return TT_DIALECT_OPENAI_CHAT;
     }
     if (type && type_len > 9 && memcmp(type, "response.", 9) == 0) return TT_DIALECT_OPENAI_RESPONSES;
     if (is_anthropic_type(type, type_len)) return TT_DIALECT_ANTHROPIC;
-    if (cJSON_IsObject(top->token) || (cJSON_IsString(top->generated_text) && top->details))
+    if (dj_is_object(top->token) || (dj_is_string(top->generated_text) && top->details))
         return TT_DIALECT_TGI;
-    if (cJSON_IsString(top->content) && cJSON_IsBool(top->stop)) return TT_DIALECT_LLAMACPP;
-    if (cJSON_IsBool(top->done) && (top->model || top->created_at || top->response || top->message))
+    if (dj_is_string(top->content) && dj_is_bool(top->stop)) return TT_DIALECT_LLAMACPP;
+    if (dj_is_bool(top->done) && (top->model || top->created_at || top->response || top->message))
         return TT_DIALECT_OLLAMA;
     return TT_DIALECT_UNKNOWN;
 }
@@ -250,13 +203,22 @@ static int read_as(tt_dialect d, const dialect_top *top, const char *type, size_
     }
 }
 
+/* An empty result. The text fields are cleared by their first byte only:
+ * they are C strings, and this runs once or more per event. */
 static void reset_result(tt_classified *out, text_sink *sink, tt_dialect d)
 {
-    memset(out, 0, sizeof *out);
     out->kind = TT_EV_OTHER;
+    out->has = 0;
+    out->json_ok = false;
     out->dialect = d;
+    out->text_bytes = 0;
+    out->reasoning_bytes = 0;
+    out->text_hash = 0;
     out->usage_prompt_tokens = -1;
     out->usage_completion_tokens = -1;
+    out->finish_reason[0] = 0;
+    out->response_id[0] = 0;
+    out->error_message[0] = 0;
     sink->out = out;
     sink->text_len = 0;
     sink->hash = FNV_OFFSET;
@@ -279,19 +241,19 @@ static void set_error(tt_classified *out, const char *msg, size_t len)
 static bool read_error(const dialect_top *top, tt_classified *out)
 {
     const cJSON *err = top->error;
-    bool typed = (cJSON_IsString(top->type) && !strcmp(top->type->valuestring, "error")) ||
-                 (cJSON_IsString(top->object) && !strcmp(top->object->valuestring, "error"));
-    if ((!err || cJSON_IsNull(err) || cJSON_IsFalse(err)) && !typed) return false;
+    bool typed = (dj_is_string(top->type) && !strcmp(top->type->valuestring, "error")) ||
+                 (dj_is_string(top->object) && !strcmp(top->object->valuestring, "error"));
+    if ((!err || dj_is_null(err) || dj_is_false(err)) && !typed) return false;
     const char *msg = NULL;
-    if (cJSON_IsString(err)) msg = err->valuestring;
+    if (dj_is_string(err)) msg = err->valuestring;
     if (!msg) {
-        const cJSON *m = dj_member(err, "message");
-        if (cJSON_IsString(m)) msg = m->valuestring;
+        const cJSON *m = dj_member(err, DJ_KEY_message);
+        if (dj_is_string(m)) msg = m->valuestring;
     }
-    if (!msg && cJSON_IsString(top->message)) msg = top->message->valuestring;
+    if (!msg && dj_is_string(top->message)) msg = top->message->valuestring;
     if (!msg) {
-        const cJSON *t = dj_member(err, "type");
-        if (cJSON_IsString(t)) msg = t->valuestring;
+        const cJSON *t = dj_member(err, DJ_KEY_type);
+        if (dj_is_string(t)) msg = t->valuestring;
     }
     if (!msg || !*msg) msg = "error";
     set_error(out, msg, strlen(msg));
@@ -301,7 +263,7 @@ static bool read_error(const dialect_top *top, tt_classified *out)
 static void classify_json(tt_dialect hint, const cJSON *root, const char *sse_type, size_t sse_type_len,
                           tt_classified *out, text_sink *sink)
 {
-    if (!cJSON_IsObject(root)) return;
+    if (!dj_is_object(root)) return;
     dialect_top top;
     pick_top(root, &top);
     if (read_error(&top, out)) {
@@ -310,7 +272,7 @@ static void classify_json(tt_dialect hint, const cJSON *root, const char *sse_ty
     }
     const char *type = sse_type;
     size_t type_len = sse_type_len;
-    if (cJSON_IsString(top.type)) {
+    if (dj_is_string(top.type)) {
         type = top.type->valuestring;
         type_len = strlen(type);
     }
@@ -349,10 +311,10 @@ void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, con
     _Alignas(16) unsigned char stack_arena[STACK_ARENA_BYTES];
     dj_arena arena;
     dj_arena_init(&arena, stack_arena, sizeof stack_arena);
-    const cJSON *root = dj_parse(&arena, data, data_len);
+    const cJSON *root = dj_parse_known(&arena, data, data_len);
     out->json_ok = root != NULL;
     if (sse_error) {
-        if (cJSON_IsObject(root)) {
+        if (dj_is_object(root)) {
             dialect_top top;
             pick_top(root, &top);
             read_error(&top, out);

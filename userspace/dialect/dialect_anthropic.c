@@ -16,18 +16,18 @@ static bool named(const char *type, size_t len, const char *name)
 
 static void read_block_delta(tt_classified *out, text_sink *sink, const cJSON *delta)
 {
-    const char *kind = dj_string(out, dj_member(delta, "type"));
+    const char *kind = dj_string(out, dj_member(delta, DJ_KEY_type));
     if (!kind) return;
-    const char *field = NULL;
+    dj_key field = DJ_KEY_OTHER;
     uint32_t flags = 0;
     if (!strcmp(kind, "text_delta")) {
-        field = "text";
+        field = DJ_KEY_text;
     } else if (!strcmp(kind, "thinking_delta")) {
-        field = "thinking", flags = TT_HAS_REASONING;
+        field = DJ_KEY_thinking, flags = TT_HAS_REASONING;
     } else if (!strcmp(kind, "input_json_delta")) {
-        field = "partial_json", flags = TT_HAS_TOOL_ARGS;
+        field = DJ_KEY_partial_json, flags = TT_HAS_TOOL_ARGS;
     }
-    if (!field) return;
+    if (field == DJ_KEY_OTHER) return;
     const char *s = dj_string(out, dj_member(delta, field));
     if (s) sink_add(sink, s, strlen(s), flags);
 }
@@ -35,14 +35,14 @@ static void read_block_delta(tt_classified *out, text_sink *sink, const cJSON *d
 /* A content block may open with text already in it (normally ""). */
 static void read_block_start(tt_classified *out, text_sink *sink, const cJSON *block)
 {
-    const char *kind = dj_string(out, dj_member(block, "type"));
+    const char *kind = dj_string(out, dj_member(block, DJ_KEY_type));
     if (!kind) return;
     const char *s = NULL;
     uint32_t flags = 0;
     if (!strcmp(kind, "text")) {
-        s = dj_string(out, dj_member(block, "text"));
+        s = dj_string(out, dj_member(block, DJ_KEY_text));
     } else if (!strcmp(kind, "thinking")) {
-        s = dj_string(out, dj_member(block, "thinking")), flags = TT_HAS_REASONING;
+        s = dj_string(out, dj_member(block, DJ_KEY_thinking)), flags = TT_HAS_REASONING;
     }
     if (s) sink_add(sink, s, strlen(s), flags);
 }
@@ -54,12 +54,12 @@ int dialect_read_anthropic(const dialect_top *top, const char *type, size_t type
     tt_event_kind fallback = TT_EV_META;
     if (named(type, type_len, "message_start")) {
         const cJSON *msg = dj_object(out, top->message);
-        const char *id = dj_string(out, dj_member(msg, "id"));
+        const char *id = dj_string(out, dj_member(msg, DJ_KEY_id));
         if (id) dj_copy(out->response_id, sizeof out->response_id, id);
-        const cJSON *usage = dj_object(out, dj_member(msg, "usage"));
+        const cJSON *usage = dj_object(out, dj_member(msg, DJ_KEY_usage));
         if (usage) {
             out->has |= TT_HAS_USAGE;
-            out->usage_prompt_tokens = dj_count(out, dj_member(usage, "input_tokens"));
+            out->usage_prompt_tokens = dj_count(out, dj_member(usage, DJ_KEY_input_tokens));
         }
         out->dialect = TT_DIALECT_ANTHROPIC;
         out->kind = TT_EV_META;
@@ -72,7 +72,7 @@ int dialect_read_anthropic(const dialect_top *top, const char *type, size_t type
         if (delta) read_block_delta(out, sink, delta);
     } else if (named(type, type_len, "message_delta")) {
         const cJSON *delta = dj_object(out, top->delta);
-        dj_finish(out, dj_string(out, dj_member(delta, "stop_reason")));
+        dj_finish(out, dj_string(out, dj_member(delta, DJ_KEY_stop_reason)));
         if (top->usage) dj_usage(out, top->usage);
     } else if (named(type, type_len, "message_stop")) {
         out->has |= TT_HAS_TERMINAL;

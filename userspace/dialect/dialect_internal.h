@@ -1,6 +1,7 @@
 /* dialect_internal.h - what the per-API readers of dialect/ share.
  *
- * dialect.c parses the event once (dialect_json.c), picks the top-level members any dialect
+ * dialect.c parses the event once (dialect_json.c, keeping only members
+ * whose names some reader knows), picks the top-level members any dialect
  * cares about into a dialect_top in one pass, and hands it to the reader of
  * the dialect in question. Readers fill a tt_classified through the helpers
  * below and return whether the event had a shape they know. */
@@ -8,20 +9,90 @@
 #define TT_DIALECT_INTERNAL_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "dialect/dialect.h"
 
-/* The top-level members of an event object (first occurrence of each). */
+/* Every member name any reader looks at. The parser tags each member with
+ * its name's dj_key (DJ_KEY_OTHER for the rest), so readers compare small
+ * integers instead of strings. DJ_TOP_KEYS are the top-level members picked
+ * into a dialect_top (in its field order); DJ_NESTED_KEYS the names only
+ * looked up below the top. A reader that needs a new name adds it here and
+ * to dj_key_lookup (dialect_json.c); the unit test checks both agree. */
+#define DJ_TOP_KEYS(X)                                                                             \
+    X(id) X(object) X(type) X(model) X(error) X(error_type) X(message)                             \
+    X(choices) X(usage)                                    /* OpenAI */                            \
+    X(response) X(delta) X(content_block)                  /* Responses, Anthropic */              \
+    X(token) X(generated_text) X(details)                  /* TGI */                               \
+    X(content) X(stop) X(stop_type) X(stopped_eos) X(stopped_limit) X(stopped_word)                \
+    X(tokens_predicted) X(tokens_evaluated) X(timings)     /* llama.cpp */                         \
+    X(done) X(done_reason) X(thinking) X(eval_count) X(prompt_eval_count) X(created_at) /* Ollama */
+#define DJ_NESTED_KEYS(X)                                                                          \
+    X(text) X(finish_reason) X(refusal) X(reasoning_content) X(reasoning) X(tool_calls)            \
+    X(function_call) X(role) X(function) X(arguments) X(prompt_tokens) X(input_tokens)             \
+    X(completion_tokens) X(output_tokens) X(incomplete_details) X(reason) X(stop_reason)           \
+    X(special) X(generated_tokens) X(input_length) X(predicted_n) X(prompt_n) X(partial_json)
+
+typedef enum dj_key {
+    DJ_KEY_OTHER = 0, /* a name no reader asks about */
+#define DJ_KEY_ENUM(name) DJ_KEY_##name,
+    DJ_TOP_KEYS(DJ_KEY_ENUM) DJ_NESTED_KEYS(DJ_KEY_ENUM)
+#undef DJ_KEY_ENUM
+    DJ_KEY_COUNT
+} dj_key;
+
+#define DJ_KEY_PLUS_ONE(name) +1
+enum { DJ_TOP_COUNT = 0 DJ_TOP_KEYS(DJ_KEY_PLUS_ONE) }; /* top keys are 1..DJ_TOP_COUNT */
+#undef DJ_KEY_PLUS_ONE
+
+/* The name of each key ("" for DJ_KEY_OTHER). */
+extern const char *const dj_key_names[DJ_KEY_COUNT];
+
+/* The key named by s[0..len), DJ_KEY_OTHER when no reader knows it. */
+dj_key dj_key_lookup(const char *s, size_t len);
+
+/* The nodes dj_parse makes: a cJSON node plus its member name's key. Only
+ * nodes of those trees may be passed to dj_key_of and the dj_ helpers. */
+typedef struct dj_node {
+    cJSON json;
+    dj_key key; /* DJ_KEY_OTHER for array items and the root */
+} dj_node;
+
+static inline dj_key dj_key_of(const cJSON *node)
+{
+    return ((const dj_node *)node)->key;
+}
+
+/* cJSON_IsString and friends, inline (the library's are calls, and the
+ * readers ask often): false for NULL. */
+static inline int dj_type(const cJSON *node)
+{
+    return node ? node->type & 0xFF : cJSON_Invalid;
+}
+static inline bool dj_is_string(const cJSON *node) { return dj_type(node) == cJSON_String; }
+static inline bool dj_is_number(const cJSON *node) { return dj_type(node) == cJSON_Number; }
+static inline bool dj_is_object(const cJSON *node) { return dj_type(node) == cJSON_Object; }
+static inline bool dj_is_array(const cJSON *node) { return dj_type(node) == cJSON_Array; }
+static inline bool dj_is_null(const cJSON *node) { return dj_type(node) == cJSON_NULL; }
+static inline bool dj_is_true(const cJSON *node) { return dj_type(node) == cJSON_True; }
+static inline bool dj_is_false(const cJSON *node) { return dj_type(node) == cJSON_False; }
+static inline bool dj_is_bool(const cJSON *node)
+{
+    return dj_type(node) == cJSON_True || dj_type(node) == cJSON_False;
+}
+
+/* The top-level members of an event object (first occurrence of each);
+ * slot[k - 1] is the member of top key k. */
 typedef struct dialect_top {
-    const cJSON *id, *object, *type, *model, *error, *error_type, *message;
-    const cJSON *choices, *usage;                              /* OpenAI */
-    const cJSON *response, *delta, *content_block;             /* Responses, Anthropic */
-    const cJSON *token, *generated_text, *details;             /* TGI */
-    const cJSON *content, *stop, *stop_type, *stopped_eos, *stopped_limit,
-        *stopped_word, *tokens_predicted, *tokens_evaluated, *timings; /* llama.cpp */
-    const cJSON *done, *done_reason, *thinking, *eval_count,
-        *prompt_eval_count, *created_at;                       /* Ollama */
+    union {
+        struct {
+#define DJ_TOP_FIELD(name) const cJSON *name;
+            DJ_TOP_KEYS(DJ_TOP_FIELD)
+#undef DJ_TOP_FIELD
+        };
+        const cJSON *slot[DJ_TOP_COUNT];
+    };
 } dialect_top;
 
 /* Where the pieces of generated text go while an event is read. */
@@ -49,15 +120,9 @@ int64_t dj_count(tt_classified *out, const cJSON *node);
 const cJSON *dj_object(tt_classified *out, const cJSON *node);
 const cJSON *dj_array(tt_classified *out, const cJSON *node);
 
-/* k equals the literal name (the first byte is tested inline: most keys
- * differ there). */
-static inline int dj_key_is(const char *k, const char *name)
-{
-    return k[0] == name[0] && strcmp(k, name) == 0;
-}
-
-/* Member of an object by exact name; NULL when absent or obj is no object. */
-const cJSON *dj_member(const cJSON *obj, const char *name);
+/* The first member of obj with that key; NULL when absent or obj is no
+ * object (or NULL). */
+const cJSON *dj_member(const cJSON *obj, dj_key key);
 
 /* True when node is JSON true (false for anything else). */
 int dj_true(const cJSON *node);
@@ -88,10 +153,19 @@ void dj_arena_init(dj_arena *a, void *buf, size_t cap); /* buf 16-byte aligned *
 void dj_arena_free(dj_arena *a);
 
 /* Parse data[0..len) as exactly one JSON value (whitespace around it
- * allowed) into cJSON-shaped nodes inside arena; NULL when it is not JSON
- * (or nests deeper than 1000, or memory ran out). The tree lives until the
- * arena is freed; never pass it to cJSON_Delete. */
+ * allowed) into dj_nodes inside arena; NULL when it is not JSON (or nests
+ * deeper than 1000, or memory ran out). Member names are NUL-terminated
+ * (a name holding an escaped NUL is cut there, as cJSON does); a known
+ * name points into dj_key_names. The tree lives until the arena is freed;
+ * never pass it to cJSON_Delete. */
 cJSON *dj_parse(dj_arena *arena, const char *data, size_t len);
+
+/* dj_parse for the classifier: accepts and rejects exactly the same data,
+ * but a member whose key is DJ_KEY_OTHER is checked and left out of the
+ * tree (nothing allocated, nothing copied), except inside an "arguments"
+ * member, which is kept whole (Ollama tool arguments are printed back). So
+ * the tree is dj_parse's minus members no reader can ask for. */
+cJSON *dj_parse_known(dj_arena *arena, const char *data, size_t len);
 
 /* Readers: true when the event had a shape of that dialect. */
 int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *sink);

@@ -21,14 +21,14 @@
 
 int dialect_read_tgi(const dialect_top *top, tt_classified *out, text_sink *sink)
 {
-    const cJSON *token = cJSON_IsObject(top->token) ? top->token : NULL;
-    bool final = cJSON_IsString(top->generated_text) || cJSON_IsObject(top->details);
+    const cJSON *token = dj_is_object(top->token) ? top->token : NULL;
+    bool final = dj_is_string(top->generated_text) || dj_is_object(top->details);
     if (!token && !final) return 0;
     if (token) {
-        if (dj_true(dj_member(token, "special"))) {
+        if (dj_true(dj_member(token, DJ_KEY_special))) {
             out->has |= TT_HAS_SPECIAL;
         } else {
-            const char *s = dj_string(out, dj_member(token, "text"));
+            const char *s = dj_string(out, dj_member(token, DJ_KEY_text));
             if (s) sink_add(sink, s, strlen(s), 0);
         }
     }
@@ -36,9 +36,9 @@ int dialect_read_tgi(const dialect_top *top, tt_classified *out, text_sink *sink
         out->has |= TT_HAS_TERMINAL;
         const cJSON *details = dj_object(out, top->details);
         if (details) {
-            dj_finish(out, dj_string(out, dj_member(details, "finish_reason")));
-            int64_t generated = dj_count(out, dj_member(details, "generated_tokens"));
-            int64_t input = dj_count(out, dj_member(details, "input_length"));
+            dj_finish(out, dj_string(out, dj_member(details, DJ_KEY_finish_reason)));
+            int64_t generated = dj_count(out, dj_member(details, DJ_KEY_generated_tokens));
+            int64_t input = dj_count(out, dj_member(details, DJ_KEY_input_length));
             if (generated >= 0 || input >= 0) out->has |= TT_HAS_USAGE;
             out->usage_completion_tokens = generated;
             out->usage_prompt_tokens = input;
@@ -57,14 +57,14 @@ static int64_t first_count(tt_classified *out, const cJSON *a, const cJSON *b)
 
 int dialect_read_llamacpp(const dialect_top *top, tt_classified *out, text_sink *sink)
 {
-    if (!cJSON_IsString(top->content) || !cJSON_IsBool(top->stop)) return 0;
+    if (!dj_is_string(top->content) || !dj_is_bool(top->stop)) return 0;
     const char *s = top->content->valuestring;
     sink_add(sink, s, strlen(s), 0);
-    if (cJSON_IsTrue(top->stop)) {
+    if (dj_is_true(top->stop)) {
         out->has |= TT_HAS_TERMINAL;
         const cJSON *timings = dj_object(out, top->timings);
-        int64_t predicted = first_count(out, top->tokens_predicted, dj_member(timings, "predicted_n"));
-        int64_t evaluated = first_count(out, top->tokens_evaluated, dj_member(timings, "prompt_n"));
+        int64_t predicted = first_count(out, top->tokens_predicted, dj_member(timings, DJ_KEY_predicted_n));
+        int64_t evaluated = first_count(out, top->tokens_evaluated, dj_member(timings, DJ_KEY_prompt_n));
         if (predicted >= 0 || evaluated >= 0) out->has |= TT_HAS_USAGE;
         out->usage_completion_tokens = predicted;
         out->usage_prompt_tokens = evaluated;
@@ -92,14 +92,14 @@ static void read_ollama_tool_calls(tt_classified *out, text_sink *sink, const cJ
     calls = dj_array(out, calls);
     if (!calls) return;
     for (const cJSON *call = calls->child; call; call = call->next) {
-        const cJSON *args = dj_member(dj_object(out, dj_member(call, "function")), "arguments");
-        if (cJSON_IsString(args)) {
+        const cJSON *args = dj_member(dj_object(out, dj_member(call, DJ_KEY_function)), DJ_KEY_arguments);
+        if (dj_is_string(args)) {
             add_string(out, sink, args, TT_HAS_TOOL_ARGS);
-        } else if (cJSON_IsObject(args)) {
+        } else if (dj_is_object(args)) {
             char *json = cJSON_PrintUnformatted(args);
             if (json) sink_add(sink, json, strlen(json), TT_HAS_TOOL_ARGS);
             cJSON_free(json);
-        } else if (args && !cJSON_IsNull(args)) {
+        } else if (args && !dj_is_null(args)) {
             out->has |= TT_HAS_MALFORMED;
         }
     }
@@ -107,19 +107,19 @@ static void read_ollama_tool_calls(tt_classified *out, text_sink *sink, const cJ
 
 int dialect_read_ollama(const dialect_top *top, tt_classified *out, text_sink *sink)
 {
-    if (!cJSON_IsBool(top->done)) return 0;
+    if (!dj_is_bool(top->done)) return 0;
     add_string(out, sink, top->thinking, TT_HAS_REASONING);
     add_string(out, sink, top->response, 0);
     const cJSON *msg = dj_object(out, top->message);
     if (msg) {
         for (const cJSON *m = msg->child; m; m = m->next) {
-            if (!m->string) continue;
-            if (dj_key_is(m->string, "content")) add_string(out, sink, m, 0);
-            else if (dj_key_is(m->string, "thinking")) add_string(out, sink, m, TT_HAS_REASONING);
-            else if (dj_key_is(m->string, "tool_calls")) read_ollama_tool_calls(out, sink, m);
+            dj_key key = dj_key_of(m);
+            if (key == DJ_KEY_content) add_string(out, sink, m, 0);
+            else if (key == DJ_KEY_thinking) add_string(out, sink, m, TT_HAS_REASONING);
+            else if (key == DJ_KEY_tool_calls) read_ollama_tool_calls(out, sink, m);
         }
     }
-    if (cJSON_IsTrue(top->done)) {
+    if (dj_is_true(top->done)) {
         out->has |= TT_HAS_TERMINAL;
         int64_t generated = dj_count(out, top->eval_count);
         int64_t prompt = dj_count(out, top->prompt_eval_count);

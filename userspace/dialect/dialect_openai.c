@@ -15,8 +15,8 @@ static void read_tool_calls(tt_classified *out, text_sink *sink, const cJSON *ca
     calls = dj_array(out, calls);
     if (!calls) return;
     for (const cJSON *call = calls->child; call; call = call->next) {
-        const cJSON *fn = dj_object(out, dj_member(call, "function"));
-        const char *args = dj_string(out, dj_member(fn, "arguments"));
+        const cJSON *fn = dj_object(out, dj_member(call, DJ_KEY_function));
+        const char *args = dj_string(out, dj_member(fn, DJ_KEY_arguments));
         if (args) sink_add(sink, args, strlen(args), TT_HAS_TOOL_ARGS);
     }
 }
@@ -24,26 +24,38 @@ static void read_tool_calls(tt_classified *out, text_sink *sink, const cJSON *ca
 static void read_delta(tt_classified *out, text_sink *sink, const cJSON *delta)
 {
     for (const cJSON *m = delta->child; m; m = m->next) {
-        const char *k = m->string;
-        if (!k) continue;
-        if (dj_key_is(k, "content") || dj_key_is(k, "refusal")) {
+        switch (dj_key_of(m)) {
+        case DJ_KEY_content:
+        case DJ_KEY_refusal: {
             const char *s = dj_string(out, m);
             if (s) sink_add(sink, s, strlen(s), 0);
-        } else if (dj_key_is(k, "reasoning_content")) {
+            break;
+        }
+        case DJ_KEY_reasoning_content: {
             const char *s = dj_string(out, m);
             if (s) sink_add(sink, s, strlen(s), TT_HAS_REASONING);
-        } else if (dj_key_is(k, "reasoning")) {
-            const cJSON *twin = dj_member(delta, "reasoning_content");
-            if (cJSON_IsString(twin) && twin->valuestring[0]) continue;
+            break;
+        }
+        case DJ_KEY_reasoning: {
+            const cJSON *twin = dj_member(delta, DJ_KEY_reasoning_content);
+            if (dj_is_string(twin) && twin->valuestring[0]) break;
             const char *s = dj_string(out, m);
             if (s) sink_add(sink, s, strlen(s), TT_HAS_REASONING);
-        } else if (dj_key_is(k, "tool_calls")) {
+            break;
+        }
+        case DJ_KEY_tool_calls:
             read_tool_calls(out, sink, m);
-        } else if (dj_key_is(k, "function_call")) {
-            const char *args = dj_string(out, dj_member(dj_object(out, m), "arguments"));
+            break;
+        case DJ_KEY_function_call: {
+            const char *args = dj_string(out, dj_member(dj_object(out, m), DJ_KEY_arguments));
             if (args) sink_add(sink, args, strlen(args), TT_HAS_TOOL_ARGS);
-        } else if (dj_key_is(k, "role")) {
+            break;
+        }
+        case DJ_KEY_role:
             if (dj_string(out, m)) out->has |= TT_HAS_ROLE;
+            break;
+        default:
+            break;
         }
     }
 }
@@ -51,28 +63,27 @@ static void read_delta(tt_classified *out, text_sink *sink, const cJSON *delta)
 int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *sink)
 {
     const cJSON *choices = dj_array(out, top->choices);
-    bool usage_object = cJSON_IsObject(top->usage);
+    bool usage_object = dj_is_object(top->usage);
     if (!choices && !usage_object) return 0;
 
     bool saw_delta = false, saw_text = false;
     if (choices) {
         for (const cJSON *ch = choices->child; ch; ch = ch->next) {
-            if (!cJSON_IsObject(ch)) {
+            if (!dj_is_object(ch)) {
                 out->has |= TT_HAS_MALFORMED;
                 continue;
             }
             out->has |= TT_HAS_CHOICES;
             for (const cJSON *m = ch->child; m; m = m->next) {
-                const char *k = m->string;
-                if (!k) continue;
-                if (dj_key_is(k, "delta")) {
+                dj_key key = dj_key_of(m);
+                if (key == DJ_KEY_delta) {
                     const cJSON *delta = dj_object(out, m);
                     if (delta) read_delta(out, sink, delta), saw_delta = true;
-                } else if (dj_key_is(k, "text")) {
+                } else if (key == DJ_KEY_text) {
                     const char *s = dj_string(out, m);
                     saw_text = true;
                     if (s) sink_add(sink, s, strlen(s), 0);
-                } else if (dj_key_is(k, "finish_reason")) {
+                } else if (key == DJ_KEY_finish_reason) {
                     dj_finish(out, dj_string(out, m));
                 }
             }
@@ -131,7 +142,7 @@ int dialect_read_responses(const dialect_top *top, const char *type, size_t type
     }
     out->dialect = TT_DIALECT_OPENAI_RESPONSES;
     const cJSON *resp = dj_object(out, top->response);
-    const char *id = dj_string(out, dj_member(resp, "id"));
+    const char *id = dj_string(out, dj_member(resp, DJ_KEY_id));
     if (id) dj_copy(out->response_id, sizeof out->response_id, id);
 
     switch (what) {
@@ -149,17 +160,17 @@ int dialect_read_responses(const dialect_top *top, const char *type, size_t type
     case RESP_INCOMPLETE:
     case RESP_FAILED:
         out->has |= TT_HAS_TERMINAL;
-        if (resp) dj_usage(out, dj_member(resp, "usage"));
+        if (resp) dj_usage(out, dj_member(resp, DJ_KEY_usage));
         if (what == RESP_COMPLETED) {
             dj_finish(out, "completed");
         } else if (what == RESP_INCOMPLETE) {
-            const cJSON *details = dj_object(out, dj_member(resp, "incomplete_details"));
-            const char *reason = dj_string(out, dj_member(details, "reason"));
+            const cJSON *details = dj_object(out, dj_member(resp, DJ_KEY_incomplete_details));
+            const char *reason = dj_string(out, dj_member(details, DJ_KEY_reason));
             dj_finish(out, reason && *reason ? reason : "incomplete");
         } else {
             dj_finish(out, "failed");
-            const cJSON *err = dj_object(out, dj_member(resp, "error"));
-            const char *msg = dj_string(out, dj_member(err, "message"));
+            const cJSON *err = dj_object(out, dj_member(resp, DJ_KEY_error));
+            const char *msg = dj_string(out, dj_member(err, DJ_KEY_message));
             if (!msg || !*msg) msg = "failed";
             out->has |= TT_HAS_ERROR;
             dj_copy(out->error_message, sizeof out->error_message, msg);
