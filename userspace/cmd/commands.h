@@ -6,5 +6,6 @@
 #include "core/version.h"
 
 int tt_cmd_analyze(int argc, char **argv);
+int tt_cmd_serve(int argc, char **argv);
 
 #endif

@@ -1,0 +1,45 @@
+/* serve.h - tokentap serve: a single-threaded epoll server that streams
+ * synthetic completions in a chosen real server's framing on a known
+ * schedule, and logs the instant of every write (docs/serve.md).
+ *
+ * One thread, non-blocking sockets, a timerfd armed at the earliest due
+ * instant of a min-heap of streams. Every event of a streamed response is
+ * one send() (more only when the socket buffer is full, which the log shows). */
+#ifndef TT_SERVE_H
+#define TT_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/serve_log.h"
+#include "serve/serve_profile.h"
+#include "serve/serve_sched.h"
+
+typedef struct tt_serve_config {
+    const tt_serve_profile *profile;
+    tt_serve_gen_opts gen;
+    tt_dist ttft, itl;   /* first token after ttft from the request's last byte, then every itl */
+    uint64_t seed;
+    bool nodelay;        /* TCP_NODELAY on accepted sockets */
+    size_t max_body;     /* request bodies above this are answered 413 */
+} tt_serve_config;
+
+typedef struct tt_server tt_server;
+
+/* Bind and listen on host:port (port 0: the kernel picks one). host is an
+ * IPv4/IPv6 literal or a name. `log` (may be inactive) stays the caller's
+ * and must outlive the server. NULL with a one-line reason in err. */
+tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t port,
+                         tt_serve_log *log, char *err, size_t errlen);
+/* The bound address, "127.0.0.1:PORT" or "[::1]:PORT". */
+const char *tt_server_address(const tt_server *s);
+/* Serve until stop_fd (-1: none) becomes readable. 0, or -1 with a reason on stderr. */
+int tt_server_run(tt_server *s, int stop_fd);
+/* Close every connection and the listener; flushes nothing (the log is the caller's). */
+void tt_server_free(tt_server *s);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t tt_serve_mono_ns(void);
+
+#endif

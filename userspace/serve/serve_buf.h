@@ -1,0 +1,32 @@
+/* serve_buf.h - a growable byte buffer for tokentap serve: response frames,
+ * the pending output of a connection, request bodies and log lines.
+ * Allocation failure is sticky: `oom` is set and later appends are dropped,
+ * so callers check it once after building a message. */
+#ifndef TT_SERVE_BUF_H
+#define TT_SERVE_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tt_sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} tt_sbuf;
+
+/* Make room for `extra` more bytes; false (and oom set) when impossible. */
+bool tt_sbuf_reserve(tt_sbuf *b, size_t extra);
+void tt_sbuf_put(tt_sbuf *b, const void *data, size_t len);
+void tt_sbuf_puts(tt_sbuf *b, const char *s);
+void tt_sbuf_printf(tt_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tt_sbuf_u64(tt_sbuf *b, uint64_t v);
+/* Append s[0..len) as a quoted JSON string (control bytes as \u00XX; bytes
+ * >= 0x80 pass through unchanged). */
+void tt_sbuf_json_str(tt_sbuf *b, const char *s, size_t len);
+/* Drop the first n bytes (n <= len). */
+void tt_sbuf_consume(tt_sbuf *b, size_t n);
+void tt_sbuf_reset(tt_sbuf *b); /* len = 0, keeps the memory */
+void tt_sbuf_free(tt_sbuf *b);
+
+#endif

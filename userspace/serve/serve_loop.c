@@ -1,0 +1,848 @@
+/* serve_loop.c - the event loop of tokentap serve; see serve.h. */
+#include "serve/serve.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/http1.h"
+
+#define MAX_QUEUED_REQUESTS 64
+#define READ_CHUNK (64u * 1024u)
+
+typedef struct serve_req {
+    struct serve_req *next;
+    uint32_t ordinal;
+    char method[16];
+    char path[256];
+    bool path_too_long;
+    char *request_id;      /* x-request-id, NULL when absent */
+    bool keep_alive;
+    int version_minor;
+    tt_sbuf body;
+    bool body_too_large;
+    uint64_t read_ns;      /* instant of the read() carrying the last byte */
+} serve_req;
+
+/* The bytes of one event (or head, or whole body) in the output stream
+ * that are not yet all written. */
+typedef struct out_seg {
+    uint64_t wire_start;
+    uint32_t pre, post;    /* framing around the body bytes (HTTP head, chunk lines) */
+    uint32_t body_len;
+    uint64_t body_off;
+    int32_t index;         /* event index in its response; -1 for a head */
+    bool pre_is_head;      /* pre holds HTTP head bytes (else chunk framing) */
+    const char *kind;
+    const serve_req *req;
+} out_seg;
+
+typedef struct serve_conn {
+    tt_heap_item timer;    /* keyed by the next due instant of the active stream */
+    struct tt_server *srv;
+    int fd;
+    char peer[64];
+    tt_http1_parser *parser;
+    serve_req *parsing;    /* head seen, body still coming */
+    serve_req *q_head, *q_tail; /* complete requests; q_head is answered first */
+    size_t q_len;
+    serve_req *retired;    /* answered; freed when their bytes are all written */
+    uint32_t next_ordinal;
+
+    bool active, chunked;
+    tt_serve_request params;
+    tt_serve_event *plan;
+    size_t plan_n, plan_next;
+    uint64_t token_due;    /* due instant of the next token */
+    tt_prng rng;
+    uint64_t body_off;
+
+    tt_sbuf out;
+    uint64_t wire_appended, wire_written;
+    out_seg *segs;
+    size_t seg_head, seg_n, seg_cap;
+
+    bool want_out, reading, read_eof, parse_failed, error_sent, close_when_drained, dead;
+    struct serve_conn *next_dead;
+    struct serve_conn *prev, *next; /* every live connection of the server */
+} serve_conn;
+
+struct tt_server {
+    tt_serve_config cfg;
+    tt_serve_log *log;
+    int listen_fd, epoll_fd, timer_fd;
+    char address[80];
+    tt_heap heap;
+    uint64_t armed_ns;
+    serve_conn *dead;
+    serve_conn *conns;
+    uint64_t request_counter;
+    bool accept_paused;
+    bool warned_accept;
+    uint8_t listen_tag, timer_tag, stop_tag; /* addresses used as epoll tags */
+};
+
+uint64_t tt_serve_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void format_addr(const struct sockaddr *sa, char *buf, size_t buflen)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        snprintf(buf, buflen, "%s:%u", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+        snprintf(buf, buflen, "[%s]:%u", host, port);
+    } else {
+        snprintf(buf, buflen, "?");
+    }
+}
+
+/* ---- connections ---- */
+
+static void req_free(serve_req *r)
+{
+    if (!r) return;
+    free(r->request_id);
+    tt_sbuf_free(&r->body);
+    free(r);
+}
+
+static void free_req_list(serve_req *r)
+{
+    while (r) {
+        serve_req *next = r->next;
+        req_free(r);
+        r = next;
+    }
+}
+
+static void conn_kill(serve_conn *c)
+{
+    if (c->dead) return;
+    tt_server *s = c->srv;
+    c->dead = true;
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    tt_heap_remove(&s->heap, &c->timer);
+    epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    c->next_dead = s->dead;
+    s->dead = c;
+    if (s->accept_paused) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->listen_tag};
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) == 0) s->accept_paused = false;
+    }
+}
+
+static void conn_free(serve_conn *c)
+{
+    tt_http1_free(c->parser);
+    req_free(c->parsing);
+    free_req_list(c->q_head);
+    free_req_list(c->retired);
+    free(c->plan);
+    free(c->segs);
+    tt_sbuf_free(&c->out);
+    free(c);
+}
+
+/* Tell epoll what the connection waits for: input while still reading,
+ * output while bytes are pending a full socket buffer. */
+static void conn_update_events(serve_conn *c, bool reading, bool want_out)
+{
+    if (c->dead || (c->reading == reading && c->want_out == want_out)) return;
+    struct epoll_event ev = {.events = (reading ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0), .data.ptr = c};
+    if (epoll_ctl(c->srv->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) != 0) {
+        conn_kill(c);
+        return;
+    }
+    c->reading = reading;
+    c->want_out = want_out;
+}
+
+static void set_want_out(serve_conn *c, bool want) { conn_update_events(c, c->reading, want); }
+
+/* Describe one send() of n bytes begun at t in the log, and drop the
+ * segments it completed. */
+static void log_write(serve_conn *c, uint64_t t, size_t n)
+{
+    uint64_t w0 = c->wire_written, w1 = w0 + n;
+    tt_sbuf *b = tt_serve_log_begin(c->srv->log);
+    const serve_req *req = c->seg_n > c->seg_head ? c->segs[c->seg_head].req : NULL;
+    uint64_t head_len = 0, body_len = 0, body_off = 0;
+    bool have_body = false;
+    size_t n_events = 0;
+    size_t first = c->seg_head, i = first;
+    for (; i < c->seg_n; i++) {
+        const out_seg *sg = &c->segs[i];
+        if (sg->wire_start >= w1) break;
+        uint64_t bs = sg->wire_start + sg->pre, be = bs + sg->body_len;
+        uint64_t lo = w0 > sg->wire_start ? w0 : sg->wire_start;
+        uint64_t hi = w1 < bs ? w1 : bs;
+        if (sg->pre_is_head && hi > lo) head_len += hi - lo;
+        lo = w0 > bs ? w0 : bs;
+        hi = w1 < be ? w1 : be;
+        if (hi > lo) {
+            if (!have_body) body_off = sg->body_off + (lo - bs);
+            have_body = true;
+            body_len += hi - lo;
+        }
+        if (be + sg->post > w1) break;
+        n_events += sg->index >= 0;
+    }
+    size_t done_to = i; /* segments [first, done_to) are complete */
+    if (b) {
+        tt_sbuf_puts(b, "{\"type\":\"write\",\"mono_ns\":");
+        tt_sbuf_u64(b, t);
+        tt_sbuf_puts(b, ",\"peer\":");
+        tt_sbuf_json_str(b, c->peer, strlen(c->peer));
+        tt_sbuf_puts(b, ",\"ordinal\":");
+        tt_sbuf_u64(b, req ? req->ordinal : 0);
+        tt_sbuf_puts(b, ",\"request_id\":");
+        if (req && req->request_id) tt_sbuf_json_str(b, req->request_id, strlen(req->request_id));
+        else tt_sbuf_puts(b, "null");
+        tt_sbuf_puts(b, ",\"wire_len\":");
+        tt_sbuf_u64(b, n);
+        tt_sbuf_puts(b, ",\"head_len\":");
+        tt_sbuf_u64(b, head_len);
+        tt_sbuf_puts(b, ",\"body_off\":");
+        tt_sbuf_u64(b, body_off);
+        tt_sbuf_puts(b, ",\"len\":");
+        tt_sbuf_u64(b, body_len);
+        tt_sbuf_puts(b, ",\"events\":[");
+        bool comma = false;
+        for (size_t k = first; k < done_to; k++) {
+            if (c->segs[k].index < 0) continue;
+            tt_sbuf_printf(b, "%s[%d,\"%s\"]", comma ? "," : "", c->segs[k].index, c->segs[k].kind);
+            comma = true;
+        }
+        tt_sbuf_puts(b, "]}\n");
+        tt_serve_log_commit(c->srv->log);
+    }
+    (void)n_events;
+    c->seg_head = done_to;
+    if (c->seg_head == c->seg_n) c->seg_head = c->seg_n = 0;
+    c->wire_written = w1;
+}
+
+/* One send() of everything pending. */
+static void conn_flush(serve_conn *c)
+{
+    if (c->dead || c->out.len == 0 || c->want_out) return;
+    uint64_t t = tt_serve_mono_ns();
+    ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) set_want_out(c, true);
+        else conn_kill(c);
+        return;
+    }
+    log_write(c, t, (size_t)n);
+    tt_sbuf_consume(&c->out, (size_t)n);
+    if (c->out.len) {
+        set_want_out(c, true);
+        return;
+    }
+    free_req_list(c->retired);
+    c->retired = NULL;
+}
+
+static void conn_writable(serve_conn *c)
+{
+    set_want_out(c, false);
+    conn_flush(c);
+}
+
+/* Queue bytes: pre framing, body, post framing as one segment. */
+static void conn_append(serve_conn *c, const serve_req *req, int32_t index, const char *kind,
+                        bool pre_is_head, const void *pre, size_t pre_len, const void *body, size_t body_len,
+                        const void *post, size_t post_len)
+{
+    if (c->seg_n == c->seg_cap) {
+        size_t cap = c->seg_cap ? c->seg_cap * 2 : 16;
+        out_seg *p = realloc(c->segs, cap * sizeof *p);
+        if (!p) { c->out.oom = true; return; }
+        c->segs = p;
+        c->seg_cap = cap;
+    }
+    c->segs[c->seg_n++] = (out_seg){
+        .wire_start = c->wire_appended, .pre = (uint32_t)pre_len, .post = (uint32_t)post_len,
+        .body_len = (uint32_t)body_len, .body_off = c->body_off, .index = index, .pre_is_head = pre_is_head, .kind = kind, .req = req};
+    tt_sbuf_put(&c->out, pre, pre_len);
+    tt_sbuf_put(&c->out, body, body_len);
+    tt_sbuf_put(&c->out, post, post_len);
+    c->wire_appended += pre_len + body_len + post_len;
+    c->body_off += body_len;
+}
+
+static const char *status_text(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    default: return "Error";
+    }
+}
+
+static void log_request(serve_conn *c, const serve_req *r, int status, bool stream,
+                        const tt_serve_request *params, size_t n_events)
+{
+    tt_sbuf *b = tt_serve_log_begin(c->srv->log);
+    if (!b) return;
+    tt_sbuf_puts(b, "{\"type\":\"request\",\"request_read_ns\":");
+    tt_sbuf_u64(b, r->read_ns);
+    tt_sbuf_puts(b, ",\"peer\":");
+    tt_sbuf_json_str(b, c->peer, strlen(c->peer));
+    tt_sbuf_puts(b, ",\"ordinal\":");
+    tt_sbuf_u64(b, r->ordinal);
+    tt_sbuf_puts(b, ",\"request_id\":");
+    if (r->request_id) tt_sbuf_json_str(b, r->request_id, strlen(r->request_id));
+    else tt_sbuf_puts(b, "null");
+    tt_sbuf_puts(b, ",\"method\":");
+    tt_sbuf_json_str(b, r->method, strlen(r->method));
+    tt_sbuf_puts(b, ",\"path\":");
+    tt_sbuf_json_str(b, r->path, strlen(r->path));
+    tt_sbuf_printf(b, ",\"status\":%d,\"stream\":%s", status, stream ? "true" : "false");
+    if (params)
+        tt_sbuf_printf(b, ",\"tokens\":%u,\"prompt_tokens\":%u,\"finish_reason\":\"%s\"",
+                       params->n_tokens, params->prompt_tokens, params->finish_reason);
+    if (stream) tt_sbuf_printf(b, ",\"events\":%zu", n_events);
+    tt_sbuf_puts(b, "}\n");
+    tt_serve_log_commit(c->srv->log);
+}
+
+/* The active response is complete: retire its request. */
+static void finish_response(serve_conn *c)
+{
+    serve_req *r = c->q_head;
+    c->active = false;
+    free(c->plan);
+    c->plan = NULL;
+    c->plan_n = c->plan_next = 0;
+    tt_heap_remove(&c->srv->heap, &c->timer);
+    if (r) {
+        c->q_head = r->next;
+        if (!c->q_head) c->q_tail = NULL;
+        c->q_len--;
+        if (!r->keep_alive) c->close_when_drained = true;
+        tt_sbuf_free(&r->body);
+        r->next = c->retired;
+        c->retired = r;
+    }
+    (void)tt_serve_log_flush(c->srv->log);
+    if (c->out.len == 0) {
+        free_req_list(c->retired);
+        c->retired = NULL;
+    }
+}
+
+static void send_simple(serve_conn *c, serve_req *r, int status, const char *ctype,
+                        const char *body, size_t body_len, bool close_after,
+                        const tt_serve_request *params)
+{
+    if (close_after) r->keep_alive = false;
+    tt_sbuf head = {0};
+    tt_sbuf_printf(&head, "HTTP/1.1 %d %s\r\nserver: tokentap-serve\r\n", status, status_text(status));
+    if (ctype) tt_sbuf_printf(&head, "content-type: %s\r\n", ctype);
+    tt_sbuf_printf(&head, "content-length: %zu\r\n", body_len);
+    if (!r->keep_alive) tt_sbuf_puts(&head, "connection: close\r\n");
+    tt_sbuf_puts(&head, "\r\n");
+    if (head.oom) { conn_kill(c); tt_sbuf_free(&head); return; }
+    c->body_off = 0;
+    conn_append(c, r, 0, "body", true, head.p, head.len, body, body_len, NULL, 0);
+    tt_sbuf_free(&head);
+    log_request(c, r, status, false, params, 0);
+    conn_flush(c);
+    c->active = true;
+    finish_response(c);
+}
+
+static void send_error(serve_conn *c, serve_req *r, int status, const char *type, const char *msg,
+                       bool close_after)
+{
+    tt_sbuf body = {0};
+    tt_sbuf_puts(&body, "{\"error\":{\"message\":");
+    tt_sbuf_json_str(&body, msg, strlen(msg));
+    tt_sbuf_printf(&body, ",\"type\":\"%s\",\"code\":%d}}", type, status);
+    send_simple(c, r, status, "application/json", body.p, body.len, close_after, NULL);
+    tt_sbuf_free(&body);
+}
+
+static void emit_due(serve_conn *c, uint64_t now);
+
+static void start_stream(serve_conn *c, serve_req *r)
+{
+    tt_server *s = c->srv;
+    size_t cap = tt_serve_plan_cap(&c->params);
+    c->plan = malloc(cap * sizeof *c->plan);
+    if (!c->plan) { conn_kill(c); return; }
+    c->plan_n = tt_serve_plan(s->cfg.profile, &c->params, c->plan);
+    c->plan_next = 0;
+    c->chunked = r->version_minor >= 1;
+    if (!c->chunked) r->keep_alive = false;
+    c->active = true;
+    tt_sbuf head = {0};
+    tt_sbuf_printf(&head, "HTTP/1.1 200 OK\r\nserver: tokentap-serve\r\n"
+                          "content-type: text/event-stream; charset=utf-8\r\n%s%s%s\r\n",
+                   s->cfg.profile->extra_headers,
+                   c->chunked ? "transfer-encoding: chunked\r\n" : "",
+                   r->keep_alive ? "" : "connection: close\r\n");
+    c->body_off = 0;
+    conn_append(c, r, -1, "head", true, head.p, head.len, NULL, 0, NULL, 0);
+    tt_sbuf_free(&head);
+    log_request(c, r, 200, true, &c->params, c->plan_n);
+    conn_flush(c);
+    c->token_due = r->read_ns + tt_dist_sample(&s->cfg.ttft, &c->rng);
+    emit_due(c, tt_serve_mono_ns());
+}
+
+static void emit_event(serve_conn *c, const tt_serve_event *ev, size_t index)
+{
+    tt_server *s = c->srv;
+    tt_sbuf frame = {0};
+    tt_serve_frame(s->cfg.profile, &c->params, ev, &frame);
+    char pre[24];
+    size_t pre_len = 0;
+    const char *post = "";
+    if (c->chunked) {
+        pre_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", frame.len);
+        post = ev->kind == TT_SEV_DONE ? "\r\n0\r\n\r\n" : "\r\n";
+    }
+    if (frame.oom) { tt_sbuf_free(&frame); conn_kill(c); return; }
+    conn_append(c, c->q_head, (int32_t)index, tt_serve_event_kind_name(ev->kind), false, pre, pre_len,
+                frame.p, frame.len, post, strlen(post));
+    tt_sbuf_free(&frame);
+    if (c->out.oom) { conn_kill(c); return; }
+    conn_flush(c);
+}
+
+/* Emit every event of the active stream due by now; re-arm for the next. */
+static void emit_due(serve_conn *c, uint64_t now)
+{
+    tt_server *s = c->srv;
+    while (c->active && !c->dead && c->plan_next < c->plan_n) {
+        const tt_serve_event *ev = &c->plan[c->plan_next];
+        bool timed = ev->kind == TT_SEV_ROLE || ev->kind == TT_SEV_TOKEN;
+        if (timed && c->token_due > now) {
+            now = tt_serve_mono_ns();
+            if (c->token_due > now) {
+                if (tt_heap_set(&s->heap, &c->timer, c->token_due) != 0) conn_kill(c);
+                return;
+            }
+        }
+        emit_event(c, ev, c->plan_next);
+        c->plan_next++;
+        if (ev->kind == TT_SEV_TOKEN) c->token_due += tt_dist_sample(&s->cfg.itl, &c->rng);
+    }
+    if (c->active && !c->dead && c->plan_next == c->plan_n) finish_response(c);
+}
+
+static void start_response(serve_conn *c, serve_req *r)
+{
+    tt_server *s = c->srv;
+    bool is_post = !strcmp(r->method, "POST"), is_get = !strcmp(r->method, "GET");
+    char msg[256];
+    c->active = false;
+    if (r->path_too_long) {
+        send_error(c, r, 404, "not_found_error", "no such path", false);
+        return;
+    }
+    bool chat = !strcmp(r->path, "/v1/chat/completions");
+    bool comp = !strcmp(r->path, "/v1/completions");
+    if (chat || comp) {
+        if (!is_post) {
+            send_error(c, r, 405, "invalid_request_error", "use POST", false);
+            return;
+        }
+        if (r->body_too_large) {
+            snprintf(msg, sizeof msg, "request body over %zu bytes", s->cfg.max_body);
+            send_error(c, r, 413, "invalid_request_error", msg, false);
+            return;
+        }
+        uint64_t ord = ++s->request_counter;
+        tt_prng_seed(&c->rng, s->cfg.seed, ord);
+        uint64_t rid = tt_prng_next(&c->rng);
+        if (tt_serve_request_parse(s->cfg.profile, chat ? TT_API_CHAT : TT_API_COMPLETIONS,
+                                   r->body.p ? r->body.p : "", r->body.len, &s->cfg.gen,
+                                   r->request_id, rid, (int64_t)time(NULL), &c->params, msg,
+                                   sizeof msg) != 0) {
+            send_error(c, r, 400, "invalid_request_error", msg, false);
+            return;
+        }
+        if (c->params.stream) {
+            start_stream(c, r);
+            return;
+        }
+        tt_sbuf body = {0};
+        tt_serve_full_body(s->cfg.profile, &c->params, &body);
+        if (body.oom) { tt_sbuf_free(&body); conn_kill(c); return; }
+        send_simple(c, r, 200, "application/json", body.p, body.len, false, &c->params);
+        tt_sbuf_free(&body);
+        return;
+    }
+    if (!strcmp(r->path, "/v1/models") || !strcmp(r->path, "/health")) {
+        if (!is_get) {
+            send_error(c, r, 405, "invalid_request_error", "use GET", false);
+            return;
+        }
+        if (r->path[1] == 'h') {
+            send_simple(c, r, 200, NULL, "", 0, false, NULL);
+            return;
+        }
+        tt_sbuf body = {0};
+        tt_sbuf_puts(&body, "{\"object\":\"list\",\"data\":[{\"id\":");
+        tt_sbuf_json_str(&body, s->cfg.gen.model, strlen(s->cfg.gen.model));
+        tt_sbuf_puts(&body, ",\"object\":\"model\",\"owned_by\":\"tokentap\"}]}");
+        send_simple(c, r, 200, "application/json", body.p, body.len, false, NULL);
+        tt_sbuf_free(&body);
+        return;
+    }
+    snprintf(msg, sizeof msg, "no route for %s %.200s", r->method, r->path);
+    send_error(c, r, 404, "not_found_error", msg, false);
+}
+
+/* Answer queued requests in order while none is streaming. */
+static void conn_pump(serve_conn *c)
+{
+    while (!c->dead && !c->active && c->q_head && !c->close_when_drained) start_response(c, c->q_head);
+    if (c->dead) return;
+    if (!c->active && !c->q_head && c->parse_failed && !c->error_sent && !c->close_when_drained) {
+        c->error_sent = true;
+        serve_req *r = calloc(1, sizeof *r);
+        if (!r) { conn_kill(c); return; }
+        r->ordinal = ++c->next_ordinal;
+        snprintf(r->method, sizeof r->method, "-");
+        snprintf(r->path, sizeof r->path, "-");
+        r->read_ns = tt_serve_mono_ns();
+        c->q_head = c->q_tail = r;
+        c->q_len = 1;
+        send_error(c, r, 400, "invalid_request_error", "malformed HTTP request", true);
+    }
+    if (!c->active && !c->q_head && c->read_eof) c->close_when_drained = true;
+    if (c->close_when_drained && !c->active && c->out.len == 0) conn_kill(c);
+}
+
+/* ---- HTTP request callbacks ---- */
+
+static void on_head(void *ud, const tt_http_head *head)
+{
+    serve_conn *c = ud;
+    serve_req *r = calloc(1, sizeof *r);
+    if (!r) { c->parse_failed = true; return; }
+    r->ordinal = ++c->next_ordinal;
+    size_t ml = head->method_len < sizeof r->method ? head->method_len : sizeof r->method - 1;
+    memcpy(r->method, head->method, ml);
+    size_t tl = head->target_len;
+    const char *q = memchr(head->target, '?', tl);
+    if (q) tl = (size_t)(q - head->target);
+    if (tl >= sizeof r->path) {
+        r->path_too_long = true;
+        tl = sizeof r->path - 1;
+    }
+    memcpy(r->path, head->target, tl);
+    r->keep_alive = head->keep_alive;
+    r->version_minor = head->version_minor;
+    const tt_http_header *h = tt_http_find_header(head, "x-request-id");
+    if (h) r->request_id = strndup(h->value, h->value_len);
+    req_free(c->parsing);
+    c->parsing = r;
+    const tt_http_header *ex = tt_http_find_header(head, "expect");
+    if (ex && ex->value_len == 12 && !strncasecmp(ex->value, "100-continue", 12) &&
+        head->version_minor >= 1 && !c->active && !c->q_head && c->out.len == 0) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        conn_append(c, NULL, -1, "interim", true, cont, sizeof cont - 1, NULL, 0, NULL, 0);
+        conn_flush(c);
+    }
+}
+
+static void on_body(void *ud, const uint8_t *data, size_t len, uint64_t body_off, uint64_t mono_ns)
+{
+    serve_conn *c = ud;
+    serve_req *r = c->parsing;
+    if (!r || r->body_too_large) return;
+    if (r->body.len + len > c->srv->cfg.max_body) {
+        r->body_too_large = true;
+        tt_sbuf_free(&r->body);
+        return;
+    }
+    tt_sbuf_put(&r->body, data, len);
+    if (r->body.oom) {
+        r->body_too_large = true;
+        tt_sbuf_free(&r->body);
+    }
+}
+
+static void on_end(void *ud, const tt_http_msg_end *end)
+{
+    serve_conn *c = ud;
+    serve_req *r = c->parsing;
+    c->parsing = NULL;
+    if (!r) return;
+    if (end->how != TT_HTTP_END_COMPLETE || c->q_len >= MAX_QUEUED_REQUESTS) {
+        c->parse_failed = true;
+        req_free(r);
+        return;
+    }
+    r->read_ns = end->last_ns;
+    if (c->q_tail) c->q_tail->next = r;
+    else c->q_head = r;
+    c->q_tail = r;
+    c->q_len++;
+}
+
+static void on_error(void *ud, tt_http_error code, const char *msg, uint64_t stream_off)
+{
+    serve_conn *c = ud;
+    c->parse_failed = true;
+}
+
+static const tt_http_callbacks request_callbacks = {on_head, on_body, on_end, on_error};
+
+static void conn_readable(serve_conn *c)
+{
+    static uint8_t buf[READ_CHUNK]; /* the loop is single-threaded; bytes are consumed at once */
+    for (;;) {
+        if (c->parse_failed) {
+            /* Stop reading; answer what was whole, then 400 and close. */
+            conn_update_events(c, false, c->want_out);
+            break;
+        }
+        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+        uint64_t now = tt_serve_mono_ns();
+        if (n > 0) {
+            tt_http1_feed(c->parser, buf, (size_t)n, now);
+            continue;
+        }
+        if (n == 0) {
+            c->read_eof = true;
+            conn_update_events(c, false, c->want_out);
+            break;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            conn_kill(c);
+            return;
+        }
+        break;
+    }
+    conn_pump(c);
+}
+
+static void accept_all(tt_server *s)
+{
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                if (!s->warned_accept)
+                    fprintf(stderr, "tokentap serve: cannot accept more connections: %s\n", strerror(errno));
+                s->warned_accept = true;
+                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL) == 0) s->accept_paused = true;
+            }
+            return;
+        }
+        serve_conn *c = calloc(1, sizeof *c);
+        if (c) c->parser = tt_http1_new(TT_HTTP_REQUEST, &request_callbacks, c);
+        if (!c || !c->parser) {
+            if (c) free(c);
+            close(fd);
+            continue;
+        }
+        c->srv = s;
+        c->fd = fd;
+        c->reading = true;
+        c->timer.slot = SIZE_MAX;
+        format_addr((struct sockaddr *)&ss, c->peer, sizeof c->peer);
+        if (s->cfg.nodelay) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            tt_http1_free(c->parser);
+            free(c);
+            continue;
+        }
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+    }
+}
+
+/* ---- the server ---- */
+
+tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t port,
+                         tt_serve_log *log, char *err, size_t errlen)
+{
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, portstr, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(gai));
+        return NULL;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        freeaddrinfo(res);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+        close(fd);
+        freeaddrinfo(res);
+        return NULL;
+    }
+    freeaddrinfo(res);
+    tt_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    s->log = log;
+    s->listen_fd = fd;
+    s->epoll_fd = s->timer_fd = -1;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    format_addr((struct sockaddr *)&ss, s->address, sizeof s->address);
+    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s->listen_tag};
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &s->timer_tag};
+    if (s->epoll_fd < 0 || s->timer_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &lev) != 0 ||
+        epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->timer_fd, &tev) != 0) {
+        snprintf(err, errlen, "epoll/timerfd setup: %s", strerror(errno));
+        tt_server_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+const char *tt_server_address(const tt_server *s) { return s->address; }
+
+static void arm_timer(tt_server *s)
+{
+    tt_heap_item *top = tt_heap_top(&s->heap);
+    uint64_t due = top ? top->due_ns : 0;
+    if (due == s->armed_ns) return;
+    struct itimerspec its = {0};
+    its.it_value.tv_sec = (time_t)(due / 1000000000ull);
+    its.it_value.tv_nsec = (long)(due % 1000000000ull);
+    if (timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) s->armed_ns = due;
+}
+
+static void run_timers(tt_server *s)
+{
+    uint64_t expirations;
+    while (read(s->timer_fd, &expirations, sizeof expirations) > 0) {
+    }
+    s->armed_ns = 0;
+    uint64_t now = tt_serve_mono_ns();
+    tt_heap_item *top;
+    while ((top = tt_heap_top(&s->heap)) && top->due_ns <= now) {
+        serve_conn *c = (serve_conn *)top;
+        tt_heap_remove(&s->heap, top);
+        emit_due(c, now);
+        conn_pump(c);
+    }
+}
+
+static void reap(tt_server *s)
+{
+    while (s->dead) {
+        serve_conn *c = s->dead;
+        s->dead = c->next_dead;
+        conn_free(c);
+    }
+}
+
+int tt_server_run(tt_server *s, int stop_fd)
+{
+    if (stop_fd >= 0) {
+        struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &s->stop_tag};
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, stop_fd, &sev) != 0) {
+            fprintf(stderr, "tokentap serve: epoll: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+    struct epoll_event evs[256];
+    for (;;) {
+        arm_timer(s);
+        int n = epoll_wait(s->epoll_fd, evs, 256, -1);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            fprintf(stderr, "tokentap serve: epoll_wait: %s\n", strerror(errno));
+            return -1;
+        }
+        bool stop = false;
+        for (int i = 0; i < n; i++) {
+            void *tag = evs[i].data.ptr;
+            if (tag == &s->stop_tag) { stop = true; continue; }
+            if (tag == &s->listen_tag) { accept_all(s); continue; }
+            if (tag == &s->timer_tag) { run_timers(s); continue; }
+            serve_conn *c = tag;
+            if (c->dead) continue;
+            uint32_t e = evs[i].events;
+            if ((e & EPOLLERR) || ((e & EPOLLHUP) && !(e & EPOLLIN))) {
+                conn_kill(c);
+                continue;
+            }
+            if (e & EPOLLOUT) conn_writable(c);
+            if (!c->dead && (e & EPOLLIN) && c->reading) conn_readable(c);
+            else if (!c->dead) conn_pump(c);
+        }
+        reap(s);
+        if (stop) return 0;
+    }
+}
+
+void tt_server_free(tt_server *s)
+{
+    if (!s) return;
+    while (s->conns) conn_kill(s->conns);
+    reap(s);
+    tt_heap_free(&s->heap);
+    if (s->listen_fd >= 0) close(s->listen_fd);
+    if (s->epoll_fd >= 0) close(s->epoll_fd);
+    if (s->timer_fd >= 0) close(s->timer_fd);
+    free(s);
+}

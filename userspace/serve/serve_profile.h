@@ -1,0 +1,91 @@
+/* serve_profile.h - what tokentap serve says: request parsing and the exact
+ * bytes of each response, per profile (a real server's framing).
+ *
+ * A streamed response is a plan: a list of events (role, token, usage, done),
+ * each written by one write(). Token events are timed by the schedule; the
+ * others follow at once (the role chunk goes right before token 0). */
+#ifndef TT_SERVE_PROFILE_H
+#define TT_SERVE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/serve_buf.h"
+
+typedef enum tt_serve_profile_id { TT_PROFILE_VLLM = 0, TT_PROFILE_TABBY } tt_serve_profile_id;
+
+typedef struct tt_serve_profile {
+    const char *name;
+    tt_serve_profile_id id;
+    const char *separator;    /* what ends an SSE event: "\n\n" or "\r\n\r\n" */
+    bool honours_ignore_eos;  /* vLLM yes; TabbyAPI drops the field */
+    bool echoes_model;        /* answer with the request's "model" (vLLM) or the served one */
+    const char *extra_headers; /* CRLF-terminated header lines added to streamed heads */
+} tt_serve_profile;
+
+/* The profile called name, NULL when unknown. */
+const tt_serve_profile *tt_serve_profile_find(const char *name);
+/* "vllm, tabby": for error messages and --help. */
+const char *tt_serve_profile_names(void);
+
+typedef enum tt_serve_api { TT_API_CHAT = 0, TT_API_COMPLETIONS } tt_serve_api;
+
+/* Server-wide generation settings from the command line. */
+typedef struct tt_serve_gen_opts {
+    uint32_t default_tokens; /* output length when the request names none */
+    uint32_t tokens_max;     /* cap on any output length */
+    uint32_t eos_after;      /* the synthetic model "emits EOS" after this many tokens; 0 never */
+    const char *model;       /* served model name */
+    int64_t created;         /* "created" value; < 0 means the clock at the request */
+} tt_serve_gen_opts;
+
+/* One generation request, as the profile understood it. */
+typedef struct tt_serve_request {
+    tt_serve_api api;
+    bool stream;
+    bool include_usage;
+    uint32_t n_tokens;       /* completion tokens this response carries */
+    uint32_t prompt_tokens;  /* estimate: prompt text bytes / 4, at least 1 */
+    const char *finish_reason; /* "length" or "stop" */
+    int64_t created;
+    char id[96];             /* the response id ("chatcmpl-...", "cmpl-...") */
+    char model[128];         /* already JSON-escaped, without quotes */
+} tt_serve_request;
+
+/* Parse a JSON request body for api. `request_id_hdr` (may be NULL) is the
+ * x-request-id header, used for the response id where the real server does;
+ * `random_id` fills the id otherwise. Returns 0, or -1 with a one-line reason
+ * in err (the body is not a JSON object, a field has the wrong type ...). */
+int tt_serve_request_parse(const tt_serve_profile *prof, tt_serve_api api, const char *body,
+                           size_t len, const tt_serve_gen_opts *opts, const char *request_id_hdr,
+                           uint64_t random_id, int64_t now_unix, tt_serve_request *out,
+                           char *err, size_t errlen);
+
+typedef enum tt_serve_event_kind {
+    TT_SEV_ROLE = 0, /* chat: the assistant role chunk, no text */
+    TT_SEV_TOKEN,    /* one output token */
+    TT_SEV_USAGE,    /* the usage frame */
+    TT_SEV_DONE      /* data: [DONE] (the last event; ends the body) */
+} tt_serve_event_kind;
+
+typedef struct tt_serve_event {
+    tt_serve_event_kind kind;
+    uint32_t token; /* TOKEN: 0-based token index */
+} tt_serve_event;
+
+/* Events a streamed response may have at most: n_tokens + 3. */
+size_t tt_serve_plan_cap(const tt_serve_request *req);
+/* Fill plan (room for tt_serve_plan_cap) and return its length. */
+size_t tt_serve_plan(const tt_serve_profile *prof, const tt_serve_request *req, tt_serve_event *plan);
+/* Append the SSE bytes of one event (separator included). */
+void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
+                    const tt_serve_event *ev, tt_sbuf *out);
+/* Append the JSON body of a non-streamed response. */
+void tt_serve_full_body(const tt_serve_profile *prof, const tt_serve_request *req, tt_sbuf *out);
+
+/* The text of token k (a word with a leading space; plain ASCII). */
+const char *tt_serve_token_text(uint32_t k);
+const char *tt_serve_event_kind_name(tt_serve_event_kind kind);
+
+#endif
