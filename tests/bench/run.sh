@@ -6,7 +6,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-runs=${BENCH_RUNS:-3}
+runs=${BENCH_RUNS:-5}
 streams=${BENCH_STREAMS:-2000}
 tokens=${BENCH_TOKENS:-500}
 work=${BENCH_DIR:-$BUILD/bench}
@@ -15,6 +15,7 @@ cap="$work/bench.pcap"
 gen_cmd="$BUILD/tools/ttpcapgen -o $cap --dialect openai-chat --streams $streams --tokens $tokens --concurrency 64 --seed 1"
 echo "bench: $gen_cmd"
 $gen_cmd > /dev/null
+sync "$cap"   # let writeback of the new file finish before anything is timed
 bytes=$(stat -c %s "$cap")
 
 now_ns() { date +%s%N; }
@@ -28,7 +29,7 @@ time_cmd() { # time_cmd RUNS CMD... -> median seconds
     done | median | awk '{printf "%.3f", $1/1e9}'
 }
 
-"$BUILD/tokentap" analyze "$cap" > "$work/report.txt"
+"$BUILD/tokentap" analyze "$cap" > "$work/report.txt"   # also warms the page cache
 events=$(awk -F: '/^Total token events:/ {gsub(/ /,"",$2); print $2}' "$work/report.txt")
 echo "bench: capture $bytes bytes, $events token events"
 
