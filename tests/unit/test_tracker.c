@@ -368,6 +368,34 @@ static void test_ollama_ndjson(void **state)
     tt_tracker_free(f.t);
 }
 
+/* Several events in one chunk share it; an event split over chunks counts them. */
+static void test_shared_and_split_chunks(void **state)
+{
+    feeder f;
+    feeder_init(&f, 12);
+    char body[4096] = "";
+    for (size_t i = 0; i < N_CHAT; i++) strcat(body, chat_events[i]);
+    size_t len = strlen(body), first = strlen(chat_events[0]) + strlen(chat_events[1]) + strlen(chat_events[2]);
+    send_str(&f, TT_DIR_C2S, chat_request("shared"), 10);
+    send_str(&f, TT_DIR_S2C, resp_head_cl(len), 20);
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, body, first, 30);               /* events 0,1,2 whole */
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, body + first, 10, 40);          /* event 3 begins */
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, body + first + 10, len - first - 10, 50); /* 3 ends, 4, 5 */
+    finish(&f, 60);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(r->n_events, N_CHAT);
+    assert_int_equal(r->events[0].shared_chunk, 2);
+    assert_int_equal(r->events[2].shared_chunk, 2);
+    assert_int_equal(r->events[3].last_chunk - r->events[3].first_chunk + 1, 2);
+    assert_int_equal(r->events[3].shared_chunk, 2); /* events 4 and 5 share its second chunk */
+    assert_int_equal(r->events[4].shared_chunk, 2);
+    assert_int_equal(r->events[3].dispatch_ns, 50);
+    assert_int_equal(r->events[3].first_ns, 40);
+    tt_tracker_free(f.t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,7 +404,7 @@ int main(void)
         cmocka_unit_test(test_gap_marks_incomplete),   cmocka_unit_test(test_truncated_stream),
         cmocka_unit_test(test_request_body_cut_short), cmocka_unit_test(test_not_http),
         cmocka_unit_test(test_garbage_in_stream),      cmocka_unit_test(test_orphan_response),
-        cmocka_unit_test(test_ollama_ndjson),
+        cmocka_unit_test(test_ollama_ndjson),          cmocka_unit_test(test_shared_and_split_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
