@@ -11,6 +11,7 @@
 
 #include "golden.h"
 #include "serve/serve_buf.h"
+#include "serve/serve_metrics.h"
 #include "serve/serve_profile.h"
 #include "serve/serve_sched.h"
 
@@ -114,6 +115,185 @@ static void test_frames_tabby(void **state)
     tt_sbuf_free(&s);
 }
 
+#define RESP_ID "resp_00000000000012345182308c5b4fd169"
+#define ITEM_ID "msg_a5a5a5a5a5a5b79180dfefbe96f935c8"
+
+static void test_frames_responses(void **state)
+{
+    tt_sbuf s = render("responses", TT_API_RESPONSES, "{\"model\":\"m\",\"stream\":true,\"max_output_tokens\":2,\"input\":\"hello\"}");
+    assert_string_equal(s.p,
+        "event: response.created\ndata: {\"response\":{\"id\":\"" RESP_ID "\",\"created_at\":1700000000,\"incomplete_details\":null,\"model\":\"m\",\"object\":\"response\",\"output\":[],\"status\":\"in_progress\",\"usage\":null},\"sequence_number\":0,\"type\":\"response.created\"}\n\n"
+        "event: response.in_progress\ndata: {\"response\":{\"id\":\"" RESP_ID "\",\"created_at\":1700000000,\"incomplete_details\":null,\"model\":\"m\",\"object\":\"response\",\"output\":[],\"status\":\"in_progress\",\"usage\":null},\"sequence_number\":1,\"type\":\"response.in_progress\"}\n\n"
+        "event: response.output_item.added\ndata: {\"item\":{\"id\":\"" ITEM_ID "\",\"content\":[],\"role\":\"assistant\",\"status\":\"in_progress\",\"type\":\"message\"},\"output_index\":0,\"sequence_number\":2,\"type\":\"response.output_item.added\"}\n\n"
+        "event: response.content_part.added\ndata: {\"content_index\":0,\"item_id\":\"" ITEM_ID "\",\"output_index\":0,\"part\":{\"annotations\":[],\"text\":\"\",\"type\":\"output_text\",\"logprobs\":[]},\"sequence_number\":3,\"type\":\"response.content_part.added\"}\n\n"
+        "event: response.output_text.delta\ndata: {\"content_index\":0,\"delta\":\" the\",\"item_id\":\"" ITEM_ID "\",\"logprobs\":[],\"output_index\":0,\"sequence_number\":4,\"type\":\"response.output_text.delta\"}\n\n"
+        "event: response.output_text.delta\ndata: {\"content_index\":0,\"delta\":\" quick\",\"item_id\":\"" ITEM_ID "\",\"logprobs\":[],\"output_index\":0,\"sequence_number\":5,\"type\":\"response.output_text.delta\"}\n\n"
+        "event: response.output_text.done\ndata: {\"content_index\":0,\"item_id\":\"" ITEM_ID "\",\"logprobs\":[],\"output_index\":0,\"sequence_number\":6,\"text\":\" the quick\",\"type\":\"response.output_text.done\"}\n\n"
+        "event: response.content_part.done\ndata: {\"content_index\":0,\"item_id\":\"" ITEM_ID "\",\"output_index\":0,\"part\":{\"annotations\":[],\"text\":\" the quick\",\"type\":\"output_text\",\"logprobs\":null},\"sequence_number\":7,\"type\":\"response.content_part.done\"}\n\n"
+        "event: response.output_item.done\ndata: {\"item\":{\"id\":\"" ITEM_ID "\",\"content\":[{\"annotations\":[],\"text\":\" the quick\",\"type\":\"output_text\",\"logprobs\":null}],\"role\":\"assistant\",\"status\":\"completed\",\"type\":\"message\"},\"output_index\":0,\"sequence_number\":8,\"type\":\"response.output_item.done\"}\n\n"
+        "event: response.completed\ndata: {\"response\":{\"id\":\"" RESP_ID "\",\"created_at\":1700000000,\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"model\":\"m\",\"object\":\"response\",\"output\":[{\"id\":\"" ITEM_ID "\",\"content\":[{\"annotations\":[],\"text\":\" the quick\",\"type\":\"output_text\",\"logprobs\":null}],\"role\":\"assistant\",\"status\":\"completed\",\"type\":\"message\"}],\"status\":\"incomplete\",\"usage\":{\"input_tokens\":1,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":2,\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":3}},\"sequence_number\":9,\"type\":\"response.completed\"}\n\n");
+    tt_sbuf_free(&s);
+    /* ended by the model itself: completed, no incomplete_details */
+    tt_serve_gen_opts eos = opts;
+    eos.eos_after = 1;
+    tt_serve_request r;
+    char err[200];
+    assert_int_equal(parse("responses", TT_API_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":\"abcdefgh\"}],\"max_output_tokens\":5}", &eos, &r, err), 0);
+    assert_int_equal(r.n_tokens, 1);
+    assert_int_equal(r.prompt_tokens, 2);
+    tt_serve_event done = {TT_SEV_DONE, 0};
+    s = (tt_sbuf){0};
+    tt_serve_frame(tt_serve_profile_find("responses"), &r, &done, &s);
+    tt_sbuf_put(&s, "", 1);
+    assert_non_null(strstr(s.p, "\"incomplete_details\":null"));
+    assert_non_null(strstr(s.p, "\"status\":\"completed\""));
+    assert_non_null(strstr(s.p, "\"sequence_number\":8,"));
+    tt_sbuf_free(&s);
+}
+
+static void test_frames_anthropic(void **state)
+{
+    tt_sbuf s = render("anthropic", TT_API_MESSAGES, "{\"model\":\"m\",\"stream\":true,\"max_tokens\":2,\"system\":\"abcd\",\"messages\":[{\"role\":\"user\",\"content\":\"efgh\"}]}");
+    assert_string_equal(s.p,
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_00000000000012345182308c5b4fd169\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":2,\"output_tokens\":1}}}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+        "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" the\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" quick\"}}\n\n"
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n"
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    tt_sbuf_free(&s);
+}
+
+static void test_frames_tgi(void **state)
+{
+    tt_sbuf s = render("tgi", TT_API_TGI_STREAM, "{\"inputs\":\"abcdefgh\",\"parameters\":{\"max_new_tokens\":2,\"details\":true}}");
+    assert_string_equal(s.p,
+        "data:{\"index\":0,\"token\":{\"id\":1000,\"text\":\" the\",\"logprob\":-0.25,\"special\":false},\"generated_text\":null,\"details\":null}\n\n"
+        "data:{\"index\":1,\"token\":{\"id\":1001,\"text\":\" quick\",\"logprob\":-0.25,\"special\":false},\"generated_text\":\" the quick\",\"details\":{\"finish_reason\":\"length\",\"generated_tokens\":2,\"seed\":null,\"input_length\":2}}\n\n");
+    tt_sbuf_free(&s);
+    s = render("tgi", TT_API_TGI_STREAM, "{\"inputs\":\"x\",\"parameters\":{\"max_new_tokens\":1}}");
+    assert_string_equal(s.p, "data:{\"index\":0,\"token\":{\"id\":1000,\"text\":\" the\",\"logprob\":-0.25,\"special\":false},\"generated_text\":\" the\",\"details\":null}\n\n");
+    tt_sbuf_free(&s);
+}
+
+static void test_frames_llamacpp(void **state)
+{
+    tt_sbuf s = render("llamacpp", TT_API_LLAMACPP, "{\"prompt\":\"abcdefgh\",\"n_predict\":2,\"stream\":true}");
+    assert_string_equal(s.p,
+        "data: {\"index\":0,\"content\":\" the\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":1,\"tokens_evaluated\":2}\n\n"
+        "data: {\"index\":0,\"content\":\" quick\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":2,\"tokens_evaluated\":2}\n\n"
+        "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":\"served\",\"tokens_predicted\":2,\"tokens_evaluated\":2,\"prompt\":\"\",\"has_new_line\":false,\"truncated\":false,\"stop_type\":\"limit\",\"stopping_word\":\"\",\"tokens_cached\":4,"
+        "\"timings\":{\"prompt_n\":2,\"prompt_ms\":0.000,\"prompt_per_token_ms\":0.000,\"prompt_per_second\":0.000,\"predicted_n\":2,\"predicted_ms\":0.000,\"predicted_per_token_ms\":0.000,\"predicted_per_second\":0.000}}\n\n");
+    tt_sbuf_free(&s);
+}
+
+static void test_frames_ollama(void **state)
+{
+    tt_sbuf s = render("ollama", TT_API_OLLAMA_GENERATE, "{\"model\":\"m\",\"prompt\":\"abcdefgh\",\"options\":{\"num_predict\":2}}");
+    assert_string_equal(s.p,
+        "{\"model\":\"m\",\"created_at\":\"2023-11-14T22:13:20Z\",\"response\":\" the\",\"done\":false}\n"
+        "{\"model\":\"m\",\"created_at\":\"2023-11-14T22:13:20Z\",\"response\":\" quick\",\"done\":false}\n"
+        "{\"model\":\"m\",\"created_at\":\"2023-11-14T22:13:20Z\",\"response\":\"\",\"done\":true,\"done_reason\":\"length\",\"prompt_eval_count\":2,\"eval_count\":2}\n");
+    tt_sbuf_free(&s);
+    /* chat; durations appear once the server has set them */
+    tt_serve_request r;
+    char err[200];
+    assert_int_equal(parse("ollama", TT_API_OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[],\"options\":{\"num_predict\":1}}", &opts, &r, err), 0);
+    assert_true(r.stream); /* Ollama streams unless told not to */
+    r.first_token_ns = 5000;
+    r.elapsed_ns = 9000;
+    tt_serve_event ev[2] = {{TT_SEV_TOKEN, 0}, {TT_SEV_DONE, 0}};
+    s = (tt_sbuf){0};
+    for (int i = 0; i < 2; i++) tt_serve_frame(tt_serve_profile_find("ollama"), &r, &ev[i], &s);
+    tt_sbuf_put(&s, "", 1);
+    assert_string_equal(s.p,
+        "{\"model\":\"m\",\"created_at\":\"2023-11-14T22:13:20Z\",\"message\":{\"role\":\"assistant\",\"content\":\" the\"},\"done\":false}\n"
+        "{\"model\":\"m\",\"created_at\":\"2023-11-14T22:13:20Z\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done_reason\":\"length\",\"done\":true,\"total_duration\":9000,\"prompt_eval_count\":1,\"prompt_eval_duration\":5000,\"eval_count\":1,\"eval_duration\":4000}\n");
+    tt_sbuf_free(&s);
+}
+
+static void test_native_parse(void **state)
+{
+    tt_serve_request r;
+    char err[200];
+    assert_int_equal(parse("tgi", TT_API_TGI_STREAM, "{\"inputs\":\"x\",\"stream\":false}", &opts, &r, err), 0);
+    assert_true(r.stream); /* /generate_stream always streams */
+    assert_int_equal(r.n_tokens, 16);
+    assert_int_equal(parse("tgi", TT_API_TGI_GENERATE, "{\"inputs\":\"x\",\"stream\":true}", &opts, &r, err), 0);
+    assert_false(r.stream);
+    assert_int_equal(parse("llamacpp", TT_API_LLAMACPP, "{\"prompt\":\"x\",\"n_predict\":-1}", &opts, &r, err), 0);
+    assert_int_equal(r.n_tokens, 16); /* -1: no limit of its own */
+    assert_false(r.stream);
+    assert_int_equal(parse("ollama", TT_API_OLLAMA_GENERATE, "{\"model\":\"m\",\"stream\":false}", &opts, &r, err), 0);
+    assert_false(r.stream);
+    tt_serve_gen_opts eos = opts;
+    eos.eos_after = 3;
+    assert_int_equal(parse("llamacpp", TT_API_LLAMACPP, "{\"prompt\":\"x\",\"n_predict\":9,\"ignore_eos\":true}", &eos, &r, err), 0);
+    assert_int_equal(r.n_tokens, 9); /* llama.cpp honours ignore_eos */
+    static const struct { const char *prof; tt_serve_api api; const char *body; } bad[] = {
+        {"anthropic", TT_API_MESSAGES, "{\"messages\":[]}"}, /* max_tokens is required */
+        {"anthropic", TT_API_MESSAGES, "{\"max_tokens\":3}"},
+        {"responses", TT_API_RESPONSES, "{\"input\":3}"},
+        {"tgi", TT_API_TGI_STREAM, "{\"parameters\":{}}"},
+        {"tgi", TT_API_TGI_STREAM, "{\"inputs\":\"x\",\"parameters\":[]}"},
+        {"tgi", TT_API_TGI_STREAM, "{\"inputs\":\"x\",\"parameters\":{\"max_new_tokens\":0}}"},
+        {"llamacpp", TT_API_LLAMACPP, "{\"prompt\":\"x\",\"n_predict\":-3}"},
+        {"llamacpp", TT_API_LLAMACPP, "{\"n_predict\":3}"},
+        {"ollama", TT_API_OLLAMA_CHAT, "{\"messages\":[],\"options\":{\"num_predict\":\"3\"}}"},
+        {"ollama", TT_API_OLLAMA_GENERATE, "{\"options\":4}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(parse(bad[i].prof, bad[i].api, bad[i].body, &opts, &r, err), -1);
+        assert_true(err[0] != 0);
+    }
+}
+
+static void test_route(void **state)
+{
+    tt_serve_api api;
+    const tt_serve_profile *tgi = tt_serve_profile_find("tgi"), *vllm = tt_serve_profile_find("vllm");
+    assert_int_equal(tt_serve_route(tgi, "/generate_stream", &api), 1);
+    assert_int_equal(api, TT_API_TGI_STREAM);
+    assert_int_equal(tt_serve_route(tgi, "/generate", &api), 1);
+    assert_int_equal(api, TT_API_TGI_GENERATE);
+    assert_int_equal(tt_serve_route(tgi, "/v1/chat/completions", &api), -1);
+    assert_int_equal(tt_serve_route(vllm, "/v1/chat/completions", &api), 1);
+    assert_int_equal(tt_serve_route(vllm, "/api/chat", &api), -1);
+    assert_int_equal(tt_serve_route(vllm, "/nope", &api), 0);
+    for (int a = 0; a < TT_API_COUNT; a++) {
+        int served = 0;
+        static const char *const names[] = {"vllm", "tabby", "responses", "anthropic", "tgi", "llamacpp", "ollama"};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            served += tt_serve_route(tt_serve_profile_find(names[i]), tt_serve_api_path((tt_serve_api)a), &api) == 1;
+        assert_true(served >= 1); /* every endpoint has a profile */
+    }
+}
+
+static void test_metrics_text(void **state)
+{
+    tt_serve_metrics m;
+    tt_serve_metrics_init(&m);
+    tt_serve_hist_observe(&m.ttft, 3000000);   /* 3 ms: le 0.005 */
+    tt_serve_hist_observe(&m.ttft, 50000000);  /* 50 ms: le 0.06 */
+    tt_serve_hist_observe(&m.ttft, 3000000000000ull); /* beyond every bound: +Inf only */
+    tt_sbuf s = {0};
+    tt_serve_metrics_render(&m, "a\"b", &s);
+    tt_sbuf_put(&s, "", 1);
+    assert_non_null(strstr(s.p, "# TYPE vllm:time_to_first_token_seconds histogram\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_bucket{le=\"0.001\",model_name=\"a\\\"b\"} 0\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_bucket{le=\"0.005\",model_name=\"a\\\"b\"} 1\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_bucket{le=\"0.06\",model_name=\"a\\\"b\"} 2\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_bucket{le=\"2560\",model_name=\"a\\\"b\"} 2\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"a\\\"b\"} 3\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_count{model_name=\"a\\\"b\"} 3\n"));
+    assert_non_null(strstr(s.p, "vllm:time_to_first_token_seconds_sum{model_name=\"a\\\"b\"} 3000.053000000\n"));
+    assert_non_null(strstr(s.p, "vllm:inter_token_latency_seconds_count{model_name=\"a\\\"b\"} 0\n"));
+    tt_sbuf_free(&s);
+}
+
 static void test_dist(void **state)
 {
     tt_dist d;
@@ -177,7 +357,11 @@ int main(void)
         cmocka_unit_test(test_parse_lengths), cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_frames_vllm),   cmocka_unit_test(test_frames_tabby),
         cmocka_unit_test(test_dist),          cmocka_unit_test(test_heap),
-        cmocka_unit_test(test_json_str),
+        cmocka_unit_test(test_json_str),      cmocka_unit_test(test_frames_responses),
+        cmocka_unit_test(test_frames_anthropic), cmocka_unit_test(test_frames_tgi),
+        cmocka_unit_test(test_frames_llamacpp), cmocka_unit_test(test_frames_ollama),
+        cmocka_unit_test(test_native_parse),  cmocka_unit_test(test_route),
+        cmocka_unit_test(test_metrics_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

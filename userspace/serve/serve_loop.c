@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proto/http1.h"
+#include "serve/serve_metrics.h"
 
 #define MAX_QUEUED_REQUESTS 64
 #define READ_CHUNK (64u * 1024u)
@@ -66,6 +67,7 @@ typedef struct serve_conn {
     uint64_t token_due;    /* due instant of the next token */
     tt_prng rng;
     uint64_t body_off;
+    uint64_t first_token_at, last_token_at; /* instants of the stream's token writes (0: none yet) */
 
     tt_sbuf out;
     uint64_t wire_appended, wire_written;
@@ -89,6 +91,7 @@ struct tt_server {
     uint64_t request_counter;
     bool accept_paused;
     bool warned_accept;
+    tt_serve_metrics metrics;
     uint8_t listen_tag, timer_tag, stop_tag; /* addresses used as epoll tags */
 };
 
@@ -249,11 +252,10 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
     c->wire_written = w1;
 }
 
-/* One send() of everything pending. */
-static void conn_flush(serve_conn *c)
+/* One send() of everything pending; t is the instant logged for it. */
+static void conn_flush_at(serve_conn *c, uint64_t t)
 {
     if (c->dead || c->out.len == 0 || c->want_out) return;
-    uint64_t t = tt_serve_mono_ns();
     ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) set_want_out(c, true);
@@ -269,6 +271,8 @@ static void conn_flush(serve_conn *c)
     free_req_list(c->retired);
     c->retired = NULL;
 }
+
+static void conn_flush(serve_conn *c) { conn_flush_at(c, tt_serve_mono_ns()); }
 
 static void conn_writable(serve_conn *c)
 {
@@ -306,6 +310,7 @@ static const char *status_text(int status)
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 500: return "Internal Server Error";
     case 413: return "Payload Too Large";
     default: return "Error";
     }
@@ -410,8 +415,8 @@ static void start_stream(serve_conn *c, serve_req *r)
     c->active = true;
     tt_sbuf head = {0};
     tt_sbuf_printf(&head, "HTTP/1.1 200 OK\r\nserver: tokentap-serve\r\n"
-                          "content-type: text/event-stream; charset=utf-8\r\n%s%s%s\r\n",
-                   s->cfg.profile->extra_headers,
+                          "content-type: %s\r\n%s%s%s\r\n",
+                   s->cfg.profile->stream_content_type, s->cfg.profile->extra_headers,
                    c->chunked ? "transfer-encoding: chunked\r\n" : "",
                    r->keep_alive ? "" : "connection: close\r\n");
     c->body_off = 0;
@@ -419,28 +424,56 @@ static void start_stream(serve_conn *c, serve_req *r)
     tt_sbuf_free(&head);
     log_request(c, r, 200, true, &c->params, c->plan_n);
     conn_flush(c);
+    c->first_token_at = c->last_token_at = 0;
     c->token_due = r->read_ns + tt_dist_sample(&s->cfg.ttft, &c->rng);
     emit_due(c, tt_serve_mono_ns());
 }
 
-static void emit_event(serve_conn *c, const tt_serve_event *ev, size_t index)
+/* Write one event; returns the instant logged for its send. */
+static uint64_t emit_event(serve_conn *c, const tt_serve_event *ev, size_t index)
 {
     tt_server *s = c->srv;
     tt_sbuf frame = {0};
+    uint64_t read_ns = c->q_head ? c->q_head->read_ns : 0, now = tt_serve_mono_ns();
+    c->params.elapsed_ns = now > read_ns ? now - read_ns : 0;
+    c->params.first_token_ns = c->first_token_at > read_ns ? c->first_token_at - read_ns : 0;
     tt_serve_frame(s->cfg.profile, &c->params, ev, &frame);
+    bool last = index + 1 == c->plan_n;
     char pre[24];
     size_t pre_len = 0;
     const char *post = "";
     if (c->chunked) {
         pre_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", frame.len);
-        post = ev->kind == TT_SEV_DONE ? "\r\n0\r\n\r\n" : "\r\n";
+        post = last ? "\r\n0\r\n\r\n" : "\r\n";
     }
-    if (frame.oom) { tt_sbuf_free(&frame); conn_kill(c); return; }
+    if (frame.oom) { tt_sbuf_free(&frame); conn_kill(c); return now; }
     conn_append(c, c->q_head, (int32_t)index, tt_serve_event_kind_name(ev->kind), false, pre, pre_len,
                 frame.p, frame.len, post, strlen(post));
     tt_sbuf_free(&frame);
-    if (c->out.oom) { conn_kill(c); return; }
-    conn_flush(c);
+    if (c->out.oom) { conn_kill(c); return now; }
+    uint64_t t = tt_serve_mono_ns();
+    conn_flush_at(c, t);
+    return t;
+}
+
+/* The server's own view of the stream, as vLLM's frontend keeps it. */
+static void note_emission(serve_conn *c, const tt_serve_event *ev, uint64_t t, bool last)
+{
+    tt_serve_metrics *m = &c->srv->metrics;
+    uint64_t read_ns = c->q_head ? c->q_head->read_ns : t;
+    if (ev->kind == TT_SEV_TOKEN) {
+        if (!c->first_token_at) {
+            c->first_token_at = t;
+            tt_serve_hist_observe(&m->ttft, t > read_ns ? t - read_ns : 0);
+        } else {
+            tt_serve_hist_observe(&m->itl, t > c->last_token_at ? t - c->last_token_at : 0);
+        }
+        c->last_token_at = t;
+    }
+    if (last) {
+        tt_serve_hist_observe(&m->e2e, t > read_ns ? t - read_ns : 0);
+        m->requests_finished++;
+    }
 }
 
 /* Emit every event of the active stream due by now; re-arm for the next. */
@@ -449,7 +482,8 @@ static void emit_due(serve_conn *c, uint64_t now)
     tt_server *s = c->srv;
     while (c->active && !c->dead && c->plan_next < c->plan_n) {
         const tt_serve_event *ev = &c->plan[c->plan_next];
-        bool timed = ev->kind == TT_SEV_ROLE || ev->kind == TT_SEV_TOKEN;
+        bool before_first = ev->kind == TT_SEV_ROLE || (ev->kind == TT_SEV_META && !c->first_token_at);
+        bool timed = before_first || ev->kind == TT_SEV_TOKEN;
         if (timed && c->token_due > now) {
             now = tt_serve_mono_ns();
             if (c->token_due > now) {
@@ -457,7 +491,9 @@ static void emit_due(serve_conn *c, uint64_t now)
                 return;
             }
         }
-        emit_event(c, ev, c->plan_next);
+        uint64_t t = emit_event(c, ev, c->plan_next);
+        if (c->dead) return;
+        note_emission(c, ev, t, c->plan_next + 1 == c->plan_n);
         c->plan_next++;
         if (ev->kind == TT_SEV_TOKEN) c->token_due += tt_dist_sample(&s->cfg.itl, &c->rng);
     }
@@ -474,9 +510,14 @@ static void start_response(serve_conn *c, serve_req *r)
         send_error(c, r, 404, "not_found_error", "no such path", false);
         return;
     }
-    bool chat = !strcmp(r->path, "/v1/chat/completions");
-    bool comp = !strcmp(r->path, "/v1/completions");
-    if (chat || comp) {
+    tt_serve_api api = TT_API_CHAT;
+    int route = tt_serve_route(s->cfg.profile, r->path, &api);
+    if (route < 0) {
+        snprintf(msg, sizeof msg, "profile %s does not serve %.200s", s->cfg.profile->name, r->path);
+        send_error(c, r, 404, "not_found_error", msg, false);
+        return;
+    }
+    if (route > 0) {
         if (!is_post) {
             send_error(c, r, 405, "invalid_request_error", "use POST", false);
             return;
@@ -489,7 +530,7 @@ static void start_response(serve_conn *c, serve_req *r)
         uint64_t ord = ++s->request_counter;
         tt_prng_seed(&c->rng, s->cfg.seed, ord);
         uint64_t rid = tt_prng_next(&c->rng);
-        if (tt_serve_request_parse(s->cfg.profile, chat ? TT_API_CHAT : TT_API_COMPLETIONS,
+        if (tt_serve_request_parse(s->cfg.profile, api,
                                    r->body.p ? r->body.p : "", r->body.len, &s->cfg.gen,
                                    r->request_id, rid, (int64_t)time(NULL), &c->params, msg,
                                    sizeof msg) != 0) {
@@ -507,13 +548,21 @@ static void start_response(serve_conn *c, serve_req *r)
         tt_sbuf_free(&body);
         return;
     }
-    if (!strcmp(r->path, "/v1/models") || !strcmp(r->path, "/health")) {
+    if (!strcmp(r->path, "/v1/models") || !strcmp(r->path, "/health") || !strcmp(r->path, "/metrics")) {
         if (!is_get) {
             send_error(c, r, 405, "invalid_request_error", "use GET", false);
             return;
         }
         if (r->path[1] == 'h') {
             send_simple(c, r, 200, NULL, "", 0, false, NULL);
+            return;
+        }
+        if (r->path[1] == 'm') {
+            tt_sbuf text = {0};
+            tt_serve_metrics_render(&s->metrics, s->cfg.gen.model, &text);
+            if (text.oom) { tt_sbuf_free(&text); conn_kill(c); return; }
+            send_simple(c, r, 200, "text/plain; version=0.0.4; charset=utf-8", text.p, text.len, false, NULL);
+            tt_sbuf_free(&text);
             return;
         }
         tt_sbuf body = {0};
@@ -738,6 +787,7 @@ tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t 
     }
     s->cfg = *cfg;
     s->log = log;
+    tt_serve_metrics_init(&s->metrics);
     s->listen_fd = fd;
     s->epoll_fd = s->timer_fd = -1;
     struct sockaddr_storage ss;

@@ -2,18 +2,62 @@
  * serve_profile.h and docs/serve.md for the real servers each profile copies. */
 #include "serve/serve_profile.h"
 
+#include "serve/serve_native.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#define API_BIT(a) (1u << (a))
+#define SSE_TYPE "text/event-stream; charset=utf-8"
 
 static const tt_serve_profile profiles[] = {
     {.name = "vllm", .id = TT_PROFILE_VLLM, .separator = "\n\n", .honours_ignore_eos = true,
-     .echoes_model = true, .extra_headers = ""},
+     .echoes_model = true, .extra_headers = "", .stream_content_type = SSE_TYPE,
+     .apis = API_BIT(TT_API_CHAT) | API_BIT(TT_API_COMPLETIONS)},
     {.name = "tabby", .id = TT_PROFILE_TABBY, .separator = "\r\n\r\n", .honours_ignore_eos = false,
      .echoes_model = false,
-     .extra_headers = "cache-control: no-store\r\nconnection: keep-alive\r\nx-accel-buffering: no\r\n"},
+     .extra_headers = "cache-control: no-store\r\nconnection: keep-alive\r\nx-accel-buffering: no\r\n",
+     .stream_content_type = SSE_TYPE, .apis = API_BIT(TT_API_CHAT) | API_BIT(TT_API_COMPLETIONS)},
+    {.name = "responses", .id = TT_PROFILE_RESPONSES, .separator = "\n\n", .honours_ignore_eos = true,
+     .echoes_model = true, .extra_headers = "", .stream_content_type = SSE_TYPE,
+     .apis = API_BIT(TT_API_RESPONSES)},
+    {.name = "anthropic", .id = TT_PROFILE_ANTHROPIC, .separator = "\n\n", .honours_ignore_eos = false,
+     .echoes_model = true, .extra_headers = "cache-control: no-cache\r\n",
+     .stream_content_type = SSE_TYPE, .apis = API_BIT(TT_API_MESSAGES)},
+    {.name = "tgi", .id = TT_PROFILE_TGI, .separator = "\n\n", .honours_ignore_eos = false,
+     .echoes_model = false, .extra_headers = "cache-control: no-cache\r\n",
+     .stream_content_type = "text/event-stream",
+     .apis = API_BIT(TT_API_TGI_STREAM) | API_BIT(TT_API_TGI_GENERATE)},
+    {.name = "llamacpp", .id = TT_PROFILE_LLAMACPP, .separator = "\n\n", .honours_ignore_eos = true,
+     .echoes_model = false, .extra_headers = "", .stream_content_type = "text/event-stream",
+     .apis = API_BIT(TT_API_LLAMACPP)},
+    {.name = "ollama", .id = TT_PROFILE_OLLAMA, .separator = "\n", .honours_ignore_eos = false,
+     .echoes_model = true, .extra_headers = "", .stream_content_type = "application/x-ndjson",
+     .apis = API_BIT(TT_API_OLLAMA_GENERATE) | API_BIT(TT_API_OLLAMA_CHAT)},
 };
+
+static const char *const api_paths[TT_API_COUNT] = {
+    [TT_API_CHAT] = "/v1/chat/completions", [TT_API_COMPLETIONS] = "/v1/completions",
+    [TT_API_RESPONSES] = "/v1/responses",    [TT_API_MESSAGES] = "/v1/messages",
+    [TT_API_TGI_STREAM] = "/generate_stream", [TT_API_TGI_GENERATE] = "/generate",
+    [TT_API_LLAMACPP] = "/completion",        [TT_API_OLLAMA_GENERATE] = "/api/generate",
+    [TT_API_OLLAMA_CHAT] = "/api/chat",
+};
+
+const char *tt_serve_api_path(tt_serve_api api) { return api < TT_API_COUNT ? api_paths[api] : "?"; }
+
+int tt_serve_route(const tt_serve_profile *prof, const char *path, tt_serve_api *api)
+{
+    for (int a = 0; a < TT_API_COUNT; a++) {
+        if (strcmp(path, api_paths[a])) continue;
+        *api = (tt_serve_api)a;
+        return prof->apis & API_BIT(a) ? 1 : -1;
+    }
+    return 0;
+}
 
 const tt_serve_profile *tt_serve_profile_find(const char *name)
 {
@@ -22,7 +66,7 @@ const tt_serve_profile *tt_serve_profile_find(const char *name)
     return NULL;
 }
 
-const char *tt_serve_profile_names(void) { return "vllm, tabby"; }
+const char *tt_serve_profile_names(void) { return "vllm, tabby, responses, anthropic, tgi, llamacpp, ollama"; }
 
 static const char *const words[16] = {
     " the", " quick", " brown", " fox", " jumps", " over", " a", " lazy",
@@ -38,6 +82,7 @@ const char *tt_serve_event_kind_name(tt_serve_event_kind kind)
     case TT_SEV_TOKEN: return "token";
     case TT_SEV_USAGE: return "usage";
     case TT_SEV_DONE: return "done";
+    case TT_SEV_META: return "meta";
     }
     return "?";
 }
@@ -85,33 +130,155 @@ static size_t text_bytes(const cJSON *v)
     return n;
 }
 
-static int prompt_bytes(tt_serve_api api, const cJSON *root, size_t *out, char *err, size_t errlen)
+static int messages_bytes(const cJSON *root, size_t *out, char *err, size_t errlen)
 {
-    if (api == TT_API_CHAT) {
-        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
-        if (!cJSON_IsArray(msgs)) {
-            snprintf(err, errlen, "'messages' must be an array");
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!cJSON_IsArray(msgs)) {
+        snprintf(err, errlen, "'messages' must be an array");
+        return -1;
+    }
+    size_t n = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        if (!cJSON_IsObject(m)) {
+            snprintf(err, errlen, "each of 'messages' must be an object");
             return -1;
         }
-        size_t n = 0;
-        const cJSON *m;
-        cJSON_ArrayForEach(m, msgs) {
-            if (!cJSON_IsObject(m)) {
-                snprintf(err, errlen, "each of 'messages' must be an object");
-                return -1;
-            }
-            n += text_bytes(cJSON_GetObjectItemCaseSensitive(m, "content"));
+        n += text_bytes(cJSON_GetObjectItemCaseSensitive(m, "content"));
+    }
+    *out = n;
+    return 0;
+}
+
+/* A string-or-array prompt field; absent is allowed only when optional. */
+static int prompt_field(const cJSON *root, const char *key, bool optional, size_t *out, char *err,
+                        size_t errlen)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (optional && (!p || cJSON_IsNull(p))) {
+        *out = 0;
+        return 0;
+    }
+    if (!cJSON_IsString(p) && !cJSON_IsArray(p)) {
+        snprintf(err, errlen, "'%s' must be a string or an array", key);
+        return -1;
+    }
+    if (cJSON_IsArray(p)) {
+        size_t n = 0; /* strings, or items ({"content": ...} / {"text": ...}) */
+        const cJSON *it;
+        cJSON_ArrayForEach(it, p) {
+            if (cJSON_IsString(it))
+                n += strlen(it->valuestring);
+            else if (cJSON_IsObject(it))
+                n += text_bytes(cJSON_GetObjectItemCaseSensitive(it, "content")) +
+                     text_bytes(cJSON_GetObjectItemCaseSensitive(it, "text"));
         }
         *out = n;
         return 0;
     }
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
-    if (!cJSON_IsString(p) && !cJSON_IsArray(p)) {
-        snprintf(err, errlen, "'prompt' must be a string or an array");
-        return -1;
-    }
     *out = text_bytes(p);
     return 0;
+}
+
+static int prompt_bytes(tt_serve_api api, const cJSON *root, size_t *out, char *err, size_t errlen)
+{
+    switch (api) {
+    case TT_API_CHAT:
+    case TT_API_OLLAMA_CHAT:
+        return messages_bytes(root, out, err, errlen);
+    case TT_API_MESSAGES: {
+        if (messages_bytes(root, out, err, errlen)) return -1;
+        *out += text_bytes(cJSON_GetObjectItemCaseSensitive(root, "system"));
+        return 0;
+    }
+    case TT_API_RESPONSES: return prompt_field(root, "input", false, out, err, errlen);
+    case TT_API_TGI_STREAM:
+    case TT_API_TGI_GENERATE: {
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
+        if (!cJSON_IsString(in)) {
+            snprintf(err, errlen, "'inputs' must be a string");
+            return -1;
+        }
+        *out = strlen(in->valuestring);
+        return 0;
+    }
+    case TT_API_OLLAMA_GENERATE: return prompt_field(root, "prompt", true, out, err, errlen);
+    default: return prompt_field(root, "prompt", false, out, err, errlen);
+    }
+}
+
+/* An optional member that must be an object when present (null: absent). */
+static int get_object(const cJSON *root, const char *key, const cJSON **out, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    *out = NULL;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsObject(v)) {
+        snprintf(err, errlen, "'%s' must be an object", key);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* llama.cpp n_predict and Ollama num_predict: an integer, where a negative
+ * value (-1: no limit; Ollama's -2: fill the context) means none given. */
+static int get_predict(const cJSON *obj, const char *key, bool *present, uint32_t *out, char *err,
+                       size_t errlen)
+{
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    *present = false;
+    if (!v || cJSON_IsNull(v)) return 0;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!isfinite(d) || d != floor(d) || d < -2 || d > UINT32_MAX) {
+        snprintf(err, errlen, "'%s' must be an integer in [-2, %u]", key, UINT32_MAX);
+        return -1;
+    }
+    if (d <= 0) return 0;
+    *present = true;
+    *out = (uint32_t)d;
+    return 0;
+}
+
+/* The output length the request names, per API. */
+static int requested_length(tt_serve_api api, const cJSON *root, bool *have, uint32_t *n, bool *want_details,
+                            char *err, size_t errlen)
+{
+    const cJSON *sub = NULL;
+    *have = false;
+    switch (api) {
+    case TT_API_CHAT:
+        if (get_count(root, "max_completion_tokens", 1, UINT32_MAX, have, n, err, errlen)) return -1;
+        if (*have) return 0;
+        return get_count(root, "max_tokens", 1, UINT32_MAX, have, n, err, errlen);
+    case TT_API_COMPLETIONS: return get_count(root, "max_tokens", 1, UINT32_MAX, have, n, err, errlen);
+    case TT_API_RESPONSES: return get_count(root, "max_output_tokens", 1, UINT32_MAX, have, n, err, errlen);
+    case TT_API_MESSAGES:
+        if (get_count(root, "max_tokens", 1, UINT32_MAX, have, n, err, errlen)) return -1;
+        if (!*have) {
+            snprintf(err, errlen, "'max_tokens' is required");
+            return -1;
+        }
+        return 0;
+    case TT_API_TGI_STREAM:
+    case TT_API_TGI_GENERATE:
+        if (get_object(root, "parameters", &sub, err, errlen)) return -1;
+        if (!sub) return 0;
+        if (get_bool(sub, "details", want_details, err, errlen)) return -1;
+        return get_count(sub, "max_new_tokens", 1, UINT32_MAX, have, n, err, errlen);
+    case TT_API_LLAMACPP: return get_predict(root, "n_predict", have, n, err, errlen);
+    case TT_API_OLLAMA_GENERATE:
+    case TT_API_OLLAMA_CHAT:
+        if (get_object(root, "options", &sub, err, errlen)) return -1;
+        return get_predict(sub, "num_predict", have, n, err, errlen);
+    default: return 0;
+    }
+}
+
+static void hex_id(char *buf, size_t len, const char *prefix, uint64_t random_id)
+{
+    snprintf(buf, len, "%s%016llx%016llx", prefix, (unsigned long long)random_id,
+             (unsigned long long)(random_id * 0x9e3779b97f4a7c15ull ^ 0x5851f42d4c957f2dull));
 }
 
 static bool plain_id_text(const char *s)
@@ -164,7 +331,10 @@ int tt_serve_request_parse(const tt_serve_profile *prof, tt_serve_api api, const
     }
     bool ignore_eos = false, have_max = false, have_min = false;
     uint32_t max_tokens = 0, min_tokens = 0;
+    out->stream = api == TT_API_OLLAMA_GENERATE || api == TT_API_OLLAMA_CHAT; /* Ollama streams by default */
     if (get_bool(root, "stream", &out->stream, err, errlen)) goto done;
+    if (api == TT_API_TGI_STREAM) out->stream = true;
+    if (api == TT_API_TGI_GENERATE) out->stream = false;
     if (get_bool(root, "ignore_eos", &ignore_eos, err, errlen)) goto done;
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
     if (so && !cJSON_IsNull(so)) {
@@ -174,11 +344,8 @@ int tt_serve_request_parse(const tt_serve_profile *prof, tt_serve_api api, const
         }
         if (get_bool(so, "include_usage", &out->include_usage, err, errlen)) goto done;
     }
-    if (api == TT_API_CHAT &&
-        get_count(root, "max_completion_tokens", 1, UINT32_MAX, &have_max, &max_tokens, err, errlen))
-        goto done;
-    if (!have_max && get_count(root, "max_tokens", 1, UINT32_MAX, &have_max, &max_tokens, err, errlen))
-        goto done;
+    if (api != TT_API_CHAT && api != TT_API_COMPLETIONS) out->include_usage = false;
+    if (requested_length(api, root, &have_max, &max_tokens, &out->want_details, err, errlen)) goto done;
     if (get_count(root, "min_tokens", 0, UINT32_MAX, &have_min, &min_tokens, err, errlen)) goto done;
     size_t pbytes = 0;
     if (prompt_bytes(api, root, &pbytes, err, errlen)) goto done;
@@ -199,24 +366,56 @@ int tt_serve_request_parse(const tt_serve_profile *prof, tt_serve_api api, const
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     fill_model(out, prof->echoes_model && cJSON_IsString(model) ? model->valuestring : opts->model);
     out->created = opts->created >= 0 ? opts->created : now_unix;
+    time_t t = (time_t)out->created;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out->created_at, sizeof out->created_at, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out->created_at, sizeof out->created_at, "1970-01-01T00:00:00Z");
 
-    const char *prefix = api == TT_API_CHAT ? "chatcmpl-" : "cmpl-";
+    const char *prefix = api == TT_API_CHAT ? "chatcmpl-" : api == TT_API_RESPONSES ? "resp_"
+                       : api == TT_API_MESSAGES ? "msg_" : "cmpl-";
     if (prof->id == TT_PROFILE_VLLM && request_id_hdr && plain_id_text(request_id_hdr))
         snprintf(out->id, sizeof out->id, "%s%s", prefix, request_id_hdr);
     else
-        snprintf(out->id, sizeof out->id, "%s%016llx%016llx", prefix, (unsigned long long)random_id,
-                 (unsigned long long)(random_id * 0x9e3779b97f4a7c15ull ^ 0x5851f42d4c957f2dull));
+        hex_id(out->id, sizeof out->id, prefix, random_id);
+    hex_id(out->item_id, sizeof out->item_id, "msg_", random_id ^ 0xa5a5a5a5a5a5a5a5ull);
     rc = 0;
 done:
     cJSON_Delete(root);
     return rc;
 }
 
-size_t tt_serve_plan_cap(const tt_serve_request *req) { return (size_t)req->n_tokens + 3; }
+size_t tt_serve_plan_cap(const tt_serve_request *req) { return (size_t)req->n_tokens + 10; }
+
 
 size_t tt_serve_plan(const tt_serve_profile *prof, const tt_serve_request *req, tt_serve_event *plan)
 {
     size_t n = 0;
+    switch (prof->id) {
+    case TT_PROFILE_RESPONSES:
+        for (uint32_t s = TT_RESP_CREATED; s <= TT_RESP_PART_ADDED; s++) plan[n++] = (tt_serve_event){TT_SEV_META, s};
+        for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+        for (uint32_t s = TT_RESP_TEXT_DONE; s <= TT_RESP_ITEM_DONE; s++) plan[n++] = (tt_serve_event){TT_SEV_META, s};
+        plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
+        return n;
+    case TT_PROFILE_ANTHROPIC:
+        for (uint32_t s = TT_ANTH_MESSAGE_START; s <= TT_ANTH_PING; s++) plan[n++] = (tt_serve_event){TT_SEV_META, s};
+        for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_BLOCK_STOP};
+        plan[n++] = (tt_serve_event){TT_SEV_USAGE, 0};
+        plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
+        return n;
+    case TT_PROFILE_TGI: /* the last token's frame ends the stream */
+        for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+        if (n == 0) plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
+        return n;
+    case TT_PROFILE_LLAMACPP:
+    case TT_PROFILE_OLLAMA:
+        for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+        plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
+        return n;
+    default:
+        break;
+    }
     if (prof->id == TT_PROFILE_VLLM && req->api == TT_API_CHAT) plan[n++] = (tt_serve_event){TT_SEV_ROLE, 0};
     for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
     if (req->include_usage) plan[n++] = (tt_serve_event){TT_SEV_USAGE, 0};
@@ -297,19 +496,6 @@ static void tabby_frame(const tt_serve_request *req, const tt_serve_event *ev, t
     tt_sbuf_printf(out, ", \"model\": \"%s\"}", req->model);
 }
 
-void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
-                    const tt_serve_event *ev, tt_sbuf *out)
-{
-    tt_sbuf_puts(out, "data: ");
-    if (ev->kind == TT_SEV_DONE)
-        tt_sbuf_puts(out, "[DONE]");
-    else if (prof->id == TT_PROFILE_VLLM)
-        vllm_frame(req, ev, out);
-    else
-        tabby_frame(req, ev, out);
-    tt_sbuf_puts(out, prof->separator);
-}
-
 static void put_text(tt_sbuf *out, const tt_serve_request *req)
 {
     tt_sbuf_puts(out, "\"");
@@ -317,9 +503,31 @@ static void put_text(tt_sbuf *out, const tt_serve_request *req)
     tt_sbuf_puts(out, "\"");
 }
 
+void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
+                    const tt_serve_event *ev, tt_sbuf *out)
+{
+    switch (prof->id) {
+    case TT_PROFILE_VLLM:
+    case TT_PROFILE_TABBY:
+        tt_sbuf_puts(out, "data: ");
+        if (ev->kind == TT_SEV_DONE)
+            tt_sbuf_puts(out, "[DONE]");
+        else if (prof->id == TT_PROFILE_VLLM)
+            vllm_frame(req, ev, out);
+        else
+            tabby_frame(req, ev, out);
+        break;
+    default:
+        tt_serve_native_frame(prof, req, ev, out);
+        break;
+    }
+    tt_sbuf_puts(out, prof->separator);
+}
+
 void tt_serve_full_body(const tt_serve_profile *prof, const tt_serve_request *req, tt_sbuf *out)
 {
     bool chat = req->api == TT_API_CHAT;
+    if (tt_serve_native_full_body(prof, req, out)) return;
     if (prof->id == TT_PROFILE_VLLM) {
         tt_sbuf_printf(out, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,\"model\":\"%s\",\"choices\":[{\"index\":0,",
                        req->id, chat ? "chat.completion" : "text_completion", (long long)req->created,

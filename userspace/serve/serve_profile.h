@@ -1,9 +1,10 @@
 /* serve_profile.h - what tokentap serve says: request parsing and the exact
  * bytes of each response, per profile (a real server's framing).
  *
- * A streamed response is a plan: a list of events (role, token, usage, done),
- * each written by one write(). Token events are timed by the schedule; the
- * others follow at once (the role chunk goes right before token 0). */
+ * A streamed response is a plan: a list of events (role, meta, token, usage,
+ * done), each written by one write(). Token events are timed by the schedule;
+ * role and meta events before the first token go right before token 0, and
+ * every event after a token follows it at once. */
 #ifndef TT_SERVE_PROFILE_H
 #define TT_SERVE_PROFILE_H
 
@@ -13,7 +14,15 @@
 
 #include "serve/serve_buf.h"
 
-typedef enum tt_serve_profile_id { TT_PROFILE_VLLM = 0, TT_PROFILE_TABBY } tt_serve_profile_id;
+typedef enum tt_serve_profile_id {
+    TT_PROFILE_VLLM = 0,
+    TT_PROFILE_TABBY,
+    TT_PROFILE_RESPONSES, /* vLLM's /v1/responses (OpenAI Responses API) */
+    TT_PROFILE_ANTHROPIC, /* Anthropic Messages API */
+    TT_PROFILE_TGI,       /* Hugging Face text-generation-inference */
+    TT_PROFILE_LLAMACPP,  /* llama.cpp llama-server, native /completion */
+    TT_PROFILE_OLLAMA     /* Ollama /api/generate and /api/chat (NDJSON) */
+} tt_serve_profile_id;
 
 typedef struct tt_serve_profile {
     const char *name;
@@ -22,14 +31,34 @@ typedef struct tt_serve_profile {
     bool honours_ignore_eos;  /* vLLM yes; TabbyAPI drops the field */
     bool echoes_model;        /* answer with the request's "model" (vLLM) or the served one */
     const char *extra_headers; /* CRLF-terminated header lines added to streamed heads */
+    const char *stream_content_type; /* content-type of a streamed answer */
+    uint32_t apis;            /* bit (1u << tt_serve_api) for each API the profile answers */
 } tt_serve_profile;
 
 /* The profile called name, NULL when unknown. */
 const tt_serve_profile *tt_serve_profile_find(const char *name);
-/* "vllm, tabby": for error messages and --help. */
+/* "vllm, tabby, ...": for error messages and --help. */
 const char *tt_serve_profile_names(void);
 
-typedef enum tt_serve_api { TT_API_CHAT = 0, TT_API_COMPLETIONS } tt_serve_api;
+typedef enum tt_serve_api {
+    TT_API_CHAT = 0,        /* POST /v1/chat/completions */
+    TT_API_COMPLETIONS,     /* POST /v1/completions */
+    TT_API_RESPONSES,       /* POST /v1/responses */
+    TT_API_MESSAGES,        /* POST /v1/messages (Anthropic) */
+    TT_API_TGI_STREAM,      /* POST /generate_stream (always streamed) */
+    TT_API_TGI_GENERATE,    /* POST /generate (never streamed) */
+    TT_API_LLAMACPP,        /* POST /completion */
+    TT_API_OLLAMA_GENERATE, /* POST /api/generate (streamed unless stream:false) */
+    TT_API_OLLAMA_CHAT,     /* POST /api/chat (streamed unless stream:false) */
+    TT_API_COUNT
+} tt_serve_api;
+
+/* Where a request path leads under prof: 1 with *api set when the profile
+ * answers it, 0 when no profile knows the path, -1 when the path belongs to
+ * another profile (the caller answers 404 naming the profile). */
+int tt_serve_route(const tt_serve_profile *prof, const char *path, tt_serve_api *api);
+/* The path of api ("/v1/messages"). */
+const char *tt_serve_api_path(tt_serve_api api);
 
 /* Server-wide generation settings from the command line. */
 typedef struct tt_serve_gen_opts {
@@ -51,6 +80,12 @@ typedef struct tt_serve_request {
     int64_t created;
     char id[96];             /* the response id ("chatcmpl-...", "cmpl-...") */
     char model[128];         /* already JSON-escaped, without quotes */
+    char item_id[48];        /* Responses: the output message's id ("msg_...") */
+    char created_at[40];     /* Ollama: `created` as RFC 3339 UTC ("2023-11-14T22:13:20Z") */
+    bool want_details;       /* TGI: parameters.details (the final frame carries details) */
+    /* Set by the server before each frame is built (0 in tests): time since
+     * the request's last byte was read, and when the first token went out. */
+    uint64_t elapsed_ns, first_token_ns;
 } tt_serve_request;
 
 /* Parse a JSON request body for api. `request_id_hdr` (may be NULL) is the
@@ -66,19 +101,23 @@ typedef enum tt_serve_event_kind {
     TT_SEV_ROLE = 0, /* chat: the assistant role chunk, no text */
     TT_SEV_TOKEN,    /* one output token */
     TT_SEV_USAGE,    /* the usage frame */
-    TT_SEV_DONE      /* data: [DONE] (the last event; ends the body) */
+    TT_SEV_DONE,     /* the stream's end: data: [DONE], response.completed, message_stop,
+                        Ollama done:true, llama.cpp stop:true (ends the body) */
+    TT_SEV_META      /* a lifecycle event with no text (response.created, message_start,
+                        content_block_start, ping, content_block_stop, output_text.done ...) */
 } tt_serve_event_kind;
 
 typedef struct tt_serve_event {
     tt_serve_event_kind kind;
-    uint32_t token; /* TOKEN: 0-based token index */
+    uint32_t token; /* TOKEN: 0-based token index; META: the profile's lifecycle step */
 } tt_serve_event;
 
-/* Events a streamed response may have at most: n_tokens + 3. */
+/* Events a streamed response may have at most: n_tokens + 10. The last
+ * event of a plan ends the body (TGI's last token frame is that event). */
 size_t tt_serve_plan_cap(const tt_serve_request *req);
 /* Fill plan (room for tt_serve_plan_cap) and return its length. */
 size_t tt_serve_plan(const tt_serve_profile *prof, const tt_serve_request *req, tt_serve_event *plan);
-/* Append the SSE bytes of one event (separator included). */
+/* Append the bytes of one event (SSE separator or NDJSON newline included). */
 void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
                     const tt_serve_event *ev, tt_sbuf *out);
 /* Append the JSON body of a non-streamed response. */
