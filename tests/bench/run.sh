@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# make bench: tokentap analyze throughput on a generated capture of at least
-# 1,000,000 token events, beside `cat FILE > /dev/null` and
-# `tshark -r FILE -Y http` on the same file in the same run. Medians of
-# BENCH_RUNS runs (default 3). Writes the figures into docs/performance.md.
+# make bench, two sections, both written into docs/performance.md:
+# 1. tokentap analyze throughput on a generated capture of at least
+#    1,000,000 token events, beside `cat FILE > /dev/null` and
+#    `tshark -r FILE -Y http` on the same file in the same run. Medians of
+#    BENCH_RUNS runs (default 5).
+# 2. tokentap serve under build/tools/ttload: 1000 keep-alive connections
+#    with zero delays (events/s, medians of BENCH_SERVE_RUNS runs, default 3),
+#    then 1000 connections on a 20 ms ITL schedule, the lateness of every
+#    token write against its due instant read from serve's --log.
+# BENCH_ONLY=serve or BENCH_ONLY=analyze reruns one section and keeps the
+# other's text from the current docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
+only=${BENCH_ONLY:-}
 runs=${BENCH_RUNS:-5}
-streams=${BENCH_STREAMS:-2000}
-tokens=${BENCH_TOKENS:-500}
 work=${BENCH_DIR:-$BUILD/bench}
 mkdir -p "$work"
-cap="$work/bench.pcap"
-gen_cmd="$BUILD/tools/ttpcapgen -o $cap --dialect openai-chat --streams $streams --tokens $tokens --concurrency 64 --seed 1"
-echo "bench: $gen_cmd"
-$gen_cmd > /dev/null
-sync "$cap"   # let writeback of the new file finish before anything is timed
-bytes=$(stat -c %s "$cap")
 
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -29,46 +29,237 @@ time_cmd() { # time_cmd RUNS CMD... -> median seconds
     done | median | awk '{printf "%.3f", $1/1e9}'
 }
 
-"$BUILD/tokentap" analyze "$cap" > "$work/report.txt"   # also warms the page cache
-events=$(awk -F: '/^Total token events:/ {gsub(/ /,"",$2); print $2}' "$work/report.txt")
-echo "bench: capture $bytes bytes, $events token events"
-
-t_cat=$(time_cmd "$runs" cat "$cap")
-t_tt=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$cap")
-t_json=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze --json -o "$work/report.json" "$cap")
-if command -v tshark > /dev/null; then
-    t_tshark=$(time_cmd 1 tshark -r "$cap" -Y http)
-else
-    t_tshark=""
-fi
 rate() { awk -v n="$1" -v t="$2" 'BEGIN {printf "%.0f", n/t}'; }
 mbps() { awk -v b="$1" -v t="$2" 'BEGIN {printf "%.1f", b/t/1e6}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a/b}'; }
 
-ev_rate=$(rate "$events" "$t_tt")
-{
-    echo "# Performance"
-    echo
-    echo "Measured by \`make bench\` (tests/bench/run.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
-    echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')."
-    echo "Medians of $runs runs (tshark: 1 run). tokentap is pinned to one core (taskset -c 0)."
-    echo
-    echo "Capture: \`$gen_cmd\`"
-    echo "($bytes bytes, $events token events)."
-    echo
-    echo "| command | seconds | token events/s | MB/s |"
-    echo "|---|---|---|---|"
-    echo "| \`cat FILE > /dev/null\` | $t_cat | | $(mbps "$bytes" "$t_cat") |"
-    echo "| \`tokentap analyze FILE\` | $t_tt | $ev_rate | $(mbps "$bytes" "$t_tt") |"
-    echo "| \`tokentap analyze --json -o OUT FILE\` | $t_json | $(rate "$events" "$t_json") | $(mbps "$bytes" "$t_json") |"
-    [ -n "$t_tshark" ] && echo "| \`tshark -r FILE -Y http\` | $t_tshark | $(rate "$events" "$t_tshark") | $(mbps "$bytes" "$t_tshark") |"
-    echo
-    echo "Targets (issue 2): at least 1,000,000 token events/s on one core; at least"
-    echo "20 times tshark."
-    echo
-    echo "- token events/s: $ev_rate"
-    [ -n "$t_tshark" ] && echo "- tokentap vs tshark: $(ratio "$t_tshark" "$t_tt") times faster"
-    echo "- tokentap vs cat: $(ratio "$t_tt" "$t_cat") times cat's time"
-} > "$work/performance.md"
+# Every process the bench starts is stopped on exit.
+started=()
+stop_started() {
+    for p in "${started[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
+    started=()
+}
+trap stop_started EXIT
+
+# The text of one section from the current docs/performance.md (when kept).
+serve_heading="## tokentap serve"
+old_analyze() { awk -v h="$serve_heading" '$0 == h {exit} {print}' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'; }
+old_serve() { awk -v h="$serve_heading" '$0 == h {on=1} on {print}' docs/performance.md; }
+
+analyze_section() {
+    streams=${BENCH_STREAMS:-2000}
+    tokens=${BENCH_TOKENS:-500}
+    cap="$work/bench.pcap"
+    gen_cmd="$BUILD/tools/ttpcapgen -o $cap --dialect openai-chat --streams $streams --tokens $tokens --concurrency 64 --seed 1"
+    echo "bench: $gen_cmd"
+    $gen_cmd > /dev/null
+    sync "$cap"   # let writeback of the new file finish before anything is timed
+    bytes=$(stat -c %s "$cap")
+
+    "$BUILD/tokentap" analyze "$cap" > "$work/report.txt"   # also warms the page cache
+    events=$(awk -F: '/^Total token events:/ {gsub(/ /,"",$2); print $2}' "$work/report.txt")
+    echo "bench: capture $bytes bytes, $events token events"
+
+    t_cat=$(time_cmd "$runs" cat "$cap")
+    t_tt=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$cap")
+    t_json=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze --json -o "$work/report.json" "$cap")
+    if command -v tshark > /dev/null; then
+        t_tshark=$(time_cmd 1 tshark -r "$cap" -Y http)
+    else
+        t_tshark=""
+    fi
+
+    ev_rate=$(rate "$events" "$t_tt")
+    {
+        echo "# Performance"
+        echo
+        echo "Measured by \`make bench\` (tests/bench/run.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
+        echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')."
+        echo "Medians of $runs runs (tshark: 1 run). tokentap is pinned to one core (taskset -c 0)."
+        echo
+        echo "Capture: \`$gen_cmd\`"
+        echo "($bytes bytes, $events token events)."
+        echo
+        echo "| command | seconds | token events/s | MB/s |"
+        echo "|---|---|---|---|"
+        echo "| \`cat FILE > /dev/null\` | $t_cat | | $(mbps "$bytes" "$t_cat") |"
+        echo "| \`tokentap analyze FILE\` | $t_tt | $ev_rate | $(mbps "$bytes" "$t_tt") |"
+        echo "| \`tokentap analyze --json -o OUT FILE\` | $t_json | $(rate "$events" "$t_json") | $(mbps "$bytes" "$t_json") |"
+        [ -n "$t_tshark" ] && echo "| \`tshark -r FILE -Y http\` | $t_tshark | $(rate "$events" "$t_tshark") | $(mbps "$bytes" "$t_tshark") |"
+        echo
+        echo "Targets (issue 2): at least 1,000,000 token events/s on one core; at least"
+        echo "20 times tshark."
+        echo
+        echo "- token events/s: $ev_rate"
+        [ -n "$t_tshark" ] && echo "- tokentap vs tshark: $(ratio "$t_tshark" "$t_tt") times faster"
+        echo "- tokentap vs cat: $(ratio "$t_tt" "$t_cat") times cat's time"
+    } > "$work/analyze.md"
+}
+
+# Starts `tokentap serve ARGS...` on a kernel-chosen loopback port; sets
+# serve_pid and serve_port.
+start_serve() {
+    local out="$work/serve.out"
+    : > "$out"
+    "$BUILD/tokentap" serve --listen 127.0.0.1:0 "$@" > "$out" 2> "$work/serve.err" &
+    serve_pid=$!
+    started+=("$serve_pid")
+    for _ in $(seq 100); do grep -q '^listening on ' "$out" && break; sleep 0.05; done
+    serve_port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out")
+    [ -n "$serve_port" ] || { echo "bench: serve did not start: $(cat "$work/serve.err")" >&2; return 1; }
+}
+stop_serve() {
+    kill -TERM "$serve_pid"
+    local rc=0; wait "$serve_pid" || rc=$?
+    started=()
+    [ $rc = 0 ] || { echo "bench: serve exited $rc: $(cat "$work/serve.err")" >&2; return 1; }
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+json_field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" "$1"; }
+
+serve_section() {
+    local sruns=${BENCH_SERVE_RUNS:-3} conns=${BENCH_SERVE_CONNS:-1000} secs=${BENCH_SERVE_SECONDS:-10}
+    local stokens=200 maxreq=20000 hz; hz=$(getconf CLK_TCK)
+    # serve itself does not raise its descriptor limit: give it room here
+    ulimit -n $((conns + 256)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+    local fast_args="--profile vllm --ttft-ms 0 --itl-ms 0 --tokens $stokens"
+    local load_args="-c $conns -n $maxreq -d $secs -T $stokens"
+    local i rc t0 c0 c1 t1
+    for i in $(seq "$sruns"); do
+        start_serve $fast_args
+        c0=$(cpu_ticks "$serve_pid"); t0=$(now_ns)
+        rc=0; "$BUILD/tools/ttload" $load_args "127.0.0.1:$serve_port" > "$work/serve-fast-$i.json" || rc=$?
+        c1=$(cpu_ticks "$serve_pid"); t1=$(now_ns)
+        stop_serve
+        [ $rc = 0 ] || { echo "bench: ttload exit $rc: $(cat "$work/serve-fast-$i.json")" >&2; return 1; }
+        awk -v c=$((c1 - c0)) -v hz="$hz" -v t=$((t1 - t0)) 'BEGIN {printf "%.2f\n", c / hz / (t / 1e9)}' > "$work/serve-fast-$i.cpu"
+        echo "bench: serve run $i: $(cat "$work/serve-fast-$i.json")"
+    done
+    local fast_eps fast_min fast_max fast_cpu fast_peak fast_served fast_err fast_req
+    fast_eps=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" events_per_s; done | median | awk '{printf "%.0f", $1}')
+    fast_min=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" events_per_s; done | sort -n | head -1)
+    fast_max=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" events_per_s; done | sort -n | tail -1)
+    fast_req=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" requests; done | median | awk '{printf "%.0f", $1}')
+    fast_cpu=$(cat "$work"/serve-fast-*.cpu | median)
+    fast_peak=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" peak_in_flight; done | sort -n | head -1)
+    fast_served=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" connections_served; done | sort -n | head -1)
+    fast_err=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" errors; done | awk '{s+=$1} END {print s+0}')
+
+    # A realistic schedule: every token's due instant is known, so the log says how late each write was.
+    local sched_tokens=100 sched_secs=${BENCH_SERVE_SCHED_SECONDS:-8}
+    local sched_args="--profile vllm --ttft-ms 50 --itl-ms 20 --tokens $sched_tokens --log $work/serve-sched.log"
+    local sched_load="-c $conns -d $sched_secs -T $sched_tokens"
+    start_serve $sched_args
+    rc=0; "$BUILD/tools/ttload" $sched_load "127.0.0.1:$serve_port" > "$work/serve-sched.json" || rc=$?
+    stop_serve
+    [ $rc = 0 ] || { echo "bench: ttload exit $rc: $(cat "$work/serve-sched.json")" >&2; return 1; }
+    echo "bench: serve schedule run: $(cat "$work/serve-sched.json")"
+    /usr/bin/python3 - "$work/serve-sched.log" 50 20 > "$work/serve-sched.stats" <<'PY'
+import json, sys
+log, ttft_ms, itl_ms = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+read_ns, tokens_seen, last_tok, late, itl, spans = {}, {}, {}, [], [], {}
+with open(log) as f:
+    for line in f:
+        e = json.loads(line)
+        t = e["type"]
+        if t == "request":
+            key = (e["peer"], e["ordinal"])
+            read_ns[key] = e["request_read_ns"]
+            spans[key] = [e["request_read_ns"], e["request_read_ns"]]
+        elif t == "write":
+            key = (e["peer"], e["ordinal"])
+            spans[key][1] = e["mono_ns"]
+            for _, kind in e["events"]:
+                if kind != "token":
+                    continue
+                k = tokens_seen.get(key, 0)
+                tokens_seen[key] = k + 1
+                # the documented absolute schedule: token k due at read + TTFT + k * ITL
+                late.append(e["mono_ns"] - (read_ns[key] + int((ttft_ms + k * itl_ms) * 1e6)))
+                if key in last_tok:
+                    itl.append(e["mono_ns"] - last_tok[key])
+                last_tok[key] = e["mono_ns"]
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(p / 100 * len(v)))] if v else float("nan")
+edges = sorted([(a, 1) for a, _ in spans.values()] + [(b, -1) for _, b in spans.values()])
+now = peak = 0
+for _, d in edges:
+    now += d
+    peak = max(peak, now)
+ms = lambda ns: "%.3f" % (ns / 1e6)
+print("token_writes", len(late))
+print("requests", len(read_ns))
+print("peak_streams", peak)
+print("late_p50_ms", ms(pct(late, 50)))
+print("late_p99_ms", ms(pct(late, 99)))
+print("late_p999_ms", ms(pct(late, 99.9)))
+print("late_max_ms", ms(max(late)))
+print("early_max_ms", ms(max(0, -min(late))))
+print("late_over_1ms_pct", "%.2f" % (100 * sum(1 for x in late if x > 1e6) / len(late)))
+print("late_over_5ms_pct", "%.2f" % (100 * sum(1 for x in late if x > 5e6) / len(late)))
+print("itl_p50_ms", ms(pct(itl, 50)))
+print("itl_p1_ms", ms(pct(itl, 1)))
+print("itl_p99_ms", ms(pct(itl, 99)))
+PY
+    stat_of() { awk -v k="$1" '$1 == k {print $2}' "$work/serve-sched.stats"; }
+    local sched_eps sched_peak; sched_eps=$(json_field "$work/serve-sched.json" events_per_s)
+    sched_peak=$(json_field "$work/serve-sched.json" peak_in_flight)
+    local held=no; [ "$fast_peak" -ge 1000 ] && [ "$fast_served" -ge 1000 ] && held=yes
+    local met=no; awk -v e="$fast_eps" 'BEGIN {exit !(e >= 200000)}' && met=yes
+    {
+        echo "$serve_heading"
+        echo
+        echo "\`tokentap serve\` (vllm profile, chat streams, one \`send()\` per event) driven by"
+        echo "build/tools/ttload (tests/tools/ttload.c: one thread, epoll, keep-alive connections,"
+        echo "each sending its next streaming request as soon as the previous response ends;"
+        echo "events counted by their blank-line separators in the de-chunked body). Both on the"
+        echo "same $(nproc)-core machine, unpinned; RLIMIT_NOFILE raised by the bench."
+        echo
+        echo "### Zero delays: as fast as it can"
+        echo
+        echo "    tokentap serve --listen 127.0.0.1:0 $fast_args"
+        echo "    ttload $load_args 127.0.0.1:PORT"
+        echo
+        echo "$stokens tokens per request = $((stokens + 2)) SSE events (role, tokens, \`[DONE]\`)."
+        echo "Median of $sruns runs, each on a fresh server ($secs s or $maxreq requests, whichever first)."
+        echo
+        echo "| figure | value |"
+        echo "|---|---|"
+        echo "| SSE events/s (median; min, max) | $fast_eps ($fast_min, $fast_max) |"
+        echo "| requests completed per run (median) | $fast_req |"
+        echo "| connections open and in flight at once (lowest peak of the runs) | $fast_peak |"
+        echo "| connections that completed at least one request (lowest of the runs) | $fast_served |"
+        echo "| errors (all runs) | $fast_err |"
+        echo "| serve CPU, cores busy during the run (median) | $fast_cpu |"
+        echo
+        echo "Targets (issue 3): at least 1,000 concurrent connections: **$held**;"
+        echo "at least 200,000 events/s on this machine: **$met** ($fast_eps)."
+        echo
+        echo "### A 20 ms ITL schedule on $conns connections"
+        echo
+        echo "    tokentap serve --listen 127.0.0.1:0 $sched_args"
+        echo "    ttload $sched_load 127.0.0.1:PORT"
+        echo
+        echo "One run. The log has no due instants, but the schedule is absolute and fixed, so"
+        echo "token k of a request is due at \`request_read_ns + 50 ms + k x 20 ms\`; lateness is"
+        echo "the write's \`mono_ns\` minus that. ITL is between successive token writes of a request."
+        echo
+        echo "| figure | value |"
+        echo "|---|---|"
+        echo "| streams in progress at once (from the log; ttload: $sched_peak in flight) | $(stat_of peak_streams) |"
+        echo "| requests whose answer began, token writes | $(stat_of requests), $(stat_of token_writes) |"
+        echo "| SSE events/s received by ttload | $sched_eps |"
+        echo "| lateness median / p99 / p99.9 / max (ms) | $(stat_of late_p50_ms) / $(stat_of late_p99_ms) / $(stat_of late_p999_ms) / $(stat_of late_max_ms) |"
+        echo "| token writes more than 1 ms / 5 ms late | $(stat_of late_over_1ms_pct)% / $(stat_of late_over_5ms_pct)% |"
+        echo "| earliest write before its due instant (ms) | $(stat_of early_max_ms) |"
+        echo "| ITL p1 / median / p99 (ms), configured 20 | $(stat_of itl_p1_ms) / $(stat_of itl_p50_ms) / $(stat_of itl_p99_ms) |"
+    } > "$work/serve.md"
+}
+
+if [ "$only" = serve ]; then old_analyze > "$work/analyze.md"; else analyze_section; fi
+if [ "$only" = analyze ]; then old_serve > "$work/serve.md"; else serve_section; fi
+{ cat "$work/analyze.md"; [ -s "$work/serve.md" ] && { echo; cat "$work/serve.md"; }; } > "$work/performance.md"
 cp "$work/performance.md" docs/performance.md
 cat docs/performance.md
