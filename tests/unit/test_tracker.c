@@ -396,6 +396,36 @@ static void test_shared_and_split_chunks(void **state)
     tt_tracker_free(f.t);
 }
 
+/* Three HTTP chunks in one segment are one source chunk: the events share it. */
+static void test_http_chunks_in_one_segment(void **state)
+{
+    feeder f;
+    feeder_init(&f, 13);
+    send_str(&f, TT_DIR_C2S, chat_request("coalesced"), 10);
+    send_str(&f, TT_DIR_S2C, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n", 20);
+    char seg[4096] = "";
+    for (size_t i = 1; i <= 3; i++) {
+        char piece[512];
+        snprintf(piece, sizeof piece, "%zx\r\n%s\r\n", strlen(chat_events[i]), chat_events[i]);
+        strcat(seg, piece);
+    }
+    send_str(&f, TT_DIR_S2C, seg, 30);
+    send_str(&f, TT_DIR_S2C, "0\r\n\r\n", 40);
+    finish(&f, 50);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(r->n_events, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(r->events[i].shared_chunk, 2);
+        assert_int_equal(r->events[i].last_chunk - r->events[i].first_chunk + 1, 1);
+        assert_int_equal(r->events[i].dispatch_ns, 30);
+    }
+    assert_true(tt_request_complete(r));
+    tt_tracker_free(f.t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_request_body_cut_short), cmocka_unit_test(test_not_http),
         cmocka_unit_test(test_garbage_in_stream),      cmocka_unit_test(test_orphan_response),
         cmocka_unit_test(test_ollama_ndjson),          cmocka_unit_test(test_shared_and_split_chunks),
+        cmocka_unit_test(test_http_chunks_in_one_segment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

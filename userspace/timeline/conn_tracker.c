@@ -37,6 +37,12 @@ struct conn_state {
     bool body_overflow;
 
     tt_framer *framer; /* the current response body's, when it is an event stream */
+    /* Decoded body bytes of the current source chunk, fed to the framer as
+     * one piece: a chunk (segment, syscall) is the unit of "split across"
+     * and "shared with", however many HTTP chunks it carried. */
+    uint8_t *body_piece;
+    size_t body_piece_len, body_piece_cap;
+    uint64_t body_piece_off, body_piece_ns;
     bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
     bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
     char http_error[96];
@@ -297,8 +303,16 @@ static void on_comment(void *ud, const char *text, size_t len, uint64_t off, uin
 
 static const tt_frame_callbacks frame_cb = {.on_event = on_frame, .on_comment = on_comment};
 
+static void flush_body_piece(conn_state *c)
+{
+    if (c->body_piece_len && c->framer)
+        tt_framer_feed(c->framer, c->body_piece, c->body_piece_len, c->body_piece_off, c->body_piece_ns);
+    c->body_piece_len = 0;
+}
+
 static void close_framer(conn_state *c, uint64_t mono_ns)
 {
+    flush_body_piece(c);
     if (!c->framer) return;
     tt_framer_finish(c->framer, mono_ns);
     tt_framer_free(c->framer);
@@ -454,7 +468,16 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
         p->req.framing = sniff(data, len, p->req.dialect);
         start_framer(c, &p->req);
     }
-    if (c->framer) tt_framer_feed(c->framer, data, len, body_off, mono_ns);
+    if (!c->framer) return;
+    if (c->body_piece_len && (body_off != c->body_piece_off + c->body_piece_len || mono_ns != c->body_piece_ns))
+        flush_body_piece(c); /* bytes were lost in between: never join across a hole */
+    if (!c->body_piece_len) {
+        c->body_piece_off = body_off;
+        c->body_piece_ns = mono_ns;
+    }
+    c->body_piece = grow(c->body_piece, &c->body_piece_cap, c->body_piece_len + len, 1);
+    memcpy(c->body_piece + c->body_piece_len, data, len);
+    c->body_piece_len += len;
 }
 
 static void resp_on_end(void *ud, const tt_http_msg_end *end)
@@ -534,6 +557,7 @@ static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
     tt_http1_free(c->response_parser);
     free(c->queue);
     free(c->body);
+    free(c->body_piece);
     free(c);
 }
 
@@ -551,6 +575,7 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     switch (ch->kind) {
     case TT_CHUNK_DATA:
         tt_http1_feed(hp, ch->data, ch->len, ch->mono_ns);
+        flush_body_piece(c);
         break;
     case TT_CHUNK_GAP:
         tt_http1_gap(hp, ch->len, ch->mono_ns);
