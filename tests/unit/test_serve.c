@@ -5,7 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -77,8 +81,8 @@ static tt_sbuf render(const char *prof, tt_serve_api api, const char *json)
     tt_serve_request r;
     char err[200];
     assert_int_equal(parse(prof, api, json, &opts, &r, err), 0);
-    tt_serve_event plan[16];
-    assert_true(tt_serve_plan_cap(&r) <= 16);
+    tt_serve_event plan[32];
+    assert_true(tt_serve_plan_cap(&r) <= 32);
     size_t n = tt_serve_plan(tt_serve_profile_find(prof), &r, plan);
     tt_sbuf out = {0};
     for (size_t i = 0; i < n; i++) tt_serve_frame(tt_serve_profile_find(prof), &r, &plan[i], &out);
@@ -315,6 +319,228 @@ static void test_dist(void **state)
         assert_int_equal(tt_dist_parse(bad[i], &d, err, sizeof err), -1);
 }
 
+static void test_dist_normal(void **state)
+{
+    tt_dist d;
+    char err[160];
+    assert_int_equal(tt_dist_parse("normal:20:3", &d, err, sizeof err), 0);
+    assert_int_equal(d.kind, TT_DIST_NORMAL);
+    assert_int_equal(d.a_ns, 20000000);
+    assert_int_equal(d.b_ns, 3000000);
+    tt_prng r, r2;
+    tt_prng_seed(&r, 7, 3);
+    tt_prng_seed(&r2, 7, 3);
+    enum { N = 200000 };
+    double sum = 0, sq = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t v = tt_dist_sample(&d, &r);
+        assert_int_equal(v, tt_dist_sample(&d, &r2)); /* same seed, same draws */
+        sum += (double)v;
+        sq += (double)v * (double)v;
+    }
+    double mean = sum / N, sd = sqrt(sq / N - mean * mean);
+    assert_true(fabs(mean - 20e6) < 0.05e6);  /* standard error ~ 0.007 ms */
+    assert_true(fabs(sd - 3e6) < 0.05e6);
+    /* truncated at 0: a mean of 0 never gives a negative (wrapped) delay */
+    assert_int_equal(tt_dist_parse("normal:0:5", &d, err, sizeof err), 0);
+    sum = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t v = tt_dist_sample(&d, &r);
+        assert_true(v <= 3600000000000ull);
+        sum += (double)v;
+    }
+    assert_true(fabs(sum / N - 5e6 * 0.7979) < 0.1e6); /* half-normal mean: sd * sqrt(2/pi) */
+    /* a different seed gives different draws */
+    tt_prng_seed(&r, 8, 3);
+    tt_prng_seed(&r2, 7, 3);
+    assert_int_equal(tt_dist_parse("normal:20:3", &d, err, sizeof err), 0);
+    int same = 0;
+    for (int i = 0; i < 100; i++) same += tt_dist_sample(&d, &r) == tt_dist_sample(&d, &r2);
+    assert_true(same < 5);
+    assert_int_equal(tt_dist_parse("normal:5:0", &d, err, sizeof err), 0);
+    assert_int_equal(tt_dist_sample(&d, &r), 5000000);
+    static const char *const bad[] = {"normal:", "normal:1", "normal:-1:2", "normal:1:-2", "normal:a:1", "normal:1:1e9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(tt_dist_parse(bad[i], &d, err, sizeof err), -1);
+    char buf[64];
+    assert_int_equal(tt_dist_parse("normal:20:3", &d, err, sizeof err), 0);
+    assert_string_equal(tt_dist_format(&d, buf, sizeof buf), "normal:20:3ms");
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_dist_replay(void **state)
+{
+    char path[] = "/tmp/tt_replay_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_file(path, "# recorded ITLs\n10\n\n  2.5 \r\n7\n");
+    char text[64], err[256];
+    snprintf(text, sizeof text, "replay:%s", path);
+    tt_dist d;
+    assert_int_equal(tt_dist_parse(text, &d, err, sizeof err), 0);
+    assert_int_equal(d.kind, TT_DIST_REPLAY);
+    assert_int_equal(d.n_values, 3);
+    tt_prng r;
+    tt_prng_seed(&r, 1, 1);
+    uint64_t cursor = 0, want[] = {10000000, 2500000, 7000000};
+    for (int i = 0; i < 10; i++) assert_int_equal(tt_dist_draw(&d, &r, &cursor), want[i % 3]); /* cycled */
+    assert_int_equal(cursor, 10);
+    cursor = 4;
+    assert_int_equal(tt_dist_draw(&d, &r, &cursor), want[1]);
+    assert_int_equal(tt_dist_sample(&d, &r), want[0]);
+    char buf[64];
+    assert_string_equal(tt_dist_format(&d, buf, sizeof buf), "replay:3 values");
+    tt_dist_free(&d);
+    assert_int_equal(d.kind, TT_DIST_FIXED);
+    assert_null(d.values);
+
+    write_file(path, "5\nfast\n");
+    assert_int_equal(tt_dist_parse(text, &d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 2"));
+    write_file(path, "# nothing\n\n");
+    assert_int_equal(tt_dist_parse(text, &d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no delays"));
+    write_file(path, "-3\n");
+    assert_int_equal(tt_dist_parse(text, &d, err, sizeof err), -1);
+    unlink(path);
+    assert_int_equal(tt_dist_parse(text, &d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot open"));
+    assert_int_equal(tt_dist_parse("replay:", &d, err, sizeof err), -1);
+}
+
+static void test_split_cuts(void **state)
+{
+    uint32_t cuts[8];
+    static const uint32_t offs[] = {20, 5, 5, 0, 100, 3};
+    assert_int_equal(tt_split_cuts(offs, 6, 50, cuts), 3);
+    assert_int_equal(cuts[0], 3);
+    assert_int_equal(cuts[1], 5);
+    assert_int_equal(cuts[2], 20);
+    /* offsets at or past the event's end are dropped: a short event stays whole */
+    assert_int_equal(tt_split_cuts(offs, 6, 5, cuts), 1);
+    assert_int_equal(cuts[0], 3);
+    assert_int_equal(tt_split_cuts(offs, 6, 3, cuts), 0);
+    assert_int_equal(tt_split_cuts(offs, 0, 50, cuts), 0);
+    static const uint32_t one[] = {1};
+    assert_int_equal(tt_split_cuts(one, 1, 2, cuts), 1);
+    assert_int_equal(tt_split_cuts(one, 1, 1, cuts), 0);
+}
+
+static void test_coalesce_due(void **state)
+{
+    /* N = 3 over 7 events: writes after events 3, 6 and 7 (the last) */
+    size_t held = 0, writes = 0, sizes[8] = {0};
+    for (int i = 0; i < 7; i++) {
+        held++;
+        if (tt_coalesce_due(3, held, i == 6)) {
+            sizes[writes++] = held;
+            held = 0;
+        }
+    }
+    assert_int_equal(writes, 3);
+    assert_int_equal(sizes[0], 3);
+    assert_int_equal(sizes[1], 3);
+    assert_int_equal(sizes[2], 1);
+    assert_true(tt_coalesce_due(0, 1, false));
+    assert_true(tt_coalesce_due(1, 1, false));
+    assert_false(tt_coalesce_due(2, 1, false));
+    assert_true(tt_coalesce_due(2, 1, true));
+}
+
+static void test_fault_plans(void **state)
+{
+    tt_serve_request r;
+    char err[200];
+    tt_serve_event plan[40];
+    const tt_serve_profile *vllm = tt_serve_profile_find("vllm"), *anth = tt_serve_profile_find("anthropic");
+    assert_int_equal(parse("vllm", TT_API_CHAT, "{\"stream\":true,\"max_tokens\":4,\"messages\":[]}", &opts, &r, err), 0);
+    size_t n = tt_serve_plan(vllm, &r, plan); /* role, 4 tokens, done */
+    assert_int_equal(n, 6);
+    assert_int_equal(tt_serve_plan_cut_at_token(plan, n, 2), 3);
+    assert_int_equal(tt_serve_plan_cut_at_token(plan, n, 0), 1);
+    assert_int_equal(tt_serve_plan_cut_at_token(plan, n, 4), n);
+    size_t m = tt_serve_plan_error_after(vllm, plan, n, 2); /* role, t0, t1, error, [DONE] */
+    assert_int_equal(m, 5);
+    assert_int_equal(plan[3].kind, TT_SEV_ERROR);
+    assert_int_equal(plan[3].token, 2);
+    assert_int_equal(plan[4].kind, TT_SEV_DONE);
+    tt_sbuf out = {0};
+    tt_serve_frame(vllm, &r, &plan[3], &out);
+    tt_sbuf_put(&out, "", 1);
+    assert_string_equal(out.p, "data: {\"error\": {\"object\": \"error\", \"message\": \"synthetic error after 2 tokens\", "
+                               "\"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n");
+    tt_sbuf_free(&out);
+
+    assert_int_equal(parse("anthropic", TT_API_MESSAGES, "{\"stream\":true,\"max_tokens\":3,\"messages\":[]}", &opts, &r, err), 0);
+    n = tt_serve_plan(anth, &r, plan);
+    m = tt_serve_plan_error_after(anth, plan, n, 0); /* message_start, block_start, ping, error */
+    assert_int_equal(m, 4);
+    tt_serve_frame(anth, &r, &plan[3], &out);
+    tt_sbuf_put(&out, "", 1);
+    assert_string_equal(out.p, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+    tt_sbuf_free(&out);
+    assert_string_equal(tt_serve_event_kind_name(TT_SEV_ERROR), "error");
+}
+
+static void test_reasoning_frames(void **state)
+{
+    tt_serve_gen_opts o = opts;
+    o.reasoning_tokens = 1;
+    tt_serve_request r;
+    char err[200];
+    tt_serve_event plan[40];
+    const tt_serve_profile *tabby = tt_serve_profile_find("tabby"), *anth = tt_serve_profile_find("anthropic");
+    assert_int_equal(parse("tabby", TT_API_CHAT, "{\"stream\":true,\"max_tokens\":2,\"messages\":[]}", &o, &r, err), 0);
+    assert_int_equal(r.reasoning_tokens, 1);
+    size_t n = tt_serve_plan(tabby, &r, plan);
+    tt_sbuf out = {0};
+    tt_serve_frame(tabby, &r, &plan[0], &out);
+    tt_sbuf_put(&out, "", 1);
+    assert_non_null(strstr(out.p, "\"delta\": {\"reasoning_content\": \" the\"}"));
+    tt_sbuf_free(&out);
+    tt_serve_frame(tabby, &r, &plan[1], &out);
+    tt_sbuf_put(&out, "", 1);
+    assert_non_null(strstr(out.p, "\"delta\": {\"content\": \" quick\"}"));
+    tt_sbuf_free(&out);
+    (void)n;
+
+    o.reasoning_tokens = 5; /* more than the output: every token is reasoning */
+    assert_int_equal(parse("anthropic", TT_API_MESSAGES, "{\"stream\":true,\"max_tokens\":2,\"messages\":[]}", &o, &r, err), 0);
+    assert_int_equal(r.reasoning_tokens, 2);
+    o.reasoning_tokens = 1;
+    assert_int_equal(parse("anthropic", TT_API_MESSAGES, "{\"stream\":true,\"max_tokens\":2,\"messages\":[]}", &o, &r, err), 0);
+    n = tt_serve_plan(anth, &r, plan);
+    assert_true(n <= tt_serve_plan_cap(&r));
+    for (size_t i = 0; i < n; i++) tt_serve_frame(anth, &r, &plan[i], &out);
+    tt_sbuf_put(&out, "", 1);
+    const char *want[] = {
+        "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}",
+        "\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\" the\"}",
+        "\"delta\":{\"type\":\"signature_delta\"",
+        "{\"type\":\"content_block_stop\",\"index\":0}",
+        "\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}",
+        "\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\" quick\"}",
+        "{\"type\":\"content_block_stop\",\"index\":1}",
+        "\"output_tokens\":2",
+        "message_stop",
+    };
+    const char *at = out.p;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *hit = strstr(at, want[i]);
+        assert_non_null(hit); /* in this order */
+        at = hit + 1;
+    }
+    tt_sbuf_free(&out);
+}
+
 static void test_heap(void **state)
 {
     enum { N = 200 };
@@ -361,7 +587,10 @@ int main(void)
         cmocka_unit_test(test_frames_anthropic), cmocka_unit_test(test_frames_tgi),
         cmocka_unit_test(test_frames_llamacpp), cmocka_unit_test(test_frames_ollama),
         cmocka_unit_test(test_native_parse),  cmocka_unit_test(test_route),
-        cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_metrics_text),  cmocka_unit_test(test_dist_normal),
+        cmocka_unit_test(test_dist_replay),   cmocka_unit_test(test_split_cuts),
+        cmocka_unit_test(test_coalesce_due),  cmocka_unit_test(test_fault_plans),
+        cmocka_unit_test(test_reasoning_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

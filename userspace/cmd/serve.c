@@ -39,23 +39,39 @@ static void serve_usage(FILE *out)
             "  --profile NAME        framing to reproduce: %s\n"
             "  --log FILE            ground-truth log, JSON lines, one per write (mode 0600)\n"
             "  --ttft-ms D           delay from a request's last byte to its first token\n"
-            "                        (default 50); D is MS or uniform:A:B (milliseconds)\n"
-            "  --itl-ms D            delay between tokens (default 20), same forms\n"
+            "                        (default 50); D is MS, uniform:A:B, normal:MEAN:SD\n"
+            "                        (truncated at 0) or replay:FILE (one delay in ms per\n"
+            "                        line, cycled: the server's n-th request takes line n)\n"
+            "  --itl-ms D            delay between tokens (default 20), same forms (replay:\n"
+            "                        each stream's gaps cycle through the file from line 1)\n"
+            "  --reasoning-tokens N  the first N tokens are reasoning (reasoning_content,\n"
+            "                        Anthropic thinking block, Ollama thinking)\n"
             "  --tokens N            output length when the request sets no max_tokens /\n"
             "                        max_completion_tokens (default 16)\n"
             "  --tokens-max N        cap on any output length (default 4096)\n"
             "  --eos-after K         the model stops by itself after K tokens (finish_reason\n"
             "                        stop) unless ignore_eos (vllm only) or a larger\n"
             "                        min_tokens says otherwise; 0 never (default)\n"
-            "  --seed S              seed for ids and uniform delays (default 1)\n"
+            "  --seed S              seed for ids and uniform/normal delays (default 1)\n"
             "  --model NAME          served model name (default tokentap-model)\n"
             "  --created T           fixed \"created\" value (default: the clock per request)\n"
             "  --no-nodelay          leave TCP_NODELAY off on accepted sockets\n"
+            "Framing faults (each logged as it happens):\n"
+            "  --split-at OFF[,OFF]  write each event in parts, cut at these byte offsets\n"
+            "                        of the event's bytes (at most %d offsets)\n"
+            "  --split-pause-ms D    pause between the parts (default 0)\n"
+            "  --coalesce N          put N events in one write (not with --split-at)\n"
+            "  --keepalive-ms D      keep-alive every D ms while a stream is open (': ping -\n"
+            "                        <time>' comments; anthropic: event: ping); not ollama\n"
+            "  --close-after K       close the connection after K tokens, without the end\n"
+            "  --error-after K       an error event after K tokens, then end the stream\n"
+            "  --status CODE         answer every generation with HTTP status CODE (400-599)\n"
+            "                        and a JSON error body\n"
             "  -h, --help            this help\n"
             "\n"
             "Stops cleanly on SIGINT or SIGTERM. Exit: 0 stopped, 1 could not listen or\n"
             "failed at run time, 2 bad command line.\n",
-            tt_serve_profile_names());
+            tt_serve_profile_names(), TT_SERVE_MAX_SPLITS);
 }
 
 static int bad(const char *fmt, const char *arg)
@@ -100,6 +116,26 @@ static int parse_listen(const char *text, char *host, size_t hostlen, uint16_t *
     return 0;
 }
 
+/* "OFF[,OFF...]" into faults->split_at. */
+static int parse_offsets(const char *text, tt_serve_faults *faults)
+{
+    faults->n_split = 0;
+    const char *p = text;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char num[16];
+        uint64_t v;
+        if (len == 0 || len >= sizeof num || faults->n_split == TT_SERVE_MAX_SPLITS) return -1;
+        memcpy(num, p, len);
+        num[len] = 0;
+        if (parse_u64(num, 1000000, &v) || v == 0) return -1;
+        faults->split_at[faults->n_split++] = (uint32_t)v;
+        if (!comma) return 0;
+        p = comma + 1;
+    }
+}
+
 /* The log's first line pairs the two clocks so that its CLOCK_MONOTONIC
  * instants can be set against a capture's wall-clock timestamps. */
 static void log_clock_line(tt_serve_log *log)
@@ -118,10 +154,11 @@ static void log_clock_line(tt_serve_log *log)
     tt_serve_log_commit(log);
 }
 
-int tt_cmd_serve(int argc, char **argv)
+static int serve_main(int argc, char **argv, tt_serve_config *cfg)
 {
     enum { O_LISTEN = 256, O_PROFILE, O_LOG, O_TTFT, O_ITL, O_TOKENS, O_TOKENS_MAX, O_EOS,
-           O_SEED, O_MODEL, O_CREATED, O_NO_NODELAY };
+           O_SEED, O_MODEL, O_CREATED, O_NO_NODELAY, O_REASONING, O_SPLIT_AT, O_SPLIT_PAUSE, O_COALESCE,
+           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"profile", required_argument, NULL, O_PROFILE},
@@ -135,14 +172,16 @@ int tt_cmd_serve(int argc, char **argv)
         {"model", required_argument, NULL, O_MODEL},
         {"created", required_argument, NULL, O_CREATED},
         {"no-nodelay", no_argument, NULL, O_NO_NODELAY},
+        {"reasoning-tokens", required_argument, NULL, O_REASONING},
+        {"split-at", required_argument, NULL, O_SPLIT_AT},
+        {"split-pause-ms", required_argument, NULL, O_SPLIT_PAUSE},
+        {"coalesce", required_argument, NULL, O_COALESCE},
+        {"keepalive-ms", required_argument, NULL, O_KEEPALIVE},
+        {"close-after", required_argument, NULL, O_CLOSE_AFTER},
+        {"error-after", required_argument, NULL, O_ERROR_AFTER},
+        {"status", required_argument, NULL, O_STATUS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
-    };
-    tt_serve_config cfg = {
-        .gen = {.default_tokens = 16, .tokens_max = 4096, .model = "tokentap-model", .created = -1},
-        .seed = 1, .nodelay = true, .max_body = 1u << 20,
-        .ttft = {.kind = TT_DIST_FIXED, .a_ns = 50000000, .b_ns = 50000000},
-        .itl = {.kind = TT_DIST_FIXED, .a_ns = 20000000, .b_ns = 20000000},
     };
     const char *listen_text = NULL, *profile_name = NULL, *log_path = NULL;
     char err[256];
@@ -157,38 +196,82 @@ int tt_cmd_serve(int argc, char **argv)
         case O_LOG: log_path = optarg; break;
         case O_TTFT:
         case O_ITL:
-            if (tt_dist_parse(optarg, opt == O_TTFT ? &cfg.ttft : &cfg.itl, err, sizeof err))
+        {
+            tt_dist d, *slot = opt == O_TTFT ? &cfg->ttft : &cfg->itl;
+            if (tt_dist_parse(optarg, &d, err, sizeof err))
                 return bad(opt == O_TTFT ? "--ttft-ms: %s" : "--itl-ms: %s", err);
+            tt_dist_free(slot);
+            *slot = d;
             break;
+        }
         case O_TOKENS:
             if (parse_u64(optarg, 10000000, &v) || v == 0)
                 return bad("--tokens: '%s' is not a count in [1, 10000000]", optarg);
-            cfg.gen.default_tokens = (uint32_t)v;
+            cfg->gen.default_tokens = (uint32_t)v;
             break;
         case O_TOKENS_MAX:
             if (parse_u64(optarg, 10000000, &v) || v == 0)
                 return bad("--tokens-max: '%s' is not a count in [1, 10000000]", optarg);
-            cfg.gen.tokens_max = (uint32_t)v;
+            cfg->gen.tokens_max = (uint32_t)v;
             break;
         case O_EOS:
             if (parse_u64(optarg, 10000000, &v))
                 return bad("--eos-after: '%s' is not a count in [0, 10000000]", optarg);
-            cfg.gen.eos_after = (uint32_t)v;
+            cfg->gen.eos_after = (uint32_t)v;
             break;
         case O_SEED:
-            if (parse_u64(optarg, UINT64_MAX, &cfg.seed))
+            if (parse_u64(optarg, UINT64_MAX, &cfg->seed))
                 return bad("--seed: '%s' is not an unsigned integer", optarg);
             break;
         case O_MODEL:
             if (!*optarg || strlen(optarg) > 100) return bad("--model: '%s' must be 1 to 100 bytes", optarg);
-            cfg.gen.model = optarg;
+            cfg->gen.model = optarg;
             break;
         case O_CREATED:
             if (parse_u64(optarg, (uint64_t)INT64_MAX, &v))
                 return bad("--created: '%s' is not a unix time", optarg);
-            cfg.gen.created = (int64_t)v;
+            cfg->gen.created = (int64_t)v;
             break;
-        case O_NO_NODELAY: cfg.nodelay = false; break;
+        case O_NO_NODELAY: cfg->nodelay = false; break;
+        case O_REASONING:
+            if (parse_u64(optarg, 10000000, &v))
+                return bad("--reasoning-tokens: '%s' is not a count in [0, 10000000]", optarg);
+            cfg->gen.reasoning_tokens = (uint32_t)v;
+            break;
+        case O_SPLIT_AT:
+            if (parse_offsets(optarg, &cfg->faults))
+                return bad("--split-at: '%s' is not OFF[,OFF...] (1 to 16 offsets, each in [1, 1000000])", optarg);
+            break;
+        case O_SPLIT_PAUSE:
+        case O_KEEPALIVE: {
+            tt_dist d;
+            if (tt_dist_parse(optarg, &d, err, sizeof err) || d.kind != TT_DIST_FIXED)
+                return bad(opt == O_KEEPALIVE ? "--keepalive-ms: '%s' is not a number of milliseconds"
+                                              : "--split-pause-ms: '%s' is not a number of milliseconds", optarg);
+            if (opt == O_KEEPALIVE && d.a_ns < 1000000)
+                return bad("--keepalive-ms: '%s' is below 1 ms", optarg);
+            if (opt == O_KEEPALIVE) cfg->faults.keepalive_ns = d.a_ns;
+            else cfg->faults.split_pause_ns = d.a_ns;
+            break;
+        }
+        case O_COALESCE:
+            if (parse_u64(optarg, 1000000, &v) || v == 0)
+                return bad("--coalesce: '%s' is not a count in [1, 1000000]", optarg);
+            cfg->faults.coalesce = (uint32_t)v;
+            break;
+        case O_CLOSE_AFTER:
+        case O_ERROR_AFTER:
+            if (parse_u64(optarg, 10000000, &v))
+                return bad(opt == O_CLOSE_AFTER ? "--close-after: '%s' is not a count in [0, 10000000]"
+                                                : "--error-after: '%s' is not a count in [0, 10000000]", optarg);
+            if (opt == O_CLOSE_AFTER) cfg->faults.close_after = (int64_t)v;
+            else cfg->faults.error_after = (int64_t)v;
+            break;
+        case O_STATUS:
+            if (parse_u64(optarg, 599, &v) || v < 400)
+                return bad("--status: '%s' is not an HTTP error status in [400, 599]", optarg);
+            cfg->faults.status = (int)v;
+            break;
         case 'h': serve_usage(stdout); return TT_EXIT_OK;
         case ':': return bad("option '%s' needs a value", argv[optind - 1]);
         default: return bad("unknown option '%s' (try --help)", argv[optind - 1]);
@@ -197,12 +280,18 @@ int tt_cmd_serve(int argc, char **argv)
     if (optind < argc) return bad("unexpected argument '%s'", argv[optind]);
     if (!listen_text) return bad("%s", "--listen [HOST:]PORT is required (try --help)");
     if (!profile_name) return bad("--profile is required; one of %s", tt_serve_profile_names());
-    cfg.profile = tt_serve_profile_find(profile_name);
-    if (!cfg.profile) {
+    cfg->profile = tt_serve_profile_find(profile_name);
+    if (!cfg->profile) {
         fprintf(stderr, "tokentap serve: unknown profile '%s'; one of %s\n", profile_name,
                 tt_serve_profile_names());
         return TT_EXIT_USAGE;
     }
+    if (cfg->faults.n_split && cfg->faults.coalesce > 1)
+        return bad("%s", "--split-at and --coalesce cannot be combined");
+    if (cfg->faults.close_after >= 0 && cfg->faults.error_after >= 0)
+        return bad("%s", "--close-after and --error-after cannot be combined");
+    if (cfg->faults.keepalive_ns && cfg->profile->id == TT_PROFILE_OLLAMA)
+        return bad("%s", "--keepalive-ms: NDJSON (ollama) has no comment lines");
     char host[256];
     uint16_t port;
     if (parse_listen(listen_text, host, sizeof host, &port))
@@ -231,7 +320,7 @@ int tt_cmd_serve(int argc, char **argv)
         return SERVE_EXIT_RUNTIME;
     }
     log_clock_line(&log);
-    tt_server *srv = tt_server_new(&cfg, host, port, &log, err, sizeof err);
+    tt_server *srv = tt_server_new(cfg, host, port, &log, err, sizeof err);
     if (!srv) {
         fprintf(stderr, "tokentap serve: %s\n", err);
         tt_serve_log_close(&log);
@@ -244,5 +333,20 @@ int tt_cmd_serve(int argc, char **argv)
     tt_server_free(srv);
     if (tt_serve_log_close(&log) != 0) rc = SERVE_EXIT_RUNTIME;
     close(sfd);
+    return rc;
+}
+
+int tt_cmd_serve(int argc, char **argv)
+{
+    tt_serve_config cfg = {
+        .gen = {.default_tokens = 16, .tokens_max = 4096, .model = "tokentap-model", .created = -1},
+        .seed = 1, .nodelay = true, .max_body = 1u << 20,
+        .ttft = {.kind = TT_DIST_FIXED, .a_ns = 50000000, .b_ns = 50000000},
+        .itl = {.kind = TT_DIST_FIXED, .a_ns = 20000000, .b_ns = 20000000},
+        .faults = {.close_after = -1, .error_after = -1},
+    };
+    int rc = serve_main(argc, argv, &cfg);
+    tt_dist_free(&cfg.ttft);
+    tt_dist_free(&cfg.itl);
     return rc;
 }

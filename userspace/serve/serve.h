@@ -16,6 +16,20 @@
 #include "serve/serve_profile.h"
 #include "serve/serve_sched.h"
 
+#define TT_SERVE_MAX_SPLITS 16
+
+/* Framing faults and controls (docs/serve.md, "Schedule and framing controls"). */
+typedef struct tt_serve_faults {
+    uint32_t split_at[TT_SERVE_MAX_SPLITS]; /* --split-at: byte offsets inside each event */
+    size_t n_split;                         /* 0: events are not split */
+    uint64_t split_pause_ns;                /* pause between the parts of a split event */
+    uint32_t coalesce;                      /* events per write; 0 or 1: one each */
+    uint64_t keepalive_ns;                  /* keep-alive comment period while a stream is open; 0 none */
+    int64_t close_after;                    /* close the connection after this many tokens; -1 never */
+    int64_t error_after;                    /* error event after this many tokens; -1 never */
+    int status;                             /* answer generations with this HTTP error status; 0 none */
+} tt_serve_faults;
+
 typedef struct tt_serve_config {
     const tt_serve_profile *profile;
     tt_serve_gen_opts gen;
@@ -23,6 +37,7 @@ typedef struct tt_serve_config {
     uint64_t seed;
     bool nodelay;        /* TCP_NODELAY on accepted sockets */
     size_t max_body;     /* request bodies above this are answered 413 */
+    tt_serve_faults faults;
 } tt_serve_config;
 
 typedef struct tt_server tt_server;

@@ -20,6 +20,7 @@
 
 #define MAX_QUEUED_REQUESTS 64
 #define READ_CHUNK (64u * 1024u)
+#define SEG_KEEPALIVE (-2)
 
 typedef struct serve_req {
     struct serve_req *next;
@@ -42,8 +43,9 @@ typedef struct out_seg {
     uint32_t pre, post;    /* framing around the body bytes (HTTP head, chunk lines) */
     uint32_t body_len;
     uint64_t body_off;
-    int32_t index;         /* event index in its response; -1 for a head */
+    int32_t index;         /* event index in its response; -1 for a head, SEG_KEEPALIVE */
     bool pre_is_head;      /* pre holds HTTP head bytes (else chunk framing) */
+    bool partial;          /* a part of an event that is not its last (--split-at) */
     const char *kind;
     const serve_req *req;
 } out_seg;
@@ -68,6 +70,19 @@ typedef struct serve_conn {
     tt_prng rng;
     uint64_t body_off;
     uint64_t first_token_at, last_token_at; /* instants of the stream's token writes (0: none yet) */
+    uint64_t itl_cursor;   /* replayed ITLs: position in the file */
+    bool abort_at_end;     /* --close-after: the plan was cut; close without the body's end */
+
+    /* The event being written (every event passes here; --split-at gives it parts). */
+    bool part_active;
+    tt_serve_event part_ev;
+    size_t part_index;     /* its index in the plan */
+    tt_sbuf part_frame;
+    uint32_t part_cuts[TT_SERVE_MAX_SPLITS];
+    size_t part_n_cuts, part_next;
+    uint64_t part_due;     /* when the next part goes (after --split-pause-ms) */
+    size_t held, held_from; /* --coalesce: events appended but not yet sent, from plan index held_from */
+    uint64_t keepalive_due;
 
     tt_sbuf out;
     uint64_t wire_appended, wire_written;
@@ -170,6 +185,7 @@ static void conn_free(serve_conn *c)
     free(c->plan);
     free(c->segs);
     tt_sbuf_free(&c->out);
+    tt_sbuf_free(&c->part_frame);
     free(c);
 }
 
@@ -198,7 +214,8 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
     const serve_req *req = c->seg_n > c->seg_head ? c->segs[c->seg_head].req : NULL;
     uint64_t head_len = 0, body_len = 0, body_off = 0;
     bool have_body = false;
-    size_t n_events = 0;
+    size_t n_keepalive = 0;
+    int32_t partial = -1; /* the event this write starts or continues without completing it */
     size_t first = c->seg_head, i = first;
     for (; i < c->seg_n; i++) {
         const out_seg *sg = &c->segs[i];
@@ -214,8 +231,12 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
             have_body = true;
             body_len += hi - lo;
         }
-        if (be + sg->post > w1) break;
-        n_events += sg->index >= 0;
+        if (be + sg->post > w1) {
+            if (sg->index >= 0) partial = sg->index;
+            break;
+        }
+        if (sg->index == SEG_KEEPALIVE) n_keepalive++;
+        partial = sg->index >= 0 && sg->partial ? sg->index : -1;
     }
     size_t done_to = i; /* segments [first, done_to) are complete */
     if (b) {
@@ -239,14 +260,16 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
         tt_sbuf_puts(b, ",\"events\":[");
         bool comma = false;
         for (size_t k = first; k < done_to; k++) {
-            if (c->segs[k].index < 0) continue;
+            if (c->segs[k].index < 0 || c->segs[k].partial) continue;
             tt_sbuf_printf(b, "%s[%d,\"%s\"]", comma ? "," : "", c->segs[k].index, c->segs[k].kind);
             comma = true;
         }
-        tt_sbuf_puts(b, "]}\n");
+        tt_sbuf_puts(b, "]");
+        if (partial >= 0) tt_sbuf_printf(b, ",\"partial\":[%d]", partial);
+        if (n_keepalive) tt_sbuf_printf(b, ",\"keepalive\":%zu", n_keepalive);
+        tt_sbuf_puts(b, "}\n");
         tt_serve_log_commit(c->srv->log);
     }
-    (void)n_events;
     c->seg_head = done_to;
     if (c->seg_head == c->seg_n) c->seg_head = c->seg_n = 0;
     c->wire_written = w1;
@@ -312,6 +335,16 @@ static const char *status_text(int status)
     case 405: return "Method Not Allowed";
     case 500: return "Internal Server Error";
     case 413: return "Payload Too Large";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 408: return "Request Timeout";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 529: return "Overloaded";
     default: return "Error";
     }
 }
@@ -339,6 +372,11 @@ static void log_request(serve_conn *c, const serve_req *r, int status, bool stre
         tt_sbuf_printf(b, ",\"tokens\":%u,\"prompt_tokens\":%u,\"finish_reason\":\"%s\"",
                        params->n_tokens, params->prompt_tokens, params->finish_reason);
     if (stream) tt_sbuf_printf(b, ",\"events\":%zu", n_events);
+    if (stream && c->srv->cfg.faults.error_after >= 0 && params &&
+        (uint64_t)c->srv->cfg.faults.error_after < params->n_tokens)
+        tt_sbuf_puts(b, ",\"fault\":\"error-after\"");
+    else if (stream && c->abort_at_end)
+        tt_sbuf_puts(b, ",\"fault\":\"close-after\"");
     tt_sbuf_puts(b, "}\n");
     tt_serve_log_commit(c->srv->log);
 }
@@ -351,6 +389,8 @@ static void finish_response(serve_conn *c)
     free(c->plan);
     c->plan = NULL;
     c->plan_n = c->plan_next = 0;
+    c->part_active = false;
+    c->held = 0;
     tt_heap_remove(&c->srv->heap, &c->timer);
     if (r) {
         c->q_head = r->next;
@@ -405,14 +445,25 @@ static void emit_due(serve_conn *c, uint64_t now);
 static void start_stream(serve_conn *c, serve_req *r)
 {
     tt_server *s = c->srv;
+    const tt_serve_faults *f = &s->cfg.faults;
     size_t cap = tt_serve_plan_cap(&c->params);
     c->plan = malloc(cap * sizeof *c->plan);
     if (!c->plan) { conn_kill(c); return; }
     c->plan_n = tt_serve_plan(s->cfg.profile, &c->params, c->plan);
     c->plan_next = 0;
+    c->abort_at_end = false;
+    if (f->error_after >= 0 && (uint64_t)f->error_after < c->params.n_tokens) {
+        c->plan_n = tt_serve_plan_error_after(s->cfg.profile, c->plan, c->plan_n, (uint32_t)f->error_after);
+    } else if (f->close_after >= 0 && (uint64_t)f->close_after < c->params.n_tokens) {
+        c->plan_n = tt_serve_plan_cut_at_token(c->plan, c->plan_n, (uint32_t)f->close_after);
+        c->abort_at_end = true;
+    }
     c->chunked = r->version_minor >= 1;
     if (!c->chunked) r->keep_alive = false;
     c->active = true;
+    c->part_active = false;
+    c->held = 0;
+    c->itl_cursor = 0;
     tt_sbuf head = {0};
     tt_sbuf_printf(&head, "HTTP/1.1 200 OK\r\nserver: tokentap-serve\r\n"
                           "content-type: %s\r\n%s%s%s\r\n",
@@ -425,35 +476,11 @@ static void start_stream(serve_conn *c, serve_req *r)
     log_request(c, r, 200, true, &c->params, c->plan_n);
     conn_flush(c);
     c->first_token_at = c->last_token_at = 0;
-    c->token_due = r->read_ns + tt_dist_sample(&s->cfg.ttft, &c->rng);
-    emit_due(c, tt_serve_mono_ns());
-}
-
-/* Write one event; returns the instant logged for its send. */
-static uint64_t emit_event(serve_conn *c, const tt_serve_event *ev, size_t index)
-{
-    tt_server *s = c->srv;
-    tt_sbuf frame = {0};
-    uint64_t read_ns = c->q_head ? c->q_head->read_ns : 0, now = tt_serve_mono_ns();
-    c->params.elapsed_ns = now > read_ns ? now - read_ns : 0;
-    c->params.first_token_ns = c->first_token_at > read_ns ? c->first_token_at - read_ns : 0;
-    tt_serve_frame(s->cfg.profile, &c->params, ev, &frame);
-    bool last = index + 1 == c->plan_n;
-    char pre[24];
-    size_t pre_len = 0;
-    const char *post = "";
-    if (c->chunked) {
-        pre_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", frame.len);
-        post = last ? "\r\n0\r\n\r\n" : "\r\n";
-    }
-    if (frame.oom) { tt_sbuf_free(&frame); conn_kill(c); return now; }
-    conn_append(c, c->q_head, (int32_t)index, tt_serve_event_kind_name(ev->kind), false, pre, pre_len,
-                frame.p, frame.len, post, strlen(post));
-    tt_sbuf_free(&frame);
-    if (c->out.oom) { conn_kill(c); return now; }
-    uint64_t t = tt_serve_mono_ns();
-    conn_flush_at(c, t);
-    return t;
+    uint64_t ttft_cursor = s->request_counter ? s->request_counter - 1 : 0;
+    c->token_due = r->read_ns + tt_dist_draw(&s->cfg.ttft, &c->rng, &ttft_cursor);
+    uint64_t now = tt_serve_mono_ns();
+    c->keepalive_due = now + f->keepalive_ns;
+    emit_due(c, now);
 }
 
 /* The server's own view of the stream, as vLLM's frontend keeps it. */
@@ -470,34 +497,182 @@ static void note_emission(serve_conn *c, const tt_serve_event *ev, uint64_t t, b
         }
         c->last_token_at = t;
     }
-    if (last) {
+    if (last && !c->abort_at_end) {
         tt_serve_hist_observe(&m->e2e, t > read_ns ? t - read_ns : 0);
         m->requests_finished++;
     }
 }
 
-/* Emit every event of the active stream due by now; re-arm for the next. */
+/* Begin writing plan event `index`: build its bytes and its cut points. */
+static void start_event(serve_conn *c, size_t index)
+{
+    tt_server *s = c->srv;
+    const tt_serve_faults *f = &s->cfg.faults;
+    uint64_t read_ns = c->q_head ? c->q_head->read_ns : 0, now = tt_serve_mono_ns();
+    c->params.elapsed_ns = now > read_ns ? now - read_ns : 0;
+    c->params.first_token_ns = c->first_token_at > read_ns ? c->first_token_at - read_ns : 0;
+    tt_sbuf_reset(&c->part_frame);
+    tt_serve_frame(s->cfg.profile, &c->params, &c->plan[index], &c->part_frame);
+    if (c->part_frame.oom) { conn_kill(c); return; }
+    c->part_ev = c->plan[index];
+    c->part_index = index;
+    c->part_n_cuts = tt_split_cuts(f->split_at, f->n_split, c->part_frame.len, c->part_cuts);
+    c->part_next = 0;
+    c->part_due = 0;
+    c->part_active = true;
+    if (c->held == 0) c->held_from = index;
+}
+
+/* Write the next part of the current event (the whole event when it is not
+ * split); with --coalesce, hold whole events until N are ready. */
+static void send_part(serve_conn *c)
+{
+    tt_server *s = c->srv;
+    const tt_serve_faults *f = &s->cfg.faults;
+    size_t k = c->part_next, nparts = c->part_n_cuts + 1;
+    size_t from = k ? c->part_cuts[k - 1] : 0, to = k + 1 < nparts ? c->part_cuts[k] : c->part_frame.len;
+    bool first = k == 0, final = k + 1 == nparts;
+    bool last_event = c->part_index + 1 == c->plan_n;
+    char pre[24];
+    size_t pre_len = 0;
+    const char *post = "";
+    if (c->chunked) {
+        if (first) pre_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", c->part_frame.len);
+        if (final) post = last_event && !c->abort_at_end ? "\r\n0\r\n\r\n" : "\r\n";
+    }
+    conn_append(c, c->q_head, (int32_t)c->part_index, tt_serve_event_kind_name(c->part_ev.kind), false, pre,
+                pre_len, c->part_frame.p + from, to - from, post, strlen(post));
+    if (c->out.oom) { conn_kill(c); return; }
+    if (!final) c->segs[c->seg_n - 1].partial = true;
+    c->part_next++;
+    if (!final) {
+        uint64_t t = tt_serve_mono_ns();
+        conn_flush_at(c, t);
+        c->part_due = t + f->split_pause_ns;
+        return;
+    }
+    c->part_active = false;
+    c->held++;
+    if (!tt_coalesce_due(f->coalesce, c->held, last_event)) return;
+    uint64_t t = tt_serve_mono_ns();
+    conn_flush_at(c, t);
+    for (size_t i = c->held_from; i < c->held_from + c->held && i < c->plan_n; i++)
+        note_emission(c, &c->plan[i], t, i + 1 == c->plan_n);
+    c->held = 0;
+}
+
+/* A keep-alive: sse-starlette's ping comment, or Anthropic's ping event. */
+static void send_keepalive(serve_conn *c)
+{
+    tt_server *s = c->srv;
+    tt_sbuf frame = {0};
+    if (s->cfg.profile->id == TT_PROFILE_ANTHROPIC) {
+        tt_sbuf_puts(&frame, "event: ping\ndata: {\"type\": \"ping\"}");
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        time_t secs = ts.tv_sec;
+        struct tm tm;
+        char when[40] = "1970-01-01 00:00:00";
+        if (gmtime_r(&secs, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        tt_sbuf_printf(&frame, ": ping - %s.%06ld+00:00", when, ts.tv_nsec / 1000);
+    }
+    tt_sbuf_puts(&frame, s->cfg.profile->separator);
+    char pre[24];
+    size_t pre_len = 0;
+    if (c->chunked) pre_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", frame.len);
+    if (frame.oom) { tt_sbuf_free(&frame); conn_kill(c); return; }
+    conn_append(c, c->q_head, SEG_KEEPALIVE, "keepalive", false, pre, pre_len, frame.p, frame.len,
+                c->chunked ? "\r\n" : "", c->chunked ? 2 : 0);
+    tt_sbuf_free(&frame);
+    if (c->out.oom) { conn_kill(c); return; }
+    conn_flush(c);
+}
+
+static bool is_due(uint64_t due, uint64_t *now)
+{
+    if (due <= *now) return true;
+    *now = tt_serve_mono_ns();
+    return due <= *now;
+}
+
+static void wake_at(serve_conn *c, uint64_t due)
+{
+    if (tt_heap_set(&c->srv->heap, &c->timer, due) != 0) conn_kill(c);
+}
+
+/* Emit every event (part, keep-alive) of the active stream due by now; re-arm for the next. */
 static void emit_due(serve_conn *c, uint64_t now)
 {
     tt_server *s = c->srv;
-    while (c->active && !c->dead && c->plan_next < c->plan_n) {
+    const tt_serve_faults *f = &s->cfg.faults;
+    while (c->active && !c->dead) {
+        if (c->part_active) {
+            if (!is_due(c->part_due, &now)) { wake_at(c, c->part_due); return; }
+            send_part(c);
+            continue;
+        }
+        if (c->plan_next == c->plan_n) break;
+        if (f->keepalive_ns && is_due(c->keepalive_due, &now)) {
+            send_keepalive(c);
+            while (c->keepalive_due <= now) c->keepalive_due += f->keepalive_ns;
+            continue;
+        }
         const tt_serve_event *ev = &c->plan[c->plan_next];
         bool before_first = ev->kind == TT_SEV_ROLE || (ev->kind == TT_SEV_META && !c->first_token_at);
-        bool timed = before_first || ev->kind == TT_SEV_TOKEN;
-        if (timed && c->token_due > now) {
-            now = tt_serve_mono_ns();
-            if (c->token_due > now) {
-                if (tt_heap_set(&s->heap, &c->timer, c->token_due) != 0) conn_kill(c);
-                return;
-            }
+        bool timed = before_first || ev->kind == TT_SEV_TOKEN || ev->kind == TT_SEV_ERROR;
+        if (timed && !is_due(c->token_due, &now)) {
+            uint64_t due = c->token_due;
+            if (f->keepalive_ns && c->keepalive_due < due) due = c->keepalive_due;
+            wake_at(c, due);
+            return;
         }
-        uint64_t t = emit_event(c, ev, c->plan_next);
+        start_event(c, c->plan_next);
         if (c->dead) return;
-        note_emission(c, ev, t, c->plan_next + 1 == c->plan_n);
         c->plan_next++;
-        if (ev->kind == TT_SEV_TOKEN) c->token_due += tt_dist_sample(&s->cfg.itl, &c->rng);
+        if (ev->kind == TT_SEV_TOKEN) c->token_due += tt_dist_draw(&s->cfg.itl, &c->rng, &c->itl_cursor);
     }
-    if (c->active && !c->dead && c->plan_next == c->plan_n) finish_response(c);
+    if (!c->active || c->dead || c->plan_next != c->plan_n || c->part_active) return;
+    bool abort = c->abort_at_end;
+    if (abort) {
+        tt_sbuf *b = tt_serve_log_begin(s->log);
+        if (b) {
+            tt_sbuf_puts(b, "{\"type\":\"close\",\"mono_ns\":");
+            tt_sbuf_u64(b, tt_serve_mono_ns());
+            tt_sbuf_puts(b, ",\"peer\":");
+            tt_sbuf_json_str(b, c->peer, strlen(c->peer));
+            tt_sbuf_printf(b, ",\"ordinal\":%u,\"reason\":\"close-after\",\"tokens\":%lld}\n",
+                           c->q_head ? c->q_head->ordinal : 0, (long long)f->close_after);
+            tt_serve_log_commit(s->log);
+        }
+    }
+    finish_response(c);
+    if (abort) {
+        c->close_when_drained = true;
+        conn_update_events(c, false, c->want_out);
+    }
+}
+
+/* --status: every generation answered with this error, in the profile's error shape. */
+static void send_fault_status(serve_conn *c, serve_req *r, int status)
+{
+    tt_serve_profile_id id = c->srv->cfg.profile->id;
+    const char *type = status == 429 ? "rate_limit_error" : status == 529 || status == 503 ? "overloaded_error"
+                     : status >= 500 ? "api_error" : "invalid_request_error";
+    char msg[64];
+    snprintf(msg, sizeof msg, "synthetic error status %d", status);
+    tt_sbuf body = {0};
+    if (id == TT_PROFILE_ANTHROPIC)
+        tt_sbuf_printf(&body, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"%s\"}}", type, msg);
+    else if (id == TT_PROFILE_TGI)
+        tt_sbuf_printf(&body, "{\"error\":\"%s\",\"error_type\":\"%s\"}", msg, status == 429 ? "overloaded" : "generation");
+    else if (id == TT_PROFILE_OLLAMA)
+        tt_sbuf_printf(&body, "{\"error\":\"%s\"}", msg);
+    else
+        tt_sbuf_printf(&body, "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,\"code\":%d}}", msg, type, status);
+    if (body.oom) { tt_sbuf_free(&body); conn_kill(c); return; }
+    send_simple(c, r, status, "application/json", body.p, body.len, false, NULL);
+    tt_sbuf_free(&body);
 }
 
 static void start_response(serve_conn *c, serve_req *r)
@@ -525,6 +700,10 @@ static void start_response(serve_conn *c, serve_req *r)
         if (r->body_too_large) {
             snprintf(msg, sizeof msg, "request body over %zu bytes", s->cfg.max_body);
             send_error(c, r, 413, "invalid_request_error", msg, false);
+            return;
+        }
+        if (s->cfg.faults.status) {
+            send_fault_status(c, r, s->cfg.faults.status);
             return;
         }
         uint64_t ord = ++s->request_counter;

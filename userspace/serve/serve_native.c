@@ -5,6 +5,7 @@
 #include "serve/serve_native.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 
@@ -13,6 +14,20 @@ static bool ended_by_length(const tt_serve_request *req) { return !strcmp(req->f
 static void put_all_text(tt_sbuf *out, const tt_serve_request *req)
 {
     for (uint32_t k = 0; k < req->n_tokens; k++) tt_sbuf_puts(out, tt_serve_token_text(k));
+}
+
+/* Tokens [from, to) as one quoted JSON string. */
+static void put_quoted_range(tt_sbuf *out, uint32_t from, uint32_t to)
+{
+    tt_sbuf_puts(out, "\"");
+    for (uint32_t k = from; k < to; k++) tt_sbuf_puts(out, tt_serve_token_text(k));
+    tt_sbuf_puts(out, "\"");
+}
+
+/* The answer: the tokens after the reasoning phase. */
+static void put_quoted_answer(tt_sbuf *out, const tt_serve_request *req)
+{
+    put_quoted_range(out, req->reasoning_tokens, req->n_tokens);
 }
 
 static void put_quoted_text(tt_sbuf *out, const tt_serve_request *req)
@@ -29,9 +44,28 @@ static double ms_of(uint64_t ns) { return (double)ns / 1e6; }
 static void resp_output_part(tt_sbuf *out, const tt_serve_request *req, bool with_text)
 {
     tt_sbuf_puts(out, "{\"annotations\":[],\"text\":");
-    if (with_text) put_quoted_text(out, req);
+    if (with_text) put_quoted_answer(out, req);
     else tt_sbuf_puts(out, "\"\"");
     tt_sbuf_puts(out, with_text ? ",\"type\":\"output_text\",\"logprobs\":null}" : ",\"type\":\"output_text\",\"logprobs\":[]}");
+}
+
+/* The reasoning item's id: "rs_" and the message item's hex digits. */
+static void resp_reasoning_id(char *buf, size_t len, const tt_serve_request *req)
+{
+    snprintf(buf, len, "rs_%s", req->item_id + 4);
+}
+
+static void resp_reasoning_item(tt_sbuf *out, const tt_serve_request *req, bool done)
+{
+    char id[64];
+    resp_reasoning_id(id, sizeof id, req);
+    tt_sbuf_printf(out, "{\"id\":\"%s\",\"summary\":[],\"type\":\"reasoning\",\"content\":[", id);
+    if (done) {
+        tt_sbuf_puts(out, "{\"text\":");
+        put_quoted_range(out, 0, req->reasoning_tokens);
+        tt_sbuf_puts(out, ",\"type\":\"reasoning_text\"}");
+    }
+    tt_sbuf_printf(out, "],\"encrypted_content\":null,\"status\":\"%s\"}", done ? "completed" : "in_progress");
 }
 
 static void resp_output_item(tt_sbuf *out, const tt_serve_request *req, bool done)
@@ -46,8 +80,8 @@ static void resp_usage(tt_sbuf *out, const tt_serve_request *req)
 {
     uint64_t p = req->prompt_tokens, c = req->n_tokens;
     tt_sbuf_printf(out, "{\"input_tokens\":%" PRIu64 ",\"input_tokens_details\":{\"cached_tokens\":0},"
-                        "\"output_tokens\":%" PRIu64 ",\"output_tokens_details\":{\"reasoning_tokens\":0},"
-                        "\"total_tokens\":%" PRIu64 "}", p, c, p + c);
+                        "\"output_tokens\":%" PRIu64 ",\"output_tokens_details\":{\"reasoning_tokens\":%u},"
+                        "\"total_tokens\":%" PRIu64 "}", p, c, req->reasoning_tokens, p + c);
 }
 
 /* The response object (abridged to the fields clients read). */
@@ -58,6 +92,10 @@ static void resp_object(tt_sbuf *out, const tt_serve_request *req, bool final)
                         "\"object\":\"response\",\"output\":[",
                    req->id, (long long)req->created,
                    incomplete ? "{\"reason\":\"max_output_tokens\"}" : "null", req->model);
+    if (final && req->reasoning_tokens) {
+        resp_reasoning_item(out, req, true);
+        tt_sbuf_puts(out, ",");
+    }
     if (final) resp_output_item(out, req, true);
     tt_sbuf_printf(out, "],\"status\":\"%s\",\"usage\":",
                    !final ? "in_progress" : incomplete ? "incomplete" : "completed");
@@ -66,21 +104,76 @@ static void resp_object(tt_sbuf *out, const tt_serve_request *req, bool final)
     tt_sbuf_puts(out, "}");
 }
 
+static void resp_reasoning_frame(const tt_serve_request *req, const tt_serve_event *ev, tt_sbuf *out)
+{
+    uint32_t r = req->reasoning_tokens;
+    char id[64];
+    resp_reasoning_id(id, sizeof id, req);
+    if (ev->kind == TT_SEV_TOKEN) {
+        tt_sbuf_printf(out, "event: response.reasoning_text.delta\ndata: {\"content_index\":0,\"delta\":\"%s\","
+                            "\"item_id\":\"%s\",\"output_index\":0,\"sequence_number\":%u,"
+                            "\"type\":\"response.reasoning_text.delta\"}",
+                       tt_serve_token_text(ev->token), id, 4 + ev->token);
+        return;
+    }
+    switch (ev->token) {
+    case TT_RESP_RS_ITEM_ADDED:
+    case TT_RESP_RS_ITEM_DONE: {
+        bool done = ev->token == TT_RESP_RS_ITEM_DONE;
+        const char *type = done ? "response.output_item.done" : "response.output_item.added";
+        tt_sbuf_printf(out, "event: %s\ndata: {\"item\":", type);
+        resp_reasoning_item(out, req, done);
+        tt_sbuf_printf(out, ",\"output_index\":0,\"sequence_number\":%u,\"type\":\"%s\"}", done ? 6 + r : 2u, type);
+        return;
+    }
+    case TT_RESP_RS_PART_ADDED:
+    case TT_RESP_RS_PART_DONE: {
+        bool done = ev->token == TT_RESP_RS_PART_DONE;
+        const char *type = done ? "response.reasoning_part.done" : "response.reasoning_part.added";
+        tt_sbuf_printf(out, "event: %s\ndata: {\"content_index\":0,\"item_id\":\"%s\",\"output_index\":0,"
+                            "\"part\":{\"text\":", type, id);
+        if (done) put_quoted_range(out, 0, r);
+        else tt_sbuf_puts(out, "\"\"");
+        tt_sbuf_printf(out, ",\"type\":\"reasoning_text\"},\"sequence_number\":%u,\"type\":\"%s\"}", done ? 5 + r : 3u, type);
+        return;
+    }
+    default: /* TT_RESP_RS_TEXT_DONE */
+        tt_sbuf_printf(out, "event: response.reasoning_text.done\ndata: {\"content_index\":0,\"item_id\":\"%s\","
+                            "\"output_index\":0,\"sequence_number\":%u,\"text\":", id, 4 + r);
+        put_quoted_range(out, 0, r);
+        tt_sbuf_puts(out, ",\"type\":\"response.reasoning_text.done\"}");
+        return;
+    }
+}
+
+/* Sequence numbers count every event; with a reasoning phase the message
+ * item comes second (output_index 1) and five reasoning lifecycle events
+ * come before it. */
 static void responses_frame(const tt_serve_request *req, const tt_serve_event *ev, tt_sbuf *out)
 {
-    uint32_t n = req->n_tokens;
+    uint32_t n = req->n_tokens, r = req->reasoning_tokens;
+    uint32_t off = r ? 5 : 0, oi = r ? 1 : 0;
     const char *item = req->item_id;
+    if ((ev->kind == TT_SEV_TOKEN && ev->token < r) || (ev->kind == TT_SEV_META && ev->token >= TT_RESP_RS_ITEM_ADDED)) {
+        resp_reasoning_frame(req, ev, out);
+        return;
+    }
     switch (ev->kind) {
     case TT_SEV_TOKEN:
         tt_sbuf_printf(out, "event: response.output_text.delta\ndata: {\"content_index\":0,\"delta\":\"%s\","
-                            "\"item_id\":\"%s\",\"logprobs\":[],\"output_index\":0,\"sequence_number\":%u,"
+                            "\"item_id\":\"%s\",\"logprobs\":[],\"output_index\":%u,\"sequence_number\":%u,"
                             "\"type\":\"response.output_text.delta\"}",
-                       tt_serve_token_text(ev->token), item, 4 + ev->token);
+                       tt_serve_token_text(ev->token), item, oi, 4 + off + ev->token);
+        return;
+    case TT_SEV_ERROR: /* OpenAI's ResponseErrorEvent */
+        tt_sbuf_printf(out, "event: error\ndata: {\"code\":\"server_error\",\"message\":\"synthetic error after %u tokens\","
+                            "\"param\":null,\"sequence_number\":%u,\"type\":\"error\"}",
+                       ev->token, 4 + ev->token + (ev->token >= r ? off : 0));
         return;
     case TT_SEV_DONE:
         tt_sbuf_puts(out, "event: response.completed\ndata: {\"response\":");
         resp_object(out, req, true);
-        tt_sbuf_printf(out, ",\"sequence_number\":%u,\"type\":\"response.completed\"}", n + 7);
+        tt_sbuf_printf(out, ",\"sequence_number\":%u,\"type\":\"response.completed\"}", n + 7 + off);
         return;
     default:
         break;
@@ -100,25 +193,25 @@ static void responses_frame(const tt_serve_request *req, const tt_serve_event *e
         const char *type = done ? "response.output_item.done" : "response.output_item.added";
         tt_sbuf_printf(out, "event: %s\ndata: {\"item\":", type);
         resp_output_item(out, req, done);
-        tt_sbuf_printf(out, ",\"output_index\":0,\"sequence_number\":%u,\"type\":\"%s\"}",
-                       done ? n + 6 : 2u, type);
+        tt_sbuf_printf(out, ",\"output_index\":%u,\"sequence_number\":%u,\"type\":\"%s\"}",
+                       oi, done ? n + 6 + off : 2u + off + r, type);
         return;
     }
     case TT_RESP_PART_ADDED:
     case TT_RESP_PART_DONE: {
         bool done = ev->token == TT_RESP_PART_DONE;
         const char *type = done ? "response.content_part.done" : "response.content_part.added";
-        tt_sbuf_printf(out, "event: %s\ndata: {\"content_index\":0,\"item_id\":\"%s\",\"output_index\":0,\"part\":",
-                       type, item);
+        tt_sbuf_printf(out, "event: %s\ndata: {\"content_index\":0,\"item_id\":\"%s\",\"output_index\":%u,\"part\":",
+                       type, item, oi);
         resp_output_part(out, req, done);
-        tt_sbuf_printf(out, ",\"sequence_number\":%u,\"type\":\"%s\"}", done ? n + 5 : 3u, type);
+        tt_sbuf_printf(out, ",\"sequence_number\":%u,\"type\":\"%s\"}", done ? n + 5 + off : 3u + off + r, type);
         return;
     }
     default: /* TT_RESP_TEXT_DONE */
         tt_sbuf_printf(out, "event: response.output_text.done\ndata: {\"content_index\":0,\"item_id\":\"%s\","
-                            "\"logprobs\":[],\"output_index\":0,\"sequence_number\":%u,\"text\":",
-                       item, n + 4);
-        put_quoted_text(out, req);
+                            "\"logprobs\":[],\"output_index\":%u,\"sequence_number\":%u,\"text\":",
+                       item, oi, n + 4 + off);
+        put_quoted_answer(out, req);
         tt_sbuf_puts(out, ",\"type\":\"response.output_text.done\"}");
         return;
     }
@@ -133,11 +226,21 @@ static const char *anthropic_stop_reason(const tt_serve_request *req)
 
 static void anthropic_frame(const tt_serve_request *req, const tt_serve_event *ev, tt_sbuf *out)
 {
+    unsigned text_block = req->reasoning_tokens ? 1 : 0;
     switch (ev->kind) {
     case TT_SEV_TOKEN:
-        tt_sbuf_printf(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
-                            "\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}",
-                       tt_serve_token_text(ev->token));
+        if (ev->token < req->reasoning_tokens)
+            tt_sbuf_printf(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                                "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"%s\"}}",
+                           tt_serve_token_text(ev->token));
+        else
+            tt_sbuf_printf(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":%u,"
+                                "\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}",
+                           text_block, tt_serve_token_text(ev->token));
+        return;
+    case TT_SEV_ERROR: /* the Messages API's mid-stream error event */
+        tt_sbuf_puts(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                          "\"message\":\"Overloaded\"}}");
         return;
     case TT_SEV_USAGE:
         tt_sbuf_printf(out, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
@@ -159,14 +262,26 @@ static void anthropic_frame(const tt_serve_request *req, const tt_serve_event *e
                        req->id, req->model, req->prompt_tokens);
         return;
     case TT_ANTH_BLOCK_START:
+        tt_sbuf_printf(out, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":%u,"
+                            "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}", text_block);
+        return;
+    case TT_ANTH_THINK_START:
         tt_sbuf_puts(out, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
-                          "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}");
+                          "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}");
+        return;
+    case TT_ANTH_SIGNATURE:
+        tt_sbuf_puts(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                          "\"delta\":{\"type\":\"signature_delta\",\"signature\":\"dG9rZW50YXAtc3ludGhldGlj\"}}");
+        return;
+    case TT_ANTH_THINK_STOP:
+        tt_sbuf_puts(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}");
         return;
     case TT_ANTH_PING:
         tt_sbuf_puts(out, "event: ping\ndata: {\"type\": \"ping\"}");
         return;
     default: /* TT_ANTH_BLOCK_STOP */
-        tt_sbuf_puts(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}");
+        tt_sbuf_printf(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":%u}",
+                       text_block);
         return;
     }
 }
@@ -186,6 +301,11 @@ static void tgi_details(tt_sbuf *out, const tt_serve_request *req)
 
 static void tgi_frame(const tt_serve_request *req, const tt_serve_event *ev, tt_sbuf *out)
 {
+    if (ev->kind == TT_SEV_ERROR) { /* TGI's ErrorResponse {error, error_type} */
+        tt_sbuf_printf(out, "data:{\"error\":\"synthetic error after %u tokens\",\"error_type\":\"generation\"}",
+                       ev->token);
+        return;
+    }
     uint32_t k = ev->kind == TT_SEV_TOKEN ? ev->token : 0;
     bool last = ev->kind != TT_SEV_TOKEN || k + 1 >= req->n_tokens;
     tt_sbuf_printf(out, "data:{\"index\":%u,\"token\":{\"id\":%u,\"text\":\"%s\",\"logprob\":-0.25,\"special\":false},"
@@ -227,6 +347,11 @@ static void llamacpp_final(tt_sbuf *out, const tt_serve_request *req, bool strea
 static void llamacpp_frame(const tt_serve_request *req, const tt_serve_event *ev, tt_sbuf *out)
 {
     tt_sbuf_puts(out, "data: ");
+    if (ev->kind == TT_SEV_ERROR) {
+        tt_sbuf_printf(out, "{\"error\":{\"code\":500,\"message\":\"synthetic error after %u tokens\","
+                            "\"type\":\"server_error\"}}", ev->token);
+        return;
+    }
     if (ev->kind != TT_SEV_TOKEN) {
         llamacpp_final(out, req, true);
         return;
@@ -277,6 +402,20 @@ static void ollama_object(tt_sbuf *out, const tt_serve_request *req, const char 
 
 static void ollama_frame(const tt_serve_request *req, const tt_serve_event *ev, tt_sbuf *out)
 {
+    if (ev->kind == TT_SEV_ERROR) { /* Ollama streams {"error": ...} and stops */
+        tt_sbuf_printf(out, "{\"error\":\"synthetic error after %u tokens\"}", ev->token);
+        return;
+    }
+    if (ev->kind == TT_SEV_TOKEN && ev->token < req->reasoning_tokens) { /* Message.Thinking / GenerateResponse.Thinking */
+        bool chat = req->api == TT_API_OLLAMA_CHAT;
+        tt_sbuf_printf(out, "{\"model\":\"%s\",\"created_at\":\"%s\",", req->model, req->created_at);
+        if (chat)
+            tt_sbuf_printf(out, "\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"%s\"},\"done\":false}",
+                           tt_serve_token_text(ev->token));
+        else
+            tt_sbuf_printf(out, "\"response\":\"\",\"thinking\":\"%s\",\"done\":false}", tt_serve_token_text(ev->token));
+        return;
+    }
     if (ev->kind == TT_SEV_TOKEN) ollama_object(out, req, tt_serve_token_text(ev->token), false);
     else ollama_object(out, req, "", true);
 }
@@ -304,7 +443,7 @@ bool tt_serve_native_full_body(const tt_serve_profile *prof, const tt_serve_requ
         tt_sbuf_printf(out, "{\"id\":\"%s\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"%s\","
                             "\"content\":[{\"type\":\"text\",\"text\":",
                        req->id, req->model);
-        put_quoted_text(out, req);
+        put_quoted_answer(out, req);
         tt_sbuf_printf(out, "}],\"stop_reason\":\"%s\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":%u,"
                             "\"output_tokens\":%u}}",
                        anthropic_stop_reason(req), req->prompt_tokens, req->n_tokens);

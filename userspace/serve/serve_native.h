@@ -13,8 +13,13 @@
 enum {
     TT_RESP_CREATED = 0, TT_RESP_IN_PROGRESS, TT_RESP_ITEM_ADDED, TT_RESP_PART_ADDED, /* before the tokens */
     TT_RESP_TEXT_DONE, TT_RESP_PART_DONE, TT_RESP_ITEM_DONE,                          /* after them */
+    TT_RESP_RS_ITEM_ADDED, TT_RESP_RS_PART_ADDED,                   /* the reasoning item (--reasoning-tokens) */
+    TT_RESP_RS_TEXT_DONE, TT_RESP_RS_PART_DONE, TT_RESP_RS_ITEM_DONE,
 };
-enum { TT_ANTH_MESSAGE_START = 0, TT_ANTH_BLOCK_START, TT_ANTH_PING, TT_ANTH_BLOCK_STOP };
+enum {
+    TT_ANTH_MESSAGE_START = 0, TT_ANTH_BLOCK_START, TT_ANTH_PING, TT_ANTH_BLOCK_STOP,
+    TT_ANTH_THINK_START, TT_ANTH_SIGNATURE, TT_ANTH_THINK_STOP, /* the thinking block (--reasoning-tokens) */
+};
 
 /* Append one event's bytes for prof (one of the native profiles) without the
  * final separator, which the caller adds. */

@@ -83,6 +83,7 @@ const char *tt_serve_event_kind_name(tt_serve_event_kind kind)
     case TT_SEV_USAGE: return "usage";
     case TT_SEV_DONE: return "done";
     case TT_SEV_META: return "meta";
+    case TT_SEV_ERROR: return "error";
     }
     return "?";
 }
@@ -362,6 +363,7 @@ int tt_serve_request_parse(const tt_serve_profile *prof, tt_serve_api api, const
         }
     }
     out->n_tokens = n;
+    out->reasoning_tokens = opts->reasoning_tokens < n ? opts->reasoning_tokens : n;
 
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     fill_model(out, prof->echoes_model && cJSON_IsString(model) ? model->valuestring : opts->model);
@@ -384,26 +386,64 @@ done:
     return rc;
 }
 
-size_t tt_serve_plan_cap(const tt_serve_request *req) { return (size_t)req->n_tokens + 10; }
+size_t tt_serve_plan_cap(const tt_serve_request *req) { return (size_t)req->n_tokens + 16; }
+
+size_t tt_serve_plan_cut_at_token(const tt_serve_event *plan, size_t n, uint32_t k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (plan[i].kind == TT_SEV_TOKEN && plan[i].token == k) return i;
+    return n;
+}
+
+size_t tt_serve_plan_error_after(const tt_serve_profile *prof, tt_serve_event *plan, size_t n, uint32_t k)
+{
+    size_t at = tt_serve_plan_cut_at_token(plan, n, k);
+    if (at == n) return n;
+    plan[at++] = (tt_serve_event){TT_SEV_ERROR, k};
+    if (prof->id == TT_PROFILE_VLLM) plan[at++] = (tt_serve_event){TT_SEV_DONE, 0};
+    return at;
+}
 
 
 size_t tt_serve_plan(const tt_serve_profile *prof, const tt_serve_request *req, tt_serve_event *plan)
 {
     size_t n = 0;
     switch (prof->id) {
-    case TT_PROFILE_RESPONSES:
-        for (uint32_t s = TT_RESP_CREATED; s <= TT_RESP_PART_ADDED; s++) plan[n++] = (tt_serve_event){TT_SEV_META, s};
-        for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+    case TT_PROFILE_RESPONSES: {
+        uint32_t r = req->reasoning_tokens;
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_RESP_CREATED};
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_RESP_IN_PROGRESS};
+        if (r) {
+            plan[n++] = (tt_serve_event){TT_SEV_META, TT_RESP_RS_ITEM_ADDED};
+            plan[n++] = (tt_serve_event){TT_SEV_META, TT_RESP_RS_PART_ADDED};
+            for (uint32_t k = 0; k < r; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+            for (uint32_t s = TT_RESP_RS_TEXT_DONE; s <= TT_RESP_RS_ITEM_DONE; s++)
+                plan[n++] = (tt_serve_event){TT_SEV_META, s};
+        }
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_RESP_ITEM_ADDED};
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_RESP_PART_ADDED};
+        for (uint32_t k = r; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
         for (uint32_t s = TT_RESP_TEXT_DONE; s <= TT_RESP_ITEM_DONE; s++) plan[n++] = (tt_serve_event){TT_SEV_META, s};
         plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
         return n;
-    case TT_PROFILE_ANTHROPIC:
-        for (uint32_t s = TT_ANTH_MESSAGE_START; s <= TT_ANTH_PING; s++) plan[n++] = (tt_serve_event){TT_SEV_META, s};
-        for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+    }
+    case TT_PROFILE_ANTHROPIC: {
+        uint32_t r = req->reasoning_tokens;
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_MESSAGE_START};
+        plan[n++] = (tt_serve_event){TT_SEV_META, r ? TT_ANTH_THINK_START : TT_ANTH_BLOCK_START};
+        plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_PING};
+        for (uint32_t k = 0; k < r; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
+        if (r) {
+            plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_SIGNATURE};
+            plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_THINK_STOP};
+            plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_BLOCK_START};
+        }
+        for (uint32_t k = r; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
         plan[n++] = (tt_serve_event){TT_SEV_META, TT_ANTH_BLOCK_STOP};
         plan[n++] = (tt_serve_event){TT_SEV_USAGE, 0};
         plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
         return n;
+    }
     case TT_PROFILE_TGI: /* the last token's frame ends the stream */
         for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
         if (n == 0) plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
@@ -453,8 +493,11 @@ static void vllm_frame(const tt_serve_request *req, const tt_serve_event *ev, tt
         return;
     }
     const char *text = ev->kind == TT_SEV_TOKEN ? tt_serve_token_text(ev->token) : "";
+    bool reasoning = ev->kind == TT_SEV_TOKEN && ev->token < req->reasoning_tokens;
     if (chat && ev->kind == TT_SEV_ROLE)
         tt_sbuf_puts(out, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},");
+    else if (chat && reasoning)
+        tt_sbuf_printf(out, "{\"index\":0,\"delta\":{\"reasoning_content\":\"%s\"},", text);
     else if (chat)
         tt_sbuf_printf(out, "{\"index\":0,\"delta\":{\"content\":\"%s\"},", text);
     else
@@ -482,7 +525,9 @@ static void tabby_frame(const tt_serve_request *req, const tt_serve_event *ev, t
     if (ev->kind == TT_SEV_USAGE)
         tt_sbuf_puts(out, chat ? "{\"index\": 0, \"delta\": {}, " : "{\"index\": 0, \"text\": \"\", ");
     else if (chat)
-        tt_sbuf_printf(out, "{\"index\": 0, \"delta\": {\"content\": \"%s\"}, ", tt_serve_token_text(ev->token));
+        tt_sbuf_printf(out, "{\"index\": 0, \"delta\": {\"%s\": \"%s\"}, ",
+                       ev->token < req->reasoning_tokens ? "reasoning_content" : "content",
+                       tt_serve_token_text(ev->token));
     else
         tt_sbuf_printf(out, "{\"index\": 0, \"text\": \"%s\", ", tt_serve_token_text(ev->token));
     if (finish_here)
@@ -512,6 +557,9 @@ void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
         tt_sbuf_puts(out, "data: ");
         if (ev->kind == TT_SEV_DONE)
             tt_sbuf_puts(out, "[DONE]");
+        else if (ev->kind == TT_SEV_ERROR) /* vLLM's create_streaming_error_response: json.dumps */
+            tt_sbuf_printf(out, "{\"error\": {\"object\": \"error\", \"message\": \"synthetic error after %u tokens\", "
+                                "\"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}", ev->token);
         else if (prof->id == TT_PROFILE_VLLM)
             vllm_frame(req, ev, out);
         else

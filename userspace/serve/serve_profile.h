@@ -67,6 +67,7 @@ typedef struct tt_serve_gen_opts {
     uint32_t eos_after;      /* the synthetic model "emits EOS" after this many tokens; 0 never */
     const char *model;       /* served model name */
     int64_t created;         /* "created" value; < 0 means the clock at the request */
+    uint32_t reasoning_tokens; /* the first this many output tokens are reasoning (docs/serve.md) */
 } tt_serve_gen_opts;
 
 /* One generation request, as the profile understood it. */
@@ -75,6 +76,7 @@ typedef struct tt_serve_request {
     bool stream;
     bool include_usage;
     uint32_t n_tokens;       /* completion tokens this response carries */
+    uint32_t reasoning_tokens; /* of which the first this many are reasoning (<= n_tokens) */
     uint32_t prompt_tokens;  /* estimate: prompt text bytes / 4, at least 1 */
     const char *finish_reason; /* "length" or "stop" */
     int64_t created;
@@ -103,8 +105,9 @@ typedef enum tt_serve_event_kind {
     TT_SEV_USAGE,    /* the usage frame */
     TT_SEV_DONE,     /* the stream's end: data: [DONE], response.completed, message_stop,
                         Ollama done:true, llama.cpp stop:true (ends the body) */
-    TT_SEV_META      /* a lifecycle event with no text (response.created, message_start,
+    TT_SEV_META,     /* a lifecycle event with no text (response.created, message_start,
                         content_block_start, ping, content_block_stop, output_text.done ...) */
+    TT_SEV_ERROR     /* --error-after: an error event in the stream (token = tokens sent before it) */
 } tt_serve_event_kind;
 
 typedef struct tt_serve_event {
@@ -112,11 +115,19 @@ typedef struct tt_serve_event {
     uint32_t token; /* TOKEN: 0-based token index; META: the profile's lifecycle step */
 } tt_serve_event;
 
-/* Events a streamed response may have at most: n_tokens + 10. The last
+/* Events a streamed response may have at most: n_tokens + 16. The last
  * event of a plan ends the body (TGI's last token frame is that event). */
 size_t tt_serve_plan_cap(const tt_serve_request *req);
 /* Fill plan (room for tt_serve_plan_cap) and return its length. */
 size_t tt_serve_plan(const tt_serve_profile *prof, const tt_serve_request *req, tt_serve_event *plan);
+/* --error-after K: cut plan (length n) at its token K (K < n_tokens) and put
+ * the error event there, followed by the profile's end marker where the real
+ * server sends one after an error (vLLM: data: [DONE]). Returns the new
+ * length; n unchanged when the plan has no token K. */
+size_t tt_serve_plan_error_after(const tt_serve_profile *prof, tt_serve_event *plan, size_t n, uint32_t k);
+/* --close-after K: the plan's length when it stops right before its token K
+ * (meta/role events before token 0 stay); n when it has no token K. */
+size_t tt_serve_plan_cut_at_token(const tt_serve_event *plan, size_t n, uint32_t k);
 /* Append the bytes of one event (SSE separator or NDJSON newline included). */
 void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
                     const tt_serve_event *ev, tt_sbuf *out);

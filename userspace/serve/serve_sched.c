@@ -45,20 +45,96 @@ static int parse_ms(const char *s, size_t len, uint64_t *ns, char *err, size_t e
     return 0;
 }
 
+#define MAX_REPLAY_VALUES 10000000u
+
+static int parse_replay(const char *path, tt_dist *out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot open replay file '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    tt_dist d = {.kind = TT_DIST_REPLAY};
+    size_t cap = 0, lineno = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    ssize_t got;
+    int rc = -1;
+    while ((got = getline(&line, &linecap, f)) >= 0) {
+        lineno++;
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
+        size_t at = 0;
+        while (at < len && (line[at] == ' ' || line[at] == '\t')) at++;
+        if (at == len || line[at] == '#') continue;
+        if (d.n_values == MAX_REPLAY_VALUES) {
+            snprintf(err, errlen, "replay file '%s': more than %u values", path, MAX_REPLAY_VALUES);
+            goto out;
+        }
+        uint64_t ns;
+        char why[160];
+        if (parse_ms(line + at, len - at, &ns, why, sizeof why)) {
+            snprintf(err, errlen, "replay file '%s' line %zu: %s", path, lineno, why);
+            goto out;
+        }
+        if (d.n_values == cap) {
+            cap = cap ? cap * 2 : 64;
+            uint64_t *p = realloc(d.values, cap * sizeof *p);
+            if (!p) {
+                snprintf(err, errlen, "replay file '%s': out of memory", path);
+                goto out;
+            }
+            d.values = p;
+        }
+        d.values[d.n_values++] = ns;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "reading replay file '%s' failed", path);
+        goto out;
+    }
+    if (d.n_values == 0) {
+        snprintf(err, errlen, "replay file '%s' holds no delays", path);
+        goto out;
+    }
+    d.a_ns = d.values[0];
+    *out = d;
+    d.values = NULL;
+    rc = 0;
+out:
+    free(d.values);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+void tt_dist_free(tt_dist *d)
+{
+    free(d->values);
+    *d = (tt_dist){.kind = TT_DIST_FIXED};
+}
+
 int tt_dist_parse(const char *text, tt_dist *out, char *err, size_t errlen)
 {
-    static const char uni[] = "uniform:";
-    if (!strncmp(text, uni, sizeof uni - 1)) {
-        const char *a = text + sizeof uni - 1;
-        const char *colon = strchr(a, ':');
-        if (!colon) {
-            snprintf(err, errlen, "'%s': expected uniform:A:B", text);
+    static const char uni[] = "uniform:", nor[] = "normal:", rep[] = "replay:";
+    if (!strncmp(text, rep, sizeof rep - 1)) {
+        if (!text[sizeof rep - 1]) {
+            snprintf(err, errlen, "'%s': expected replay:FILE", text);
             return -1;
         }
-        tt_dist d = {.kind = TT_DIST_UNIFORM};
+        return parse_replay(text + sizeof rep - 1, out, err, errlen);
+    }
+    bool normal = !strncmp(text, nor, sizeof nor - 1);
+    if (normal || !strncmp(text, uni, sizeof uni - 1)) {
+        const char *a = text + (normal ? sizeof nor : sizeof uni) - 1;
+        const char *colon = strchr(a, ':');
+        if (!colon) {
+            snprintf(err, errlen, normal ? "'%s': expected normal:MEAN:SD" : "'%s': expected uniform:A:B", text);
+            return -1;
+        }
+        tt_dist d = {.kind = normal ? TT_DIST_NORMAL : TT_DIST_UNIFORM};
         if (parse_ms(a, (size_t)(colon - a), &d.a_ns, err, errlen)) return -1;
         if (parse_ms(colon + 1, strlen(colon + 1), &d.b_ns, err, errlen)) return -1;
-        if (d.b_ns < d.a_ns) {
+        if (!normal && d.b_ns < d.a_ns) {
             snprintf(err, errlen, "'%s': A must not exceed B", text);
             return -1;
         }
@@ -72,21 +148,77 @@ int tt_dist_parse(const char *text, tt_dist *out, char *err, size_t errlen)
     return 0;
 }
 
-uint64_t tt_dist_sample(const tt_dist *d, tt_prng *r)
+/* One standard normal draw (Box-Muller, the cosine half). */
+static double standard_normal(tt_prng *r)
 {
-    if (d->kind == TT_DIST_FIXED || d->b_ns == d->a_ns) return d->a_ns;
-    uint64_t span = d->b_ns - d->a_ns;
-    return d->a_ns + (uint64_t)(tt_prng_unit(r) * (double)(span + 1));
+    double u1 = 1.0 - tt_prng_unit(r); /* (0, 1]: log is finite */
+    double u2 = tt_prng_unit(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
+
+static uint64_t normal_draw(const tt_dist *d, tt_prng *r)
+{
+    double mean = (double)d->a_ns, sd = (double)d->b_ns;
+    for (int tries = 0; tries < 1000; tries++) {
+        double v = mean + sd * standard_normal(r);
+        if (v < 0) continue;
+        if (v > MAX_DELAY_MS * 1e6) v = MAX_DELAY_MS * 1e6;
+        return (uint64_t)llround(v);
+    }
+    return 0; /* unreachable in practice: the mean is >= 0, so a draw is >= 0 half the time */
+}
+
+uint64_t tt_dist_draw(const tt_dist *d, tt_prng *r, uint64_t *cursor)
+{
+    switch (d->kind) {
+    case TT_DIST_UNIFORM: {
+        if (d->b_ns == d->a_ns) return d->a_ns;
+        uint64_t span = d->b_ns - d->a_ns;
+        return d->a_ns + (uint64_t)(tt_prng_unit(r) * (double)(span + 1));
+    }
+    case TT_DIST_NORMAL: return d->b_ns == 0 ? d->a_ns : normal_draw(d, r);
+    case TT_DIST_REPLAY:
+        if (!d->n_values) return 0;
+        if (!cursor) return d->values[0];
+        return d->values[(*cursor)++ % d->n_values];
+    default: return d->a_ns;
+    }
+}
+
+uint64_t tt_dist_sample(const tt_dist *d, tt_prng *r) { return tt_dist_draw(d, r, NULL); }
 
 const char *tt_dist_format(const tt_dist *d, char *buf, size_t buflen)
 {
-    if (d->kind == TT_DIST_FIXED)
-        snprintf(buf, buflen, "%gms", (double)d->a_ns / 1e6);
-    else
+    switch (d->kind) {
+    case TT_DIST_UNIFORM:
         snprintf(buf, buflen, "uniform:%g:%gms", (double)d->a_ns / 1e6, (double)d->b_ns / 1e6);
+        break;
+    case TT_DIST_NORMAL:
+        snprintf(buf, buflen, "normal:%g:%gms", (double)d->a_ns / 1e6, (double)d->b_ns / 1e6);
+        break;
+    case TT_DIST_REPLAY: snprintf(buf, buflen, "replay:%zu values", d->n_values); break;
+    default: snprintf(buf, buflen, "%gms", (double)d->a_ns / 1e6); break;
+    }
     return buf;
 }
+
+size_t tt_split_cuts(const uint32_t *offsets, size_t n_offsets, size_t frame_len, uint32_t *cuts)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_offsets; i++) {
+        uint32_t o = offsets[i];
+        if (o == 0 || o >= frame_len) continue;
+        size_t at = n;
+        while (at > 0 && cuts[at - 1] > o) at--;
+        if (at > 0 && cuts[at - 1] == o) continue;
+        memmove(cuts + at + 1, cuts + at, (n - at) * sizeof *cuts);
+        cuts[at] = o;
+        n++;
+    }
+    return n;
+}
+
+bool tt_coalesce_due(uint32_t n, size_t held, bool last_event) { return last_event || n <= 1 || held >= n; }
 
 static void heap_place(tt_heap *h, size_t i, tt_heap_item *it)
 {

@@ -17,21 +17,45 @@ uint64_t tt_prng_next(tt_prng *r);
 /* Uniform in [0, 1). */
 double tt_prng_unit(tt_prng *r);
 
-typedef enum tt_dist_kind { TT_DIST_FIXED = 0, TT_DIST_UNIFORM } tt_dist_kind;
+typedef enum tt_dist_kind { TT_DIST_FIXED = 0, TT_DIST_UNIFORM, TT_DIST_NORMAL, TT_DIST_REPLAY } tt_dist_kind;
 
 typedef struct tt_dist {
     tt_dist_kind kind;
-    uint64_t a_ns, b_ns; /* FIXED: a; UNIFORM: [a, b] */
+    uint64_t a_ns, b_ns; /* FIXED: a; UNIFORM: [a, b]; NORMAL: mean a, standard deviation b */
+    uint64_t *values;    /* REPLAY: the file's delays (owned; tt_dist_free) */
+    size_t n_values;
 } tt_dist;
 
-/* Parse "X" (fixed milliseconds, fractions allowed) or "uniform:A:B"
- * (milliseconds, A <= B). Values must be finite, >= 0 and at most one hour.
- * Returns 0, or -1 with a reason in err. */
+/* Parse "X" (fixed milliseconds, fractions allowed), "uniform:A:B"
+ * (milliseconds, A <= B), "normal:MEAN:SD" (milliseconds; draws below 0 are
+ * redrawn: the normal truncated at 0; at most one hour) or "replay:FILE" (one
+ * delay in milliseconds per line; blank lines and lines starting '#' are
+ * skipped; at least one, at most 10,000,000 values). Values must be finite,
+ * >= 0 and at most one hour. Returns 0, or -1 with a reason in err. */
 int tt_dist_parse(const char *text, tt_dist *out, char *err, size_t errlen);
-/* Draw one delay in nanoseconds. FIXED draws nothing from r. */
+/* Free what tt_dist_parse allocated (REPLAY's values); d becomes FIXED 0. */
+void tt_dist_free(tt_dist *d);
+/* Draw one delay in nanoseconds. FIXED and REPLAY draw nothing from r;
+ * REPLAY gives values[*cursor % n_values] and advances *cursor (a NULL
+ * cursor reads the first value), so the caller decides what one cycle spans. */
+uint64_t tt_dist_draw(const tt_dist *d, tt_prng *r, uint64_t *cursor);
+/* tt_dist_draw without a cursor. */
 uint64_t tt_dist_sample(const tt_dist *d, tt_prng *r);
-/* Write the distribution as text ("20ms", "uniform:5:10ms") into buf. */
+/* Write the distribution as text ("20ms", "uniform:5:10ms", "normal:20:3ms",
+ * "replay:12 values") into buf. */
 const char *tt_dist_format(const tt_dist *d, char *buf, size_t buflen);
+
+/* --split-at: the cut points of one event of frame_len bytes. offsets are
+ * byte offsets into the event (any order, repeats allowed); those not
+ * strictly inside (0, frame_len) are dropped. Writes the sorted, distinct
+ * cuts to cuts (room for n_offsets) and returns how many; the event then
+ * goes out in (returned + 1) parts. */
+size_t tt_split_cuts(const uint32_t *offsets, size_t n_offsets, size_t frame_len, uint32_t *cuts);
+
+/* --coalesce N: whether the events held so far (held >= 1, the newest
+ * included) go out now: when N are held, or at the stream's last event.
+ * N <= 1 means one write per event. */
+bool tt_coalesce_due(uint32_t n, size_t held, bool last_event);
 
 /* Min-heap of items keyed by a due instant. Each item remembers its slot
  * (*slot_of(item)), SIZE_MAX when not in the heap, so it can be removed or
