@@ -5,3 +5,28 @@ GEN="$BUILD/tools/ttpcapgen"
 skip() { echo "SKIP: $*"; exit 77; }
 need_root() { [ "$(id -u)" = 0 ] || skip "$1"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# wait_listening OUTFILE: wait for `tokentap serve`'s "listening on HOST:PORT"
+# line in OUTFILE and print the port (nothing after 5 s).
+wait_listening() {
+    for _ in $(seq 50); do grep -q '^listening on ' "$1" 2>/dev/null && break; sleep 0.1; done
+    sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$1"
+}
+
+# start_capture PCAP FILTER: capture on lo with build/tools/ttcapture in the
+# background (pid in CAPTURE_PID), returning once it is capturing.
+start_capture() {
+    "$BUILD/tools/ttcapture" -i lo -f "$2" -w "$1" -d 30 > "$1.out" 2> "$1.err" &
+    CAPTURE_PID=$!
+    for _ in $(seq 50); do grep -q ready "$1.out" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.2
+}
+
+# stop_capture PCAP: stop the capture started by start_capture; fail when
+# the kernel dropped packets (the capture itself would be wrong, not tokentap).
+stop_capture() {
+    sleep 0.3
+    kill -INT "$CAPTURE_PID" 2>/dev/null || true
+    wait "$CAPTURE_PID" 2>/dev/null || true
+    grep -q ' 0 dropped by the kernel' "$1.err" || fail "the capture itself lost packets: $(cat "$1.err")"
+}

@@ -11,10 +11,7 @@ work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ]
 server=$!
 for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port")
-"$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$work/live.pcap" -d 30 > "$work/cap.out" 2> "$work/cap.err" &
-cap=$!
-for _ in $(seq 50); do grep -q ready "$work/cap.out" 2>/dev/null && break; sleep 0.1; done
-sleep 0.2
+start_capture "$work/live.pcap" "tcp port $port"
 clients=()
 for i in 1 2 3; do
     curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: live-$i" \
@@ -24,9 +21,7 @@ for i in 1 2 3; do
 done
 for c in "${clients[@]}"; do wait "$c" || fail "curl exit $?"; done
 kill "$server"
-sleep 0.3
-kill -INT $cap; wait $cap 2>/dev/null || true
-grep -q ' 0 dropped by the kernel' "$work/cap.err" || fail "the capture itself lost packets: $(cat "$work/cap.err")"
+stop_capture "$work/live.pcap"
 "$BUILD/tokentap" analyze --json "$work/live.pcap" > "$work/report.json"
 /usr/bin/python3 - "$work/report.json" "$work/server.jsonl" <<'PY'
 import json, statistics, sys

@@ -16,16 +16,10 @@ for p in vllm tabby; do
         --seed 3 > "$work/$p.out" 2> "$work/$p.err" &
     echo $! > "$work/$p.pid"
 done
-for p in vllm tabby; do
-    for _ in $(seq 50); do grep -q '^listening on ' "$work/$p.out" 2>/dev/null && break; sleep 0.1; done
-done
-vport=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/vllm.out")
-tport=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/tabby.out")
+vport=$(wait_listening "$work/vllm.out")
+tport=$(wait_listening "$work/tabby.out")
 [ -n "$vport" ] && [ -n "$tport" ] || fail "serve did not start: $(cat "$work"/*.err)"
-"$BUILD/tools/ttcapture" -i lo -f "tcp port $vport or tcp port $tport" -w "$work/serve.pcap" -d 30 > "$work/cap.out" 2> "$work/cap.err" &
-cap=$!
-for _ in $(seq 50); do grep -q ready "$work/cap.out" 2>/dev/null && break; sleep 0.1; done
-sleep 0.2
+start_capture "$work/serve.pcap" "tcp port $vport or tcp port $tport"
 clients=()
 for i in 1 2 3; do
     for p in vllm tabby; do
@@ -40,10 +34,8 @@ curl -sS -N --max-time 10 -H "x-request-id: vllm-comp" -d '{"stream":true,"max_t
     "http://127.0.0.1:$vport/v1/completions" > "$work/curl-vllm-comp.out" &
 clients+=($!)
 for c in "${clients[@]}"; do wait "$c" || fail "curl exit $?"; done
-sleep 0.3
-kill -INT $cap; wait $cap 2>/dev/null || true
+stop_capture "$work/serve.pcap"
 for p in vllm tabby; do kill -TERM "$(cat "$work/$p.pid")"; wait "$(cat "$work/$p.pid")" || fail "$p serve exit $?"; done
-grep -q ' 0 dropped by the kernel' "$work/cap.err" || fail "the capture itself lost packets: $(cat "$work/cap.err")"
 "$TT" analyze --json "$work/serve.pcap" > "$work/report.json" || fail "analyze exit $?"
 /usr/bin/python3 - "$work" <<'PY'
 import json, statistics, sys

@@ -10,8 +10,7 @@ set -eu
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 "$TT" serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 20 --itl-ms uniform:5:15 --seed 3 \
     --log "$work/serve.jsonl" > "$work/serve.out" &
-for _ in $(seq 50); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$work/serve.out")
+port=$(wait_listening "$work/serve.out")
 [ -n "$port" ] || fail "serve did not start: $(cat "$work/serve.out")"
 /usr/bin/python3 - "$port" "$work/client.jsonl" <<'PY'
 import asyncio, json, sys, time

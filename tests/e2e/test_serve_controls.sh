@@ -46,8 +46,7 @@ start normal tabby --itl-ms normal:6:1
 
 ports=()
 for s in "${servers[@]}"; do
-    for _ in $(seq 50); do grep -q '^listening on ' "$work/$s.out" 2>/dev/null && break; sleep 0.1; done
-    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/$s.out")
+    port=$(wait_listening "$work/$s.out")
     [ -n "$port" ] || fail "$s: serve did not start: $(cat "$work/$s.err")"
     echo "$port" > "$work/$s.port"
     ports+=("tcp port $port")
@@ -57,10 +56,7 @@ capture=0
 if [ "$(id -u)" = 0 ] && [ -x "$BUILD/tools/ttcapture" ]; then
     capture=1
     filter=$(printf '%s or ' "${ports[@]}"); filter=${filter% or }
-    "$BUILD/tools/ttcapture" -i lo -f "$filter" -w "$work/c.pcap" -d 30 > "$work/cap.out" 2> "$work/cap.err" &
-    cap=$!
-    for _ in $(seq 50); do grep -q ready "$work/cap.out" 2>/dev/null && break; sleep 0.1; done
-    sleep 0.2
+    start_capture "$work/c.pcap" "$filter"
 else
     echo "note: not root or no ttcapture: the capture/analyze half is skipped"
 fi
@@ -98,9 +94,7 @@ post replay-2 replay /v1/chat/completions "$(chat 5)"
 post normal normal /v1/chat/completions "$(chat 40)"
 
 if [ $capture = 1 ]; then
-    sleep 0.3
-    kill -INT $cap; wait $cap 2>/dev/null || true
-    grep -q ' 0 dropped by the kernel' "$work/cap.err" || fail "the capture itself lost packets: $(cat "$work/cap.err")"
+    stop_capture "$work/c.pcap"
     "$TT" analyze --json "$work/c.pcap" > "$work/report.json" || fail "analyze exit $?"
     "$TT" analyze --events --json "$work/c.pcap" > "$work/events.json" || fail "analyze --events exit $?"
 fi

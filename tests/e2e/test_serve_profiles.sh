@@ -21,8 +21,7 @@ for p in $profiles; do
 done
 ports=()
 for p in $profiles; do
-    for _ in $(seq 50); do grep -q '^listening on ' "$work/$p.out" 2>/dev/null && break; sleep 0.1; done
-    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/$p.out")
+    port=$(wait_listening "$work/$p.out")
     [ -n "$port" ] || fail "$p: serve did not start: $(cat "$work/$p.err")"
     echo "$port" > "$work/$p.port"
     ports+=("tcp port $port")
@@ -33,10 +32,7 @@ capture=0
 if [ "$(id -u)" = 0 ] && [ -x "$BUILD/tools/ttcapture" ]; then
     capture=1
     filter=$(printf '%s or ' "${ports[@]}"); filter=${filter% or }
-    "$BUILD/tools/ttcapture" -i lo -f "$filter" -w "$work/serve.pcap" -d 30 > "$work/cap.out" 2> "$work/cap.err" &
-    cap=$!
-    for _ in $(seq 50); do grep -q ready "$work/cap.out" 2>/dev/null && break; sleep 0.1; done
-    sleep 0.2
+    start_capture "$work/serve.pcap" "$filter"
 else
     echo "note: not root or no ttcapture: the capture/analyze half is skipped"
 fi
@@ -72,9 +68,7 @@ for p in $profiles; do
 done
 
 if [ $capture = 1 ]; then
-    sleep 0.3
-    kill -INT $cap; wait $cap 2>/dev/null || true
-    grep -q ' 0 dropped by the kernel' "$work/cap.err" || fail "the capture itself lost packets: $(cat "$work/cap.err")"
+    stop_capture "$work/serve.pcap"
     "$TT" analyze --json "$work/serve.pcap" > "$work/report.json" || fail "analyze exit $?"
 fi
 for p in $profiles; do
