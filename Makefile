@@ -14,7 +14,15 @@ OPT      ?= -O2 -g
 # The project's own flags live in TT_CFLAGS so that a CFLAGS given on the
 # command line adds to them instead of replacing them.
 TT_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP $(OPT)
-LDLIBS   := $(PKG_LIBS) -lm
+LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lz -lm
+
+# The eBPF vantage (bpf/README.md): vmlinux.h from this kernel's BTF, the
+# CO-RE object, and its libbpf skeleton, all under $(BUILD)/bpf.
+BPF_CLANG ?= clang
+BPFTOOL   ?= bpftool
+BPF_DIR   := $(BUILD)/bpf
+BPF_ARCH  := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+BPF_SKEL  := $(BPF_DIR)/socktap.skel.h
 
 ifeq ($(SAN),1)
 TT_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -34,6 +42,19 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo demo-run bench bench-run clean deps check-one
 all: $(BUILD)/tokentap $(TOOL_BIN)
+
+$(BPF_DIR)/vmlinux.h:
+	@mkdir -p $(dir $@)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c bpf/socktap.h $(BPF_DIR)/vmlinux.h
+	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I$(BPF_DIR) -Ibpf -c $< -o $@
+
+$(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
+	$(BPFTOOL) gen skeleton $< name socktap > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/userspace/source/bpf_source.o: TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
+$(BUILD)/obj/userspace/source/bpf_source.o: $(BPF_SKEL)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

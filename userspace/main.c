@@ -15,6 +15,7 @@ static void usage(FILE *out)
             "commands:\n"
             "  analyze   reconstruct streams from a capture; per-request TTFT/ITL/TPOT/E2EL\n"
             "  serve     a streaming server of known emission instants, for tests\n"
+            "  watch     live server/client vantages of a process, from eBPF (root)\n"
             "  version   print the version\n"
             "\n"
             "Run 'tokentap COMMAND --help' for a command's options.\n");
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "analyze")) return tt_cmd_analyze(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return tt_cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "watch")) return tt_cmd_watch(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("tokentap %s\n", TT_VERSION);
         return TT_EXIT_OK;

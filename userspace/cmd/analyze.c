@@ -46,16 +46,6 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
                        (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
 }
 
-static FILE *open_output(const char *path)
-{
-    if (!path || !strcmp(path, "-")) return stdout;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return NULL;
-    FILE *f = fdopen(fd, "w");
-    if (!f) close(fd);
-    return f;
-}
-
 int tt_cmd_analyze(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -140,7 +130,6 @@ int tt_cmd_analyze(int argc, char **argv)
     const char *source_error = rc < 0 ? err : NULL;
     if (source_error) fprintf(stderr, "tokentap analyze: %s: %s\n", path, source_error);
 
-    tt_tracker_sort(tracker);
     tt_analysis a = {
         .input = path,
         .vantage = TT_VANTAGE_WIRE,
@@ -153,16 +142,10 @@ int tt_cmd_analyze(int argc, char **argv)
         .source_error = source_error,
         .with_text = text,
     };
-    tt_request *reqs = tt_tracker_requests(tracker, &a.n_reqs);
-    a.reqs = reqs;
-    a.notes = tt_tracker_notes(tracker, &a.n_notes);
-    tt_req_metrics *metrics = calloc(a.n_reqs + 1, sizeof *metrics);
-    if (!metrics) return TT_EXIT_INTERNAL;
-    for (size_t i = 0; i < a.n_reqs; i++) {
-        if (tt_req_metrics_compute(&reqs[i], &metrics[i]) < 0) return TT_EXIT_INTERNAL;
+    if (tt_analysis_fill(&a, tracker, pct, (size_t)n_pct) < 0) {
+        fprintf(stderr, "tokentap analyze: out of memory\n");
+        return TT_EXIT_INTERNAL;
     }
-    a.metrics = metrics;
-    tt_summary_compute(reqs, metrics, a.n_reqs, pct, (size_t)n_pct, &a.summary);
 
     int status = source_error ? TT_EXIT_DAMAGED : TT_EXIT_OK;
     if (a.n_reqs == 0) {
@@ -170,23 +153,19 @@ int tt_cmd_analyze(int argc, char **argv)
                 path, (unsigned long long)a.pcap->packets, (unsigned long long)tt_tracker_connections(tracker));
         if (!source_error) status = TT_EXIT_NO_HTTP;
     }
-    FILE *out = open_output(output);
+    FILE *out = tt_open_output(output);
     if (!out) {
         fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", output, strerror(errno));
         status = TT_EXIT_OUTPUT;
     } else {
-        if (events && json) tt_report_events_json(out, &a);
-        else if (events) tt_report_events_text(out, &a);
-        else if (json) tt_report_json(out, &a);
-        else tt_report_text(out, &a);
+        tt_report_write(out, &a, json, events);
         if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
             fprintf(stderr, "tokentap analyze: writing %s failed: %s\n", output ? output : "stdout",
                     strerror(errno));
             status = TT_EXIT_OUTPUT;
         }
     }
-    for (size_t i = 0; i < a.n_reqs; i++) tt_req_metrics_free(&metrics[i]);
-    free(metrics);
+    tt_analysis_release(&a);
     tt_reasm_free(reasm);
     tt_tracker_free(tracker);
     tt_pcap_source_close(src);

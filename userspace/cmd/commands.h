@@ -7,5 +7,6 @@
 
 int tt_cmd_analyze(int argc, char **argv);
 int tt_cmd_serve(int argc, char **argv);
+int tt_cmd_watch(int argc, char **argv);
 
 #endif

@@ -13,7 +13,8 @@
 
 /* Everything one analysis produced, for one vantage (wire, for now). */
 typedef struct tt_analysis {
-    const char *input;            /* the path analysed */
+    const char *command;          /* "analyze", "watch": titles the text report (NULL: "analyze") */
+    const char *input;            /* the path analysed, or what was watched */
     tt_vantage vantage;
     tt_clock_domain clock;
     bool has_mono_offset;
@@ -30,6 +31,20 @@ typedef struct tt_analysis {
     const char *source_error;     /* a damaged input's one-line reason, or NULL */
     bool with_text;               /* --text: generated text may be shown */
 } tt_analysis;
+
+/* Fill a's requests, notes, per-request metrics and summary from tracker t
+ * (sorted first). Returns 0, or -1 when out of memory. Release with
+ * tt_analysis_release. */
+int tt_analysis_fill(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct);
+void tt_analysis_release(tt_analysis *a);
+
+/* Write the report the flags ask for: the event listing (events), JSON
+ * (json) or text. */
+void tt_report_write(FILE *out, const tt_analysis *a, bool json, bool events);
+
+/* Open an output file created mode 0600 (stdout for NULL or "-"); NULL with
+ * errno set on failure. */
+FILE *tt_open_output(const char *path);
 
 void tt_report_text(FILE *out, const tt_analysis *a);
 void tt_report_json(FILE *out, const tt_analysis *a);

@@ -1,5 +1,8 @@
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "report/report.h"
 
@@ -35,4 +38,47 @@ const char *tt_incomplete_reasons(const tt_request *r, char *buf, size_t cap)
         len += (size_t)n;
     }
     return buf;
+}
+
+int tt_analysis_fill(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct)
+{
+    tt_tracker_sort(t);
+    a->tracker = t;
+    tt_request *reqs = tt_tracker_requests(t, &a->n_reqs);
+    a->reqs = reqs;
+    a->notes = tt_tracker_notes(t, &a->n_notes);
+    tt_req_metrics *metrics = calloc(a->n_reqs + 1, sizeof *metrics);
+    if (!metrics) return -1;
+    a->metrics = metrics;
+    for (size_t i = 0; i < a->n_reqs; i++)
+        if (tt_req_metrics_compute(&reqs[i], &metrics[i]) < 0) return -1;
+    tt_summary_compute(reqs, metrics, a->n_reqs, pct, n_pct, &a->summary);
+    return 0;
+}
+
+void tt_analysis_release(tt_analysis *a)
+{
+    tt_req_metrics *metrics = (tt_req_metrics *)a->metrics;
+    if (metrics)
+        for (size_t i = 0; i < a->n_reqs; i++) tt_req_metrics_free(&metrics[i]);
+    free(metrics);
+    a->metrics = NULL;
+}
+
+void tt_report_write(FILE *out, const tt_analysis *a, bool json, bool events)
+{
+    if (events && json) tt_report_events_json(out, a);
+    else if (events) tt_report_events_text(out, a);
+    else if (json) tt_report_json(out, a);
+    else tt_report_text(out, a);
+}
+
+FILE *tt_open_output(const char *path)
+{
+    if (!path || !strcmp(path, "-")) return stdout;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) close(fd);
+    return f;
 }

@@ -87,7 +87,7 @@ static void request_table(FILE *out, const tt_analysis *a)
 void tt_report_text(FILE *out, const tt_analysis *a)
 {
     const tt_summary *s = &a->summary;
-    fprintf(out, "tokentap analyze %s\n", a->input);
+    fprintf(out, "tokentap %s %s\n", a->command ? a->command : "analyze", a->input);
     fprintf(out, "vantage: %s   clock: %s", tt_vantage_name(a->vantage), tt_clock_name(a->clock));
     if (a->has_mono_offset) fprintf(out, " (wall - %" PRId64 " ns)", a->mono_offset_ns);
     if (a->pcap)

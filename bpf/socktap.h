@@ -1,0 +1,82 @@
+/* socktap.h - the event ABI between bpf/socktap.bpf.c and userspace.
+ *
+ * One header, fixed-width types only, included by the BPF program (after
+ * vmlinux.h) and by userspace (after <stdint.h>). Every record in the ring
+ * buffer is one struct tt_socktap_event followed by `copied` bytes of the
+ * syscall's data. A syscall that moved more than TT_SOCKTAP_MAX_COPY bytes
+ * is emitted as several records (pieces) with increasing piece_off; past
+ * TT_SOCKTAP_MAX_PIECES pieces the last record carries TT_SOCKTAP_F_TRUNCATED
+ * and the rest of the bytes (total_len - piece_off - copied) are missing. */
+#ifndef TT_SOCKTAP_H
+#define TT_SOCKTAP_H
+
+#ifndef __VMLINUX_H__
+#include <stdint.h>
+typedef uint8_t tt_u8;
+typedef uint16_t tt_u16;
+typedef uint32_t tt_u32;
+typedef uint64_t tt_u64;
+typedef int32_t tt_s32;
+typedef int64_t tt_s64;
+#else
+typedef __u8 tt_u8;
+typedef __u16 tt_u16;
+typedef __u32 tt_u32;
+typedef __u64 tt_u64;
+typedef __s32 tt_s32;
+typedef __s64 tt_s64;
+#endif
+
+#define TT_SOCKTAP_MAX_COPY 16384u /* data bytes per record; a power of two */
+#define TT_SOCKTAP_MAX_PIECES 4u   /* records per syscall before truncation */
+
+/* direction: what the traced thread did with its socket */
+enum tt_socktap_dir {
+    TT_SOCKTAP_DIR_SEND = 0, /* write/sendto: instant taken at syscall enter */
+    TT_SOCKTAP_DIR_RECV = 1  /* read/recvfrom: instant taken at syscall exit */
+};
+
+enum tt_socktap_syscall {
+    TT_SOCKTAP_SYS_WRITE = 0,
+    TT_SOCKTAP_SYS_READ,
+    TT_SOCKTAP_SYS_SENDTO,
+    TT_SOCKTAP_SYS_RECVFROM,
+};
+
+enum tt_socktap_flags {
+    TT_SOCKTAP_F_TRUNCATED = 1u << 0, /* bytes after this piece were not copied */
+    TT_SOCKTAP_F_IPV6 = 1u << 1,      /* addresses are IPv6 (else IPv4 in the first 4 bytes) */
+    TT_SOCKTAP_F_COPY_FAILED = 1u << 2, /* bpf_probe_read_user failed: copied is 0 */
+};
+
+/* Indices of the per-CPU counter array `stats`. */
+enum tt_socktap_stat {
+    TT_SOCKTAP_STAT_EVENTS = 0,      /* records emitted */
+    TT_SOCKTAP_STAT_RB_FAIL,         /* records the ring buffer refused */
+    TT_SOCKTAP_STAT_RB_FAIL_BYTES,   /* data bytes in those records */
+    TT_SOCKTAP_STAT_TRUNCATED,       /* syscalls whose bytes were cut */
+    TT_SOCKTAP_STAT_TRUNCATED_BYTES, /* bytes not copied because of the cut */
+    TT_SOCKTAP_STAT_ARGS_FULL,       /* enter args not kept: map full */
+    TT_SOCKTAP_STAT_COUNT
+};
+
+/* The fixed head of every ring-buffer record (64-bit aligned). */
+struct tt_socktap_event {
+    tt_u64 ts_ns;       /* CLOCK_MONOTONIC: enter for SEND, exit for RECV */
+    tt_u64 enter_ns;    /* syscall enter */
+    tt_u64 exit_ns;     /* syscall exit */
+    tt_u64 sock_id;     /* kernel address of the struct sock: identity while it lives */
+    tt_u64 lost_before; /* bytes of this (sock, direction) lost just before this record */
+    tt_s64 ret;         /* the syscall's return value */
+    tt_u32 tgid, tid;
+    tt_s32 fd;
+    tt_u32 total_len;   /* bytes the syscall moved (ret when > 0) */
+    tt_u32 piece_off;   /* offset of data[0] within those bytes */
+    tt_u32 copied;      /* data bytes following this head */
+    tt_u16 family;      /* AF_INET or AF_INET6 */
+    tt_u16 lport, rport; /* host order */
+    tt_u8 dir, syscall, flags, pad;
+    tt_u8 laddr[16], raddr[16]; /* network order */
+};
+
+#endif

@@ -1,0 +1,192 @@
+/* test_bpf_source.c - socktap records -> chunks, without the kernel:
+ * orientation (read first = server), stream offsets per direction, gaps for
+ * lost, truncated and uncopied bytes, a new connection behind a reused fd,
+ * END and RELEASE at the finish, and bad records refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../bpf/socktap.h"
+#include "source/bpf_source.h"
+
+typedef struct seen {
+    tt_vantage vantage;
+    tt_direction dir;
+    tt_chunk_kind kind;
+    uint64_t conn_id, mono_ns, offset;
+    size_t len;
+    char data[64];
+    uint16_t client_port, server_port;
+} seen;
+
+typedef struct log_ctx {
+    seen items[64];
+    size_t n;
+} log_ctx;
+
+static void collect(void *ctx, const tt_chunk *ch)
+{
+    log_ctx *l = ctx;
+    assert_true(l->n < 64);
+    seen *s = &l->items[l->n++];
+    memset(s, 0, sizeof *s);
+    s->vantage = ch->vantage;
+    s->dir = ch->dir;
+    s->kind = ch->kind;
+    s->conn_id = ch->conn->conn_id;
+    s->mono_ns = ch->mono_ns;
+    s->offset = ch->offset;
+    s->len = ch->len;
+    s->client_port = ch->conn->client.port;
+    s->server_port = ch->conn->server.port;
+    if (ch->kind == TT_CHUNK_DATA) {
+        assert_non_null(ch->data);
+        memcpy(s->data, ch->data, ch->len < 63 ? ch->len : 63);
+    }
+}
+
+/* A record for a socket of local port 8000, remote 40000, on fd. */
+static size_t make_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock, uint64_t ns, const char *data,
+                       uint32_t total, uint32_t piece_off, uint8_t flags, uint64_t lost)
+{
+    struct tt_socktap_event ev = {0};
+    ev.ts_ns = ns;
+    ev.sock_id = sock;
+    ev.tgid = 42;
+    ev.tid = 42;
+    ev.fd = fd;
+    ev.dir = dir;
+    ev.family = 2;
+    ev.lport = 8000;
+    ev.rport = 40000;
+    ev.laddr[0] = 127, ev.laddr[3] = 1;
+    ev.raddr[0] = 127, ev.raddr[3] = 1;
+    ev.copied = (uint32_t)strlen(data);
+    ev.total_len = total ? total : ev.copied;
+    ev.piece_off = piece_off;
+    ev.ret = ev.total_len;
+    ev.flags = flags;
+    ev.lost_before = lost;
+    memcpy(buf, &ev, sizeof ev);
+    memcpy(buf + sizeof ev, data, ev.copied);
+    return sizeof ev + ev.copied;
+}
+
+static void test_server_orientation_offsets_and_gaps(void **state)
+{
+    log_ctx srv = {0}, cli = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, collect, &cli);
+    assert_non_null(s);
+    uint8_t buf[512];
+    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x1000, 100, "GET / HTTP/1.1\r\n", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x1000, 200, "HTTP/1.1 200", 30, 0, TT_SOCKTAP_F_TRUNCATED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x1000, 300, "xyz", 0, 0, 0, 7);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 0);
+    assert_int_equal(srv.n, 5);
+    /* request bytes: C2S at the server vantage, instant as given */
+    assert_int_equal(srv.items[0].vantage, TT_VANTAGE_SERVER);
+    assert_int_equal(srv.items[0].dir, TT_DIR_C2S);
+    assert_int_equal(srv.items[0].kind, TT_CHUNK_DATA);
+    assert_string_equal(srv.items[0].data, "GET / HTTP/1.1\r\n");
+    assert_int_equal(srv.items[0].server_port, 8000);
+    assert_int_equal(srv.items[0].client_port, 40000);
+    /* truncated write: data then the missing rest */
+    assert_int_equal(srv.items[1].dir, TT_DIR_S2C);
+    assert_int_equal(srv.items[1].offset, 0);
+    assert_int_equal(srv.items[1].len, 12);
+    assert_int_equal(srv.items[2].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[2].offset, 12);
+    assert_int_equal(srv.items[2].len, 18);
+    /* lost bytes before a record come first as a gap */
+    assert_int_equal(srv.items[3].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[3].offset, 30);
+    assert_int_equal(srv.items[3].len, 7);
+    assert_int_equal(srv.items[4].kind, TT_CHUNK_DATA);
+    assert_int_equal(srv.items[4].offset, 37);
+    assert_int_equal(srv.items[4].mono_ns, 300);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.records, 3);
+    assert_int_equal(st.gaps, 2);
+    assert_int_equal(st.gap_bytes, 25);
+    assert_int_equal(st.connections, 1);
+    tt_bpf_source_finish(s);
+    assert_int_equal(srv.n, 8);
+    assert_int_equal(srv.items[5].kind, TT_CHUNK_END);
+    assert_int_equal(srv.items[6].kind, TT_CHUNK_END);
+    assert_int_equal(srv.items[7].kind, TT_CHUNK_RELEASE);
+    tt_bpf_source_free(s);
+    assert_int_equal(srv.n, 8);
+}
+
+static void test_client_and_fd_reuse(void **state)
+{
+    log_ctx srv = {0}, cli = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, collect, &cli);
+    assert_non_null(s);
+    uint8_t buf[512];
+    size_t n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 3, 0xa, 10, "POST", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 3, 0xa, 20, "HTTP", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* the same fd now names another socket: the first connection ends */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 3, 0xb, 30, "POST", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 0);
+    assert_int_equal(cli.n, 6);
+    assert_int_equal(cli.items[0].vantage, TT_VANTAGE_CLIENT);
+    assert_int_equal(cli.items[0].dir, TT_DIR_C2S);
+    assert_int_equal(cli.items[0].client_port, 8000);
+    assert_int_equal(cli.items[1].dir, TT_DIR_S2C);
+    assert_int_equal(cli.items[2].kind, TT_CHUNK_END);
+    assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
+    assert_int_equal(cli.items[5].kind, TT_CHUNK_DATA);
+    assert_int_equal(cli.items[5].offset, 0);
+    assert_true(cli.items[5].conn_id != cli.items[0].conn_id);
+    tt_bpf_source_free(s);
+    assert_int_equal(cli.n, 9);
+}
+
+static void test_bad_records(void **state)
+{
+    log_ctx srv = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+    assert_non_null(s);
+    uint8_t buf[512];
+    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 1, "abcd", 0, 0, 0, 0);
+    /* shorter than the head, or than the data the head announces */
+    for (size_t k = 0; k < n; k++) assert_int_equal(tt_bpf_source_feed(s, buf, k), -1);
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    ev.piece_off = 100; /* past total_len */
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    ev.piece_off = 0;
+    ev.dir = 9;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    assert_int_equal(srv.n, 0);
+    char err[128];
+    assert_int_equal(tt_bpf_source_poll(s, 0, err, sizeof err), -1);
+    assert_true(strlen(err) > 0);
+    tt_bpf_source_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_orientation_offsets_and_gaps),
+        cmocka_unit_test(test_client_and_fd_reuse),
+        cmocka_unit_test(test_bad_records),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

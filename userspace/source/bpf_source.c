@@ -1,0 +1,374 @@
+/* bpf_source.c - socktap ring-buffer records -> tt_chunk (see bpf_source.h). */
+#include "source/bpf_source.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../bpf/socktap.h"
+
+/* The Makefile builds the skeleton and defines TT_WITH_BPF; a build without
+ * it (the fuzz harnesses) gets a source whose start reports so. */
+#ifdef TT_WITH_BPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "socktap.skel.h"
+#else
+struct socktap;
+struct ring_buffer;
+#endif
+
+#define CONN_BUCKETS 1024u
+
+typedef struct bpf_conn {
+    tt_conn_info info;
+    uint64_t sock_id;
+    uint32_t tgid;
+    int32_t fd;
+    bool local_is_server;
+    uint64_t last_ns;   /* latest record instant */
+    uint64_t offset[2]; /* next stream offset per tt_direction */
+    struct bpf_conn *next;
+} bpf_conn;
+
+struct tt_bpf_source {
+    tt_chunk_fn fn[TT_VANTAGE_COUNT];
+    void *ctx[TT_VANTAGE_COUNT];
+    bpf_conn *buckets[CONN_BUCKETS];
+    uint64_t next_conn_id;
+    tt_bpf_stats st;
+    struct socktap *skel;
+    struct ring_buffer *rb;
+};
+
+_Static_assert(sizeof(struct tt_socktap_event) % 8 == 0, "socktap event head must stay 8-byte aligned");
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chunk_fn on_client,
+                                 void *client_ctx)
+{
+    tt_bpf_source *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->fn[TT_VANTAGE_SERVER] = on_server;
+    s->ctx[TT_VANTAGE_SERVER] = server_ctx;
+    s->fn[TT_VANTAGE_CLIENT] = on_client;
+    s->ctx[TT_VANTAGE_CLIENT] = client_ctx;
+    s->next_conn_id = 1;
+    return s;
+}
+
+static unsigned conn_bucket(uint32_t tgid, int32_t fd)
+{
+    uint64_t h = ((uint64_t)tgid << 32 | (uint32_t)fd) * 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 40) % CONN_BUCKETS;
+}
+
+static tt_vantage conn_vantage(const bpf_conn *c)
+{
+    return c->local_is_server ? TT_VANTAGE_SERVER : TT_VANTAGE_CLIENT;
+}
+
+static void emit(tt_bpf_source *s, const bpf_conn *c, tt_direction dir, tt_chunk_kind kind, uint64_t ns,
+                 const uint8_t *data, size_t len)
+{
+    tt_vantage v = conn_vantage(c);
+    if (kind == TT_CHUNK_GAP) {
+        s->st.gaps++;
+        s->st.gap_bytes += len;
+    } else if (kind == TT_CHUNK_DATA) {
+        s->st.data_bytes += len;
+    }
+    if (!s->fn[v]) return;
+    tt_chunk ch = {
+        .conn = &c->info,
+        .vantage = v,
+        .dir = dir,
+        .kind = kind,
+        .mono_ns = ns,
+        .offset = c->offset[dir],
+        .data = kind == TT_CHUNK_DATA ? data : NULL,
+        .len = len,
+    };
+    s->fn[v](s->ctx[v], &ch);
+}
+
+static void conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
+{
+    emit(s, c, TT_DIR_C2S, TT_CHUNK_END, ns, NULL, 0);
+    emit(s, c, TT_DIR_S2C, TT_CHUNK_END, ns, NULL, 0);
+    emit(s, c, TT_DIR_C2S, TT_CHUNK_RELEASE, ns, NULL, 0);
+    free(c);
+}
+
+static void endpoint_from(tt_endpoint *ep, const uint8_t addr[16], uint16_t port, bool ipv6)
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memset(ep, 0, sizeof *ep);
+    ep->port = port;
+    if (ipv6 && memcmp(addr, v4_mapped, sizeof v4_mapped) != 0) {
+        ep->family = 6;
+        memcpy(ep->addr, addr, 16);
+    } else {
+        ep->family = 4;
+        memcpy(ep->addr, ipv6 ? addr + 12 : addr, 4);
+    }
+}
+
+/* The connection a record belongs to; a different sock behind the same
+ * (tgid, fd) ends the old connection and starts a new one. */
+static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    unsigned b = conn_bucket(ev->tgid, ev->fd);
+    for (bpf_conn **pp = &s->buckets[b]; *pp; pp = &(*pp)->next) {
+        bpf_conn *c = *pp;
+        if (c->tgid != ev->tgid || c->fd != ev->fd) continue;
+        if (c->sock_id == ev->sock_id) return c;
+        *pp = c->next;
+        conn_end(s, c, ev->ts_ns);
+        break;
+    }
+    bpf_conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->tgid = ev->tgid;
+    c->fd = ev->fd;
+    c->sock_id = ev->sock_id;
+    /* The side that reads before it ever writes answered a request: the server. */
+    c->local_is_server = ev->dir == TT_SOCKTAP_DIR_RECV;
+    bool v6 = (ev->flags & TT_SOCKTAP_F_IPV6) != 0;
+    tt_endpoint local, remote;
+    endpoint_from(&local, ev->laddr, ev->lport, v6);
+    endpoint_from(&remote, ev->raddr, ev->rport, v6);
+    c->info.conn_id = s->next_conn_id++;
+    c->info.client = c->local_is_server ? remote : local;
+    c->info.server = c->local_is_server ? local : remote;
+    c->info.orientation_guessed = true;
+    c->info.first_seen_ns = ev->ts_ns;
+    c->next = s->buckets[b];
+    s->buckets[b] = c;
+    s->st.connections++;
+    return c;
+}
+
+int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
+{
+    struct tt_socktap_event ev;
+    if (len < sizeof ev) {
+        s->st.bad_records++;
+        return -1;
+    }
+    memcpy(&ev, rec, sizeof ev);
+    const uint8_t *data = (const uint8_t *)rec + sizeof ev;
+    if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || (uint64_t)ev.piece_off + ev.copied > ev.total_len) {
+        s->st.bad_records++;
+        return -1;
+    }
+    s->st.records++;
+    bpf_conn *c = conn_for(s, &ev);
+    if (!c) return -1;
+    if (ev.ts_ns > c->last_ns) c->last_ns = ev.ts_ns;
+    bool sent = ev.dir == TT_SOCKTAP_DIR_SEND;
+    tt_direction dir = sent == c->local_is_server ? TT_DIR_S2C : TT_DIR_C2S;
+    if (ev.lost_before) {
+        emit(s, c, dir, TT_CHUNK_GAP, ev.ts_ns, NULL, ev.lost_before);
+        c->offset[dir] += ev.lost_before;
+    }
+    uint64_t missing = 0;
+    if (ev.flags & TT_SOCKTAP_F_COPY_FAILED) {
+        uint64_t rest = ev.total_len - ev.piece_off;
+        missing = rest < TT_SOCKTAP_MAX_COPY ? rest : TT_SOCKTAP_MAX_COPY;
+        if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = rest;
+    } else {
+        if (ev.copied) {
+            emit(s, c, dir, TT_CHUNK_DATA, ev.ts_ns, data, ev.copied);
+            c->offset[dir] += ev.copied;
+        }
+        if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = (uint64_t)ev.total_len - ev.piece_off - ev.copied;
+    }
+    if (missing) {
+        emit(s, c, dir, TT_CHUNK_GAP, ev.ts_ns, NULL, missing);
+        c->offset[dir] += missing;
+    }
+    return 0;
+}
+
+void tt_bpf_source_finish(tt_bpf_source *s)
+{
+    for (unsigned b = 0; b < CONN_BUCKETS; b++) {
+        bpf_conn *c = s->buckets[b];
+        s->buckets[b] = NULL;
+        while (c) {
+            bpf_conn *next = c->next;
+            conn_end(s, c, c->last_ns);
+            c = next;
+        }
+    }
+}
+
+#ifdef TT_WITH_BPF
+
+static int on_record(void *ctx, void *data, size_t len)
+{
+    tt_bpf_source_feed(ctx, data, len);
+    return 0;
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    if (!getenv("TOKENTAP_BPF_DEBUG")) return 0;
+    return vfprintf(stderr, fmt, ap);
+}
+
+static const char *const tracepoints[] = {
+    "sys_enter_write", "sys_exit_write", "sys_enter_read", "sys_exit_read",
+    "sys_enter_sendto", "sys_exit_sendto", "sys_enter_recvfrom", "sys_exit_recvfrom",
+};
+
+static int check_tracefs(char *err, size_t errlen)
+{
+    if (access("/sys/kernel/tracing/events", F_OK) != 0 && access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
+        if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0) {
+            set_err(err, errlen, "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",
+                    strerror(errno));
+            return -1;
+        }
+    }
+    const char *root = access("/sys/kernel/tracing/events", F_OK) == 0 ? "/sys/kernel/tracing"
+                                                                       : "/sys/kernel/debug/tracing";
+    for (size_t i = 0; i < sizeof tracepoints / sizeof tracepoints[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/events/syscalls/%s", root, tracepoints[i]);
+        if (access(path, F_OK) != 0) {
+            set_err(err, errlen, "tracepoint syscalls:%s is absent (%s missing; kernel without CONFIG_FTRACE_SYSCALLS?)",
+                    tracepoints[i], path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
+{
+    if (s->skel) {
+        set_err(err, errlen, "the eBPF source is already started");
+        return -1;
+    }
+    if (geteuid() != 0) {
+        set_err(err, errlen, "eBPF tracing needs root (CAP_BPF, CAP_PERFMON); run as root");
+        return -1;
+    }
+    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+        set_err(err, errlen, "kernel BTF is missing (/sys/kernel/btf/vmlinux): CO-RE needs CONFIG_DEBUG_INFO_BTF=y");
+        return -1;
+    }
+    if (check_tracefs(err, errlen) < 0) return -1;
+    libbpf_set_print(quiet_libbpf);
+    struct socktap *skel = socktap__open();
+    if (!skel) {
+        set_err(err, errlen, "cannot open the socktap BPF object: %s", strerror(errno));
+        return -1;
+    }
+    skel->rodata->targ_tgid = opt ? opt->tgid : 0;
+    skel->rodata->targ_port = opt ? opt->port : 0;
+    int rc = socktap__load(skel);
+    if (rc) {
+        set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",
+                strerror(-rc));
+        socktap__destroy(skel);
+        return -1;
+    }
+    rc = socktap__attach(skel);
+    if (rc) {
+        set_err(err, errlen, "attaching to the syscall tracepoints failed: %s", strerror(-rc));
+        socktap__destroy(skel);
+        return -1;
+    }
+    s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, s, NULL);
+    if (!s->rb) {
+        set_err(err, errlen, "cannot set up the ring buffer: %s", strerror(errno));
+        socktap__destroy(skel);
+        return -1;
+    }
+    s->skel = skel;
+    return 0;
+}
+
+int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen)
+{
+    if (!s->rb) {
+        set_err(err, errlen, "the eBPF source is not started");
+        return -1;
+    }
+    int n = ring_buffer__poll(s->rb, timeout_ms);
+    if (n == -EINTR) return 0;
+    if (n < 0) {
+        set_err(err, errlen, "polling the ring buffer failed: %s", strerror(-n));
+        return -1;
+    }
+    return n;
+}
+
+void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
+{
+    *out = s->st;
+    if (!s->skel) return;
+    int ncpu = libbpf_num_possible_cpus();
+    if (ncpu <= 0) return;
+    uint64_t *vals = calloc((size_t)ncpu, sizeof *vals);
+    if (!vals) return;
+    uint64_t sums[TT_SOCKTAP_STAT_COUNT] = {0};
+    int fd = bpf_map__fd(s->skel->maps.stats);
+    for (uint32_t k = 0; k < TT_SOCKTAP_STAT_COUNT; k++) {
+        if (bpf_map_lookup_elem(fd, &k, vals) != 0) continue;
+        for (int c = 0; c < ncpu; c++) sums[k] += vals[c];
+    }
+    free(vals);
+    out->kernel_events = sums[TT_SOCKTAP_STAT_EVENTS];
+    out->rb_fail = sums[TT_SOCKTAP_STAT_RB_FAIL];
+    out->rb_fail_bytes = sums[TT_SOCKTAP_STAT_RB_FAIL_BYTES];
+    out->truncated = sums[TT_SOCKTAP_STAT_TRUNCATED];
+    out->truncated_bytes = sums[TT_SOCKTAP_STAT_TRUNCATED_BYTES];
+    out->args_full = sums[TT_SOCKTAP_STAT_ARGS_FULL];
+}
+
+#else
+
+int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
+{
+    set_err(err, errlen, "this tokentap was built without eBPF support");
+    return -1;
+}
+
+int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen)
+{
+    set_err(err, errlen, "this tokentap was built without eBPF support");
+    return -1;
+}
+
+void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out) { *out = s->st; }
+
+#endif
+
+void tt_bpf_source_free(tt_bpf_source *s)
+{
+    if (!s) return;
+    tt_bpf_source_finish(s);
+#ifdef TT_WITH_BPF
+    ring_buffer__free(s->rb);
+    socktap__destroy(s->skel);
+#endif
+    free(s);
+}

@@ -1,0 +1,61 @@
+/* bpf_source.h - the server and client vantages from eBPF (bpf/socktap.bpf.c).
+ *
+ * Loads the socktap programs on the syscall tracepoints, polls their ring
+ * buffer and turns every record into tt_chunk records: SERVER vantage for a
+ * socket whose process read first (it accepted the request), CLIENT vantage
+ * for one that wrote first. One connection per (tgid, fd, struct sock); a
+ * new sock behind a reused fd starts a new conn_id. Lost and truncated bytes
+ * become TT_CHUNK_GAP chunks, never silence. */
+#ifndef TT_BPF_SOURCE_H
+#define TT_BPF_SOURCE_H
+
+#include "core/tt_types.h"
+
+typedef struct tt_bpf_source tt_bpf_source;
+
+typedef struct tt_bpf_options {
+    uint32_t tgid;  /* trace only this process (0: every process) */
+    uint16_t port;  /* trace only sockets with this local or remote port (0: any) */
+} tt_bpf_options;
+
+typedef struct tt_bpf_stats {
+    uint64_t records;          /* ring-buffer records read */
+    uint64_t bad_records;      /* records too short or inconsistent (ignored) */
+    uint64_t connections;      /* connection instances seen */
+    uint64_t data_bytes;       /* bytes delivered as TT_CHUNK_DATA */
+    uint64_t gaps, gap_bytes;  /* TT_CHUNK_GAP chunks delivered */
+    /* kernel-side counters (summed over CPUs; 0 before load) */
+    uint64_t kernel_events, rb_fail, rb_fail_bytes, truncated, truncated_bytes, args_full;
+} tt_bpf_stats;
+
+/* A source that delivers chunks to on_server (SERVER vantage) and on_client
+ * (CLIENT vantage); either fn may be NULL to drop that vantage. Nothing is
+ * loaded yet: tt_bpf_source_feed works without the kernel. NULL when out of
+ * memory. */
+tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chunk_fn on_client,
+                                 void *client_ctx);
+
+/* Check root, BTF and tracefs (mounting it when absent), check every
+ * tracepoint, then open, filter, load and attach the programs and set up
+ * the ring buffer. 0 on success; -1 with a one-line reason in err. */
+int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen);
+
+/* Wait up to timeout_ms for records and deliver their chunks. Returns the
+ * number of records handled, or -1 with a reason in err. */
+int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen);
+
+/* Handle one raw ring-buffer record (struct tt_socktap_event + data), as
+ * the poller does; exposed for tests. Returns 0, or -1 for a bad record. */
+int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len);
+
+/* End every open connection: TT_CHUNK_END on each direction, then
+ * TT_CHUNK_RELEASE. Call after the last poll. */
+void tt_bpf_source_finish(tt_bpf_source *s);
+
+/* Counters, the kernel's included when loaded. */
+void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out);
+
+/* Detach, unload and free (finishing first if not done). NULL is fine. */
+void tt_bpf_source_free(tt_bpf_source *s);
+
+#endif
