@@ -3,10 +3,18 @@
  * One header, fixed-width types only, included by the BPF program (after
  * vmlinux.h) and by userspace (after <stdint.h>). Every record in the ring
  * buffer is one struct tt_socktap_event followed by `copied` bytes of the
- * syscall's data. A syscall that moved more than TT_SOCKTAP_MAX_COPY bytes
- * is emitted as several records (pieces) with increasing piece_off; past
- * TT_SOCKTAP_MAX_PIECES pieces the last record carries TT_SOCKTAP_F_TRUNCATED
- * and the rest of the bytes (total_len - piece_off - copied) are missing. */
+ * syscall's data. A syscall that moved more than TT_SOCKTAP_MAX_COPY bytes,
+ * or whose bytes sit in several iovec entries, is emitted as several records
+ * (pieces) with increasing, contiguous piece_off. When not every byte could
+ * be copied (more than TT_SOCKTAP_MAX_PIECES pieces, or more than
+ * TT_SOCKTAP_MAX_IOV iovec entries), the last record carries
+ * TT_SOCKTAP_F_TRUNCATED and the rest of the bytes (total_len - piece_off -
+ * copied) are missing; that record may carry no data at all.
+ *
+ * Records of kind CLOSE, CONNECT and ACCEPT carry no data (copied 0,
+ * total_len 0): the fd's socket is being closed, or this process connected
+ * it (the local end is the client) or accepted it (the local end is the
+ * server). */
 #ifndef TT_SOCKTAP_H
 #define TT_SOCKTAP_H
 
@@ -28,7 +36,8 @@ typedef __s64 tt_s64;
 #endif
 
 #define TT_SOCKTAP_MAX_COPY 16384u /* data bytes per record; a power of two */
-#define TT_SOCKTAP_MAX_PIECES 4u   /* records per syscall before truncation */
+#define TT_SOCKTAP_MAX_PIECES 8u   /* data records per syscall before truncation */
+#define TT_SOCKTAP_MAX_IOV 8u      /* iovec entries walked per syscall before truncation */
 
 /* direction: what the traced thread did with its socket */
 enum tt_socktap_dir {
@@ -41,6 +50,23 @@ enum tt_socktap_syscall {
     TT_SOCKTAP_SYS_READ,
     TT_SOCKTAP_SYS_SENDTO,
     TT_SOCKTAP_SYS_RECVFROM,
+    TT_SOCKTAP_SYS_WRITEV,
+    TT_SOCKTAP_SYS_READV,
+    TT_SOCKTAP_SYS_SENDMSG,
+    TT_SOCKTAP_SYS_RECVMSG,
+    TT_SOCKTAP_SYS_CLOSE,
+    TT_SOCKTAP_SYS_CONNECT,
+    TT_SOCKTAP_SYS_ACCEPT,
+    TT_SOCKTAP_SYS_ACCEPT4,
+};
+
+/* What a record says. */
+enum tt_socktap_kind {
+    TT_SOCKTAP_KIND_DATA = 0, /* bytes read or written (dir says which) */
+    TT_SOCKTAP_KIND_CLOSE,    /* close(fd) entered: the connection on fd ends */
+    TT_SOCKTAP_KIND_CONNECT,  /* connect(fd) returned 0 or EINPROGRESS: local end is the client */
+    TT_SOCKTAP_KIND_ACCEPT,   /* accept/accept4 returned fd: local end is the server */
+    TT_SOCKTAP_KIND_COUNT
 };
 
 enum tt_socktap_flags {
@@ -62,7 +88,7 @@ enum tt_socktap_stat {
 
 /* The fixed head of every ring-buffer record (64-bit aligned). */
 struct tt_socktap_event {
-    tt_u64 ts_ns;       /* CLOCK_MONOTONIC: enter for SEND, exit for RECV */
+    tt_u64 ts_ns;       /* CLOCK_MONOTONIC: enter for SEND and CLOSE, exit for RECV, CONNECT, ACCEPT */
     tt_u64 enter_ns;    /* syscall enter */
     tt_u64 exit_ns;     /* syscall exit */
     tt_u64 sock_id;     /* kernel address of the struct sock: identity while it lives */
@@ -75,7 +101,7 @@ struct tt_socktap_event {
     tt_u32 copied;      /* data bytes following this head */
     tt_u16 family;      /* AF_INET or AF_INET6 */
     tt_u16 lport, rport; /* host order */
-    tt_u8 dir, syscall, flags, pad;
+    tt_u8 dir, syscall, flags, kind; /* kind: enum tt_socktap_kind */
     tt_u8 laddr[16], raddr[16]; /* network order */
 };
 

@@ -1,7 +1,9 @@
 /* test_bpf_source.c - socktap records -> chunks, without the kernel:
  * orientation (read first = server), stream offsets per direction, gaps for
  * lost, truncated and uncopied bytes, a new connection behind a reused fd,
- * END and RELEASE at the finish, and bad records refused. */
+ * END and RELEASE at the finish, close(fd) ending a connection, connect and
+ * accept setting the role instead of the guess, iovec pieces with a
+ * data-less truncation record, and bad records refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,7 @@ typedef struct seen {
     size_t len;
     char data[64];
     uint16_t client_port, server_port;
+    bool guessed;
 } seen;
 
 typedef struct log_ctx {
@@ -45,6 +48,7 @@ static void collect(void *ctx, const tt_chunk *ch)
     s->len = ch->len;
     s->client_port = ch->conn->client.port;
     s->server_port = ch->conn->server.port;
+    s->guessed = ch->conn->orientation_guessed;
     if (ch->kind == TT_CHUNK_DATA) {
         assert_non_null(ch->data);
         memcpy(s->data, ch->data, ch->len < 63 ? ch->len : 63);
@@ -156,6 +160,109 @@ static void test_client_and_fd_reuse(void **state)
     assert_int_equal(cli.n, 9);
 }
 
+/* A record without data of the given kind (close, connect, accept) on fd. */
+static size_t make_marker(uint8_t *buf, uint8_t kind, int32_t fd, uint64_t sock, uint64_t ns)
+{
+    size_t n = make_rec(buf, 0, fd, sock, ns, "", 0, 0, 0, 0);
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    ev.kind = kind;
+    ev.ret = 0;
+    memcpy(buf, &ev, sizeof ev);
+    return n;
+}
+
+static void test_connect_role_and_close(void **state)
+{
+    log_ctx srv = {0}, cli = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, collect, &cli);
+    assert_non_null(s);
+    uint8_t buf[512];
+    /* connected, then reads first (a server push would be guessed server) */
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 10, "HTTP", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 20, "GET", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 0);
+    assert_int_equal(cli.n, 2);
+    assert_int_equal(cli.items[0].vantage, TT_VANTAGE_CLIENT);
+    assert_int_equal(cli.items[0].dir, TT_DIR_S2C);
+    assert_false(cli.items[0].guessed);
+    assert_int_equal(cli.items[0].client_port, 8000);
+    assert_int_equal(cli.items[0].server_port, 40000);
+    assert_int_equal(cli.items[1].dir, TT_DIR_C2S);
+    /* close of another fd changes nothing; close of fd 4 ends the connection */
+    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 9, 0xc, 25);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 2);
+    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 30);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 5);
+    assert_int_equal(cli.items[2].kind, TT_CHUNK_END);
+    assert_int_equal(cli.items[3].kind, TT_CHUNK_END);
+    assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
+    assert_int_equal(cli.items[4].mono_ns, 30);
+    /* the fd reused by accept: a new connection, server, not guessed */
+    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 4, 0xd, 40);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xd, 50, "hello", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 1);
+    assert_int_equal(srv.items[0].dir, TT_DIR_S2C);
+    assert_false(srv.items[0].guessed);
+    assert_int_equal(srv.items[0].server_port, 8000);
+    assert_true(srv.items[0].conn_id != cli.items[0].conn_id);
+    /* a guessed connection keeps its orientation once it carried bytes */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0xe, 60, "POST", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 6, 0xe, 61);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0xe, 70, "HTTP", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 7);
+    assert_true(cli.items[5].guessed);
+    assert_int_equal(cli.items[6].dir, TT_DIR_S2C);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.closes, 1);
+    assert_int_equal(st.connections, 3);
+    tt_bpf_source_free(s);
+    assert_int_equal(srv.n, 4);
+    assert_int_equal(cli.n, 10);
+}
+
+static void test_iovec_pieces_and_truncation_record(void **state)
+{
+    log_ctx srv = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+    assert_non_null(s);
+    uint8_t buf[512];
+    /* one recvmsg of 20 bytes: pieces "abc" and "defgh" from two iovecs, then
+     * a record without data saying the last 12 bytes were not copied */
+    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "abc", 20, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "defgh", 20, 3, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 20, 8, TT_SOCKTAP_F_TRUNCATED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* a copy that failed mid-iovec: the rest is a gap too */
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 20, "", 6, 0, TT_SOCKTAP_F_TRUNCATED | TT_SOCKTAP_F_COPY_FAILED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 4);
+    assert_string_equal(srv.items[0].data, "abc");
+    assert_int_equal(srv.items[1].offset, 3);
+    assert_string_equal(srv.items[1].data, "defgh");
+    assert_int_equal(srv.items[2].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[2].offset, 8);
+    assert_int_equal(srv.items[2].len, 12);
+    assert_int_equal(srv.items[3].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[3].offset, 20);
+    assert_int_equal(srv.items[3].len, 6);
+    tt_bpf_source_free(s);
+}
+
 static void test_bad_records(void **state)
 {
     log_ctx srv = {0};
@@ -174,6 +281,13 @@ static void test_bad_records(void **state)
     ev.dir = 9;
     memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    ev.dir = 0;
+    ev.kind = TT_SOCKTAP_KIND_COUNT; /* unknown kind */
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    ev.kind = TT_SOCKTAP_KIND_CLOSE; /* a close carrying data */
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
     assert_int_equal(srv.n, 0);
     char err[128];
     assert_int_equal(tt_bpf_source_poll(s, 0, err, sizeof err), -1);
@@ -186,6 +300,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_orientation_offsets_and_gaps),
         cmocka_unit_test(test_client_and_fd_reuse),
+        cmocka_unit_test(test_connect_role_and_close),
+        cmocka_unit_test(test_iovec_pieces_and_truncation_record),
         cmocka_unit_test(test_bad_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@ static void on_signal(int sig) { watch_stop = 1; }
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tokentap watch [--pid PID] [--port PORT] [--duration S] [OPTIONS]\n"
+            "usage: tokentap watch [--pid PID] [--port PORT] [--duration S] [--vantage V] [OPTIONS]\n"
             "\n"
             "Trace the TCP reads and writes of a process with eBPF (root) and time every\n"
             "token event where the server wrote it (server vantage) or the client read it\n"
@@ -34,6 +34,8 @@ static void usage(FILE *out)
             "  --pid PID            trace only this process (default: every process)\n"
             "  --port PORT          trace only sockets with this local or remote port\n"
             "  --duration S         stop after S seconds (default: until SIGINT/SIGTERM)\n"
+            "  --vantage V          report server, client or both (default both; client only\n"
+            "                       when it saw a request)\n"
             "  --json               the JSON document (docs/formats.md) instead of text\n"
             "  --events             list every framed event with its instant (with --json: JSON)\n"
             "  --text               include generated text\n"
@@ -111,11 +113,13 @@ int tt_cmd_watch(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'j'},
         {"events", no_argument, NULL, 'e'},      {"text", no_argument, NULL, 't'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"vantage", required_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     tt_bpf_options bopt = {0};
     double duration_s = 0;
     bool json = false, events = false, text = false, quiet = false;
+    bool want_server = true, want_client = true;
     const char *output = NULL;
     uint32_t v;
     int c;
@@ -147,6 +151,14 @@ int tt_cmd_watch(int argc, char **argv)
             }
             break;
         }
+        case 'V':
+            want_server = !strcmp(optarg, "server") || !strcmp(optarg, "both");
+            want_client = !strcmp(optarg, "client") || !strcmp(optarg, "both");
+            if (!want_server && !want_client) {
+                fprintf(stderr, "tokentap watch: --vantage wants server, client or both, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            break;
         case 'j': json = true; break;
         case 'e': events = true; break;
         case 't': text = true; break;
@@ -208,9 +220,10 @@ int tt_cmd_watch(int argc, char **argv)
     tt_bpf_stats bs;
     tt_bpf_source_stats(src, &bs);
     fprintf(stderr,
-            "tokentap watch: %llu records, %llu connections, %llu bytes; kernel: %llu events, %llu ring-buffer "
+            "tokentap watch: %llu records, %llu connections (%llu closed), %llu bytes; kernel: %llu events, %llu ring-buffer "
             "drops (%llu bytes), %llu truncated syscalls (%llu bytes), %llu args lost\n",
-            (unsigned long long)bs.records, (unsigned long long)bs.connections, (unsigned long long)bs.data_bytes,
+            (unsigned long long)bs.records, (unsigned long long)bs.connections, (unsigned long long)bs.closes,
+            (unsigned long long)bs.data_bytes,
             (unsigned long long)bs.kernel_events, (unsigned long long)bs.rb_fail,
             (unsigned long long)bs.rb_fail_bytes, (unsigned long long)bs.truncated,
             (unsigned long long)bs.truncated_bytes, (unsigned long long)bs.args_full);
@@ -225,9 +238,10 @@ int tt_cmd_watch(int argc, char **argv)
         size_t ns = 0, nc = 0;
         tt_tracker_requests(server, &ns);
         tt_tracker_requests(client, &nc);
-        /* The server vantage always; the client vantage when it saw anything. */
-        n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
-        if (nc) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
+        /* The server vantage always; the client vantage when it saw anything
+         * (or when it alone was asked for). */
+        if (want_server) n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
+        if (want_client && (nc || !want_server)) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
         if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
             fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
             status = TT_EXIT_OUTPUT;

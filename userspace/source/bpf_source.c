@@ -128,8 +128,36 @@ static void endpoint_from(tt_endpoint *ep, const uint8_t addr[16], uint16_t port
     }
 }
 
+static void conn_orient(bpf_conn *c, const struct tt_socktap_event *ev, bool local_is_server, bool guessed)
+{
+    bool v6 = (ev->flags & TT_SOCKTAP_F_IPV6) != 0;
+    tt_endpoint local, remote;
+    endpoint_from(&local, ev->laddr, ev->lport, v6);
+    endpoint_from(&remote, ev->raddr, ev->rport, v6);
+    c->local_is_server = local_is_server;
+    c->info.client = local_is_server ? remote : local;
+    c->info.server = local_is_server ? local : remote;
+    c->info.orientation_guessed = guessed;
+}
+
+/* The connection on (tgid, fd), unlinked from its bucket, or NULL. */
+static bpf_conn *conn_unlink(tt_bpf_source *s, uint32_t tgid, int32_t fd)
+{
+    unsigned b = conn_bucket(tgid, fd);
+    for (bpf_conn **pp = &s->buckets[b]; *pp; pp = &(*pp)->next) {
+        bpf_conn *c = *pp;
+        if (c->tgid != tgid || c->fd != fd) continue;
+        *pp = c->next;
+        return c;
+    }
+    return NULL;
+}
+
 /* The connection a record belongs to; a different sock behind the same
- * (tgid, fd) ends the old connection and starts a new one. */
+ * (tgid, fd) ends the old connection and starts a new one. A new
+ * connection's orientation comes from a CONNECT or ACCEPT record when that
+ * is what starts it, else it is guessed: the side that reads before it ever
+ * writes answered a request, the server. */
 static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     unsigned b = conn_bucket(ev->tgid, ev->fd);
@@ -146,21 +174,38 @@ static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
     c->tgid = ev->tgid;
     c->fd = ev->fd;
     c->sock_id = ev->sock_id;
-    /* The side that reads before it ever writes answered a request: the server. */
-    c->local_is_server = ev->dir == TT_SOCKTAP_DIR_RECV;
-    bool v6 = (ev->flags & TT_SOCKTAP_F_IPV6) != 0;
-    tt_endpoint local, remote;
-    endpoint_from(&local, ev->laddr, ev->lport, v6);
-    endpoint_from(&remote, ev->raddr, ev->rport, v6);
+    if (ev->kind == TT_SOCKTAP_KIND_CONNECT || ev->kind == TT_SOCKTAP_KIND_ACCEPT)
+        conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
+    else
+        conn_orient(c, ev, ev->dir == TT_SOCKTAP_DIR_RECV, true);
     c->info.conn_id = s->next_conn_id++;
-    c->info.client = c->local_is_server ? remote : local;
-    c->info.server = c->local_is_server ? local : remote;
-    c->info.orientation_guessed = true;
     c->info.first_seen_ns = ev->ts_ns;
     c->next = s->buckets[b];
     s->buckets[b] = c;
     s->st.connections++;
     return c;
+}
+
+/* close(fd): the connection on fd, if it is this sock, ends. */
+static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    bpf_conn *c = conn_unlink(s, ev->tgid, ev->fd);
+    if (!c) return;
+    if (c->sock_id != ev->sock_id) s->st.closes_other_sock++; /* stale: ended all the same */
+    s->st.closes++;
+    conn_end(s, c, ev->ts_ns > c->last_ns ? ev->ts_ns : c->last_ns);
+}
+
+/* connect or accept: the role of the local end, known rather than guessed.
+ * A connection that already carried bytes keeps its orientation. */
+static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    bpf_conn *c = conn_for(s, ev);
+    if (!c) return -1;
+    if (c->info.orientation_guessed && c->offset[TT_DIR_C2S] == 0 && c->offset[TT_DIR_S2C] == 0)
+        conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
+    if (ev->ts_ns > c->last_ns) c->last_ns = ev->ts_ns;
+    return 0;
 }
 
 int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
@@ -172,11 +217,18 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     }
     memcpy(&ev, rec, sizeof ev);
     const uint8_t *data = (const uint8_t *)rec + sizeof ev;
-    if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || (uint64_t)ev.piece_off + ev.copied > ev.total_len) {
+    if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || ev.kind >= TT_SOCKTAP_KIND_COUNT ||
+        (uint64_t)ev.piece_off + ev.copied > ev.total_len ||
+        (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || ev.total_len || ev.lost_before))) {
         s->st.bad_records++;
         return -1;
     }
     s->st.records++;
+    if (ev.kind == TT_SOCKTAP_KIND_CLOSE) {
+        feed_close(s, &ev);
+        return 0;
+    }
+    if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
     bpf_conn *c = conn_for(s, &ev);
     if (!c) return -1;
     if (ev.ts_ns > c->last_ns) c->last_ns = ev.ts_ns;
@@ -235,6 +287,10 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 static const char *const tracepoints[] = {
     "sys_enter_write", "sys_exit_write", "sys_enter_read", "sys_exit_read",
     "sys_enter_sendto", "sys_exit_sendto", "sys_enter_recvfrom", "sys_exit_recvfrom",
+    "sys_enter_writev", "sys_exit_writev", "sys_enter_readv", "sys_exit_readv",
+    "sys_enter_sendmsg", "sys_exit_sendmsg", "sys_enter_recvmsg", "sys_exit_recvmsg",
+    "sys_enter_connect", "sys_exit_connect", "sys_enter_accept", "sys_exit_accept",
+    "sys_enter_accept4", "sys_exit_accept4", "sys_enter_close",
 };
 
 static int check_tracefs(char *err, size_t errlen)

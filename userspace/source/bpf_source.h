@@ -2,10 +2,13 @@
  *
  * Loads the socktap programs on the syscall tracepoints, polls their ring
  * buffer and turns every record into tt_chunk records: SERVER vantage for a
- * socket whose process read first (it accepted the request), CLIENT vantage
- * for one that wrote first. One connection per (tgid, fd, struct sock); a
- * new sock behind a reused fd starts a new conn_id. Lost and truncated bytes
- * become TT_CHUNK_GAP chunks, never silence. */
+ * socket the process accepted, CLIENT vantage for one it connected; for a
+ * socket seen first mid-life (no connect or accept traced) the role is
+ * guessed, orientation_guessed set: read first = server, wrote first =
+ * client. One connection per (tgid, fd, struct sock); a new sock behind a
+ * reused fd starts a new conn_id, and close(fd) ends the connection (END
+ * both ways, then RELEASE). Lost and truncated bytes become TT_CHUNK_GAP
+ * chunks, never silence. */
 #ifndef TT_BPF_SOURCE_H
 #define TT_BPF_SOURCE_H
 
@@ -24,6 +27,8 @@ typedef struct tt_bpf_stats {
     uint64_t connections;      /* connection instances seen */
     uint64_t data_bytes;       /* bytes delivered as TT_CHUNK_DATA */
     uint64_t gaps, gap_bytes;  /* TT_CHUNK_GAP chunks delivered */
+    uint64_t closes;           /* connections ended by close(fd) */
+    uint64_t closes_other_sock; /* of those, closes naming another sock than the one tracked on fd */
     /* kernel-side counters (summed over CPUs; 0 before load) */
     uint64_t kernel_events, rb_fail, rb_fail_bytes, truncated, truncated_bytes, args_full;
 } tt_bpf_stats;
