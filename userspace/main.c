@@ -14,6 +14,7 @@ static void usage(FILE *out)
             "\n"
             "commands:\n"
             "  analyze   reconstruct streams from a capture; per-request TTFT/ITL/TPOT/E2EL\n"
+            "  record    every vantage (server, client, wire) of a live exchange into a directory\n"
             "  serve     a streaming server of known emission instants, for tests\n"
             "  watch     live server/client vantages of a process, from eBPF (root)\n"
             "  version   print the version\n"
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "analyze")) return tt_cmd_analyze(argc - 1, argv + 1);
+    if (!strcmp(cmd, "record")) return tt_cmd_record(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return tt_cmd_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "watch")) return tt_cmd_watch(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

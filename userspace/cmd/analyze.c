@@ -7,22 +7,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cJSON.h>
 
 #include "cmd/commands.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
+#include "report/report_multi.h"
 #include "source/pcap_source.h"
 #include "timeline/conn_tracker.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tokentap analyze [OPTIONS] CAPTURE\n"
+            "usage: tokentap analyze [OPTIONS] CAPTURE|DIR\n"
             "\n"
             "Reconstruct the HTTP/1.1 streams in CAPTURE (pcap or pcapng), frame each\n"
             "response body as SSE or NDJSON, classify every event, and report TTFT, TPOT,\n"
             "ITL and E2EL per request at the wire vantage.\n"
+            "A DIR written by `tokentap record` is read whole: each vantage present (server,\n"
+            "client, wire; the wire converted to CLOCK_MONOTONIC with the manifest's offset),\n"
+            "reported one after the other, or with --json as one document whose requests\n"
+            "carry vantages.server, vantages.client and vantages.wire side by side.\n"
             "\n"
             "options:\n"
             "  --json               write the JSON document (docs/formats.md) instead of text\n"
@@ -44,6 +52,157 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
 {
     if (total) fprintf(stderr, "\ranalyze: %3u%% (%llu of %llu MB)", (unsigned)(done * 100 / total),
                        (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+}
+
+/* One vantage file of a recording, analysed. */
+typedef struct vantage_run {
+    char path[4096];
+    tt_pcap_source *src;
+    tt_tracker *tracker;
+    tt_reasm *reasm;
+    tt_analysis a;
+    char err[256];
+    bool filled;
+} vantage_run;
+
+static void vantage_run_free(vantage_run *v)
+{
+    if (v->filled) tt_analysis_release(&v->a);
+    tt_reasm_free(v->reasm);
+    tt_tracker_free(v->tracker);
+    tt_pcap_source_close(v->src);
+}
+
+/* Read the wall-to-monotonic offset sampled at the start of the recording. */
+static int read_manifest_offset(const char *path, int64_t *offset, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *doc = cJSON_Parse(buf);
+    const cJSON *off = doc ? cJSON_GetObjectItemCaseSensitive(doc, "wall_to_mono_offset_ns") : NULL;
+    const cJSON *start = off ? cJSON_GetObjectItemCaseSensitive(off, "start") : NULL;
+    int rc = -1;
+    if (!doc) snprintf(err, errlen, "%s: not JSON", path);
+    else if (!cJSON_IsNumber(start)) snprintf(err, errlen, "%s: no wall_to_mono_offset_ns.start", path);
+    else {
+        /* cJSON keeps numbers as doubles: re-read the digits for full precision */
+        const char *p = strstr(buf, "\"start\"");
+        p = p ? strchr(p, ':') : NULL;
+        char *end;
+        errno = 0;
+        long long v = p ? strtoll(p + 1, &end, 10) : 0;
+        if (!p || errno || end == p + 1) snprintf(err, errlen, "%s: bad wall_to_mono_offset_ns.start", path);
+        else {
+            *offset = v;
+            rc = 0;
+        }
+    }
+    cJSON_Delete(doc);
+    return rc;
+}
+
+static int analyze_directory(const char *dir, bool json, bool events, bool text, const char *output,
+                             const double *pct, int n_pct)
+{
+    char manifest[4096];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
+    char err[512];
+    int64_t offset = 0;
+    if (read_manifest_offset(manifest, &offset, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap analyze: %s\n", err);
+        return TT_EXIT_INPUT;
+    }
+    static const struct { const char *file; tt_vantage vantage; } files[3] = {
+        {"server.pcap", TT_VANTAGE_SERVER}, {"client.pcap", TT_VANTAGE_CLIENT}, {"wire.pcap", TT_VANTAGE_WIRE}};
+    vantage_run *runs = calloc(3, sizeof *runs);
+    if (!runs) return TT_EXIT_INTERNAL;
+    const tt_analysis *as[3];
+    size_t n = 0, n_reqs = 0;
+    int status = TT_EXIT_OK;
+    for (int i = 0; i < 3; i++) {
+        vantage_run *v = &runs[n];
+        snprintf(v->path, sizeof v->path, "%s/%s", dir, files[i].file);
+        if (access(v->path, F_OK) != 0) continue;
+        v->src = tt_pcap_source_open(v->path, v->err, sizeof v->err);
+        if (!v->src) {
+            fprintf(stderr, "tokentap analyze: %s\n", v->err);
+            status = TT_EXIT_INPUT;
+            continue;
+        }
+        bool wire = files[i].vantage == TT_VANTAGE_WIRE;
+        if (wire) tt_pcap_source_set_mono_offset(v->src, offset);
+        tt_tracker_options topt = {.keep_text = text};
+        v->tracker = tt_tracker_new(&topt);
+        v->reasm = v->tracker ? tt_reasm_new(NULL, files[i].vantage, tt_tracker_chunk, v->tracker) : NULL;
+        if (!v->reasm) {
+            vantage_run_free(v);
+            free(runs);
+            return TT_EXIT_INTERNAL;
+        }
+        int rc = tt_pcap_source_run(v->src, v->reasm, NULL, NULL, v->err, sizeof v->err);
+        if (rc < 0) {
+            fprintf(stderr, "tokentap analyze: %s: %s\n", v->path, v->err);
+            if (status == TT_EXIT_OK) status = TT_EXIT_DAMAGED;
+        }
+        v->a = (tt_analysis){
+            .input = v->path,
+            .vantage = files[i].vantage,
+            .clock = wire ? tt_pcap_source_clock(v->src) : TT_CLOCK_MONOTONIC,
+            .has_mono_offset = wire,
+            .mono_offset_ns = wire ? offset : 0,
+            .pcap = tt_pcap_source_stats(v->src),
+            .reasm = tt_reasm_get_stats(v->reasm),
+            .tracker = v->tracker,
+            .source_error = rc < 0 ? v->err : NULL,
+            .with_text = text,
+        };
+        if (tt_analysis_fill(&v->a, v->tracker, pct, (size_t)n_pct) < 0) {
+            fprintf(stderr, "tokentap analyze: out of memory\n");
+            v->filled = true;
+            for (size_t k = 0; k <= n; k++) vantage_run_free(&runs[k]);
+            free(runs);
+            return TT_EXIT_INTERNAL;
+        }
+        v->filled = true;
+        n_reqs += v->a.n_reqs;
+        as[n++] = &v->a;
+    }
+    if (n == 0) {
+        fprintf(stderr, "tokentap analyze: %s: no vantage file (server.pcap, client.pcap, wire.pcap)\n", dir);
+        free(runs);
+        return status == TT_EXIT_OK ? TT_EXIT_INPUT : status;
+    }
+    if (n_reqs == 0) {
+        fprintf(stderr, "tokentap analyze: %s: no HTTP/1.1 exchange found at any vantage\n", dir);
+        if (status == TT_EXIT_OK) status = TT_EXIT_NO_HTTP;
+    }
+    FILE *out = tt_open_output(output);
+    if (!out) {
+        fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", output, strerror(errno));
+        status = TT_EXIT_OUTPUT;
+    } else {
+        if (json && !events) tt_report_json_multi(out, dir, as, n);
+        else
+            for (size_t k = 0; k < n; k++) {
+                if (k && !json) fputc('\n', out);
+                tt_report_write(out, as[k], json, events);
+            }
+        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
+            fprintf(stderr, "tokentap analyze: writing %s failed: %s\n", output ? output : "stdout",
+                    strerror(errno));
+            status = TT_EXIT_OUTPUT;
+        }
+    }
+    for (size_t k = 0; k < n; k++) vantage_run_free(&runs[k]);
+    free(runs);
+    return status;
 }
 
 int tt_cmd_analyze(int argc, char **argv)
@@ -104,6 +263,16 @@ int tt_cmd_analyze(int argc, char **argv)
         return TT_EXIT_USAGE;
     }
     const char *path = argv[optind];
+    struct stat st;
+    char manifest[4096];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(manifest, F_OK) == 0) {
+        if (have_offset) {
+            fprintf(stderr, "tokentap analyze: --wall-to-mono-offset does not apply to a recording (its manifest has one)\n");
+            return TT_EXIT_USAGE;
+        }
+        return analyze_directory(path, json, events, text, output, pct, n_pct);
+    }
 
     /* Connections come and go while requests accumulate: keep freed heap
      * instead of returning it to the kernel and faulting it back in. */

@@ -1,8 +1,10 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report/json_writer.h"
 #include "report/report.h"
+#include "report/report_multi.h"
 #include "core/version.h"
 
 static void instant(tt_jw *w, const char *key, uint64_t ns)
@@ -97,14 +99,18 @@ static void request_fields(tt_jw *w, const tt_request_fields *f)
     tt_jw_object_end(w);
 }
 
-static void one_request(tt_jw *w, const tt_analysis *a, size_t i)
+/* One request as seen at n vantages: the common fields from the first, a
+ * vantage block from each. */
+static void one_request_at(tt_jw *w, const tt_analysis *const *as, const size_t *idx, size_t n, int joined)
 {
-    const tt_request *r = &a->reqs[i];
+    const tt_analysis *a = as[0];
+    const tt_request *r = &a->reqs[idx[0]];
     char ep[64];
     tt_jw_object_begin(w, NULL);
     tt_jw_str_or_null(w, "request_id", r->request_id);
     tt_jw_str_or_null(w, "correlation_id", r->correlation_id);
     tt_jw_str_or_null(w, "response_id", r->response_id);
+    if (joined >= 0) tt_jw_bool(w, "joined", joined);
     tt_jw_object_begin(w, "connection");
     tt_jw_str(w, "client", tt_endpoint_format(&r->client, ep, sizeof ep));
     tt_jw_str(w, "server", tt_endpoint_format(&r->server, ep, sizeof ep));
@@ -127,11 +133,18 @@ static void one_request(tt_jw *w, const tt_analysis *a, size_t i)
     tt_jw_str_or_null(w, "error", r->error_message);
     request_fields(w, &r->fields);
     tt_jw_object_begin(w, "vantages");
-    vantage_block(w, a, r, &a->metrics[i]);
+    for (size_t k = 0; k < n; k++) vantage_block(w, as[k], &as[k]->reqs[idx[k]], &as[k]->metrics[idx[k]]);
     tt_jw_object_end(w);
     if (a->with_text) tt_jw_strn(w, "text", r->text ? r->text : "", r->text_len);
     tt_jw_object_end(w);
 }
+
+static void one_request(tt_jw *w, const tt_analysis *a, size_t i)
+{
+    one_request_at(w, &a, &i, 1, -1);
+}
+
+static void source_fields(tt_jw *w, const tt_analysis *a);
 
 static void header(tt_jw *w, const tt_analysis *a)
 {
@@ -140,6 +153,11 @@ static void header(tt_jw *w, const tt_analysis *a)
     tt_jw_str(w, "schema", "tokentap.analyze/1");
     tt_jw_object_end(w);
     tt_jw_str(w, "input", a->input);
+    source_fields(w, a);
+}
+
+static void source_fields(tt_jw *w, const tt_analysis *a)
+{
     tt_jw_str(w, "vantage", tt_vantage_name(a->vantage));
     tt_jw_object_begin(w, "clock");
     tt_jw_str(w, "domain", tt_clock_name(a->clock));
@@ -218,4 +236,112 @@ void tt_report_json(FILE *out, const tt_analysis *a)
     tt_jw_array_end(&w);
     tt_jw_object_end(&w);
     tt_jw_end(&w);
+}
+
+/* ---- several vantages of one recording ---- */
+
+typedef struct join_key {
+    const char *id;
+    uint32_t occurrence; /* k-th request with this id at its vantage */
+    uint32_t vantage;    /* index into as[] */
+    size_t req;
+} join_key;
+
+static int join_key_cmp(const void *pa, const void *pb)
+{
+    const join_key *a = pa, *b = pb;
+    int c = strcmp(a->id, b->id);
+    if (c) return c;
+    if (a->occurrence != b->occurrence) return a->occurrence < b->occurrence ? -1 : 1;
+    if (a->vantage != b->vantage) return a->vantage < b->vantage ? -1 : 1;
+    return a->req < b->req ? -1 : a->req > b->req;
+}
+
+static int by_id_then_index(const void *pa, const void *pb)
+{
+    const join_key *a = pa, *b = pb;
+    if (a->vantage != b->vantage) return a->vantage < b->vantage ? -1 : 1;
+    int c = strcmp(a->id, b->id);
+    if (c) return c;
+    return a->req < b->req ? -1 : a->req > b->req;
+}
+
+void tt_report_json_multi(FILE *out, const char *input, const tt_analysis *const *as, size_t n)
+{
+    size_t total = 0, with_id = 0;
+    for (size_t k = 0; k < n; k++) total += as[k]->n_reqs;
+    join_key *keys = calloc(total ? total : 1, sizeof *keys);
+    tt_jw w;
+    tt_jw_init(&w, out, true);
+    tt_jw_object_begin(&w, NULL);
+    tt_jw_object_begin(&w, "tokentap");
+    tt_jw_str(&w, "version", TT_VERSION);
+    tt_jw_str(&w, "schema", "tokentap.analyze/1");
+    tt_jw_object_end(&w);
+    tt_jw_str(&w, "input", input);
+    tt_jw_str(&w, "vantage", "multi");
+    tt_jw_array_begin(&w, "vantage_list");
+    for (size_t k = 0; k < n; k++) tt_jw_str(&w, NULL, tt_vantage_name(as[k]->vantage));
+    tt_jw_array_end(&w);
+    tt_jw_object_begin(&w, "per_vantage");
+    for (size_t k = 0; k < n; k++) {
+        tt_jw_object_begin(&w, tt_vantage_name(as[k]->vantage));
+        tt_jw_str(&w, "input", as[k]->input);
+        source_fields(&w, as[k]);
+        summary(&w, as[k]);
+        notes(&w, as[k]);
+        tt_jw_object_end(&w);
+    }
+    tt_jw_object_end(&w);
+    if (!keys) {
+        tt_jw_str(&w, "error", "out of memory joining requests");
+        tt_jw_object_end(&w);
+        tt_jw_end(&w);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < as[k]->n_reqs; i++)
+            if (as[k]->reqs[i].request_id[0])
+                keys[with_id++] = (join_key){.id = as[k]->reqs[i].request_id, .vantage = (uint32_t)k, .req = i};
+    /* number the repeats of each id per vantage, then group by (id, repeat) */
+    qsort(keys, with_id, sizeof *keys, by_id_then_index);
+    for (size_t j = 1; j < with_id; j++)
+        if (keys[j].vantage == keys[j - 1].vantage && !strcmp(keys[j].id, keys[j - 1].id))
+            keys[j].occurrence = keys[j - 1].occurrence + 1;
+    qsort(keys, with_id, sizeof *keys, join_key_cmp);
+    size_t groups = 0, unjoined = total - with_id;
+    for (size_t j = 0; j < with_id; groups++) {
+        size_t e = j + 1;
+        while (e < with_id && !strcmp(keys[e].id, keys[j].id) && keys[e].occurrence == keys[j].occurrence) e++;
+        j = e;
+    }
+    tt_jw_object_begin(&w, "join");
+    tt_jw_str(&w, "key", "x-request-id");
+    tt_jw_uint(&w, "joined_requests", groups);
+    tt_jw_uint(&w, "requests_without_id", unjoined);
+    if (unjoined) tt_jw_str(&w, "note", "requests without x-request-id are listed once per vantage, not joined");
+    else tt_jw_null(&w, "note");
+    tt_jw_object_end(&w);
+    tt_jw_array_begin(&w, "requests");
+    const tt_analysis *grp_as[TT_VANTAGE_COUNT];
+    size_t grp_idx[TT_VANTAGE_COUNT];
+    for (size_t j = 0; j < with_id;) {
+        size_t m = 0, e = j;
+        while (e < with_id && !strcmp(keys[e].id, keys[j].id) && keys[e].occurrence == keys[j].occurrence) {
+            if (m < TT_VANTAGE_COUNT && (m == 0 || grp_as[m - 1] != as[keys[e].vantage])) {
+                grp_as[m] = as[keys[e].vantage];
+                grp_idx[m++] = keys[e].req;
+            }
+            e++;
+        }
+        one_request_at(&w, grp_as, grp_idx, m, m > 1);
+        j = e;
+    }
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < as[k]->n_reqs; i++)
+            if (!as[k]->reqs[i].request_id[0]) one_request_at(&w, &as[k], &i, 1, 0);
+    tt_jw_array_end(&w);
+    tt_jw_object_end(&w);
+    tt_jw_end(&w);
+    free(keys);
 }
