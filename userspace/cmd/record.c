@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util.h"
 #include "cmd/commands.h"
 #include "report/json_writer.h"
 #include "report/pcap_synth.h"
@@ -49,23 +50,6 @@ static void usage(FILE *out)
             "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up; 6 DIR not written.\n");
 }
 
-static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v > max || s[0] == '-') return false;
-    *out = (uint32_t)v;
-    return true;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* wall - mono, reading the wall clock between two monotonic reads and
  * keeping the tightest of a few tries; mono_out gets the monotonic instant. */
 static int64_t sample_offset(uint64_t *mono_out, uint64_t *wall_out)
@@ -73,7 +57,7 @@ static int64_t sample_offset(uint64_t *mono_out, uint64_t *wall_out)
     uint64_t best_span = UINT64_MAX;
     int64_t best = 0;
     for (int i = 0; i < 5; i++) {
-        uint64_t m1 = clock_ns(CLOCK_MONOTONIC), w = clock_ns(CLOCK_REALTIME), m2 = clock_ns(CLOCK_MONOTONIC);
+        uint64_t m1 = tt_clock_ns(CLOCK_MONOTONIC), w = tt_clock_ns(CLOCK_REALTIME), m2 = tt_clock_ns(CLOCK_MONOTONIC);
         if (m2 - m1 < best_span) {
             best_span = m2 - m1;
             uint64_t mid = m1 + (m2 - m1) / 2;
@@ -275,7 +259,7 @@ int tt_cmd_record(int argc, char **argv)
         case 'o': dir = optarg; break;
         case 'i': iface = optarg; break;
         case 'p':
-            if (!parse_u32(optarg, 0x7fffffff, &v) || v == 0) {
+            if (!tt_parse_u32(optarg, 0x7fffffff, &v) || v == 0) {
                 fprintf(stderr, "tokentap record: --pid wants a process id, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
@@ -286,7 +270,7 @@ int tt_cmd_record(int argc, char **argv)
             pids[n_pids++] = v;
             break;
         case 'P':
-            if (!parse_u32(optarg, 65535, &v) || v == 0) {
+            if (!tt_parse_u32(optarg, 65535, &v) || v == 0) {
                 fprintf(stderr, "tokentap record: --port wants 1..65535, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
@@ -371,7 +355,7 @@ int tt_cmd_record(int argc, char **argv)
 
     uint64_t deadline = duration_s > 0 ? m.start_mono + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
     int status = TT_EXIT_OK;
-    while (!record_stop && clock_ns(CLOCK_MONOTONIC) < deadline) {
+    while (!record_stop && tt_clock_ns(CLOCK_MONOTONIC) < deadline) {
         if (tt_bpf_source_poll(src, wire.p ? 10 : 100, err, sizeof err) < 0) {
             fprintf(stderr, "tokentap record: %s\n", err);
             status = TT_EXIT_INPUT;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util.h"
 #include "cmd/commands.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
@@ -45,23 +46,6 @@ static void usage(FILE *out)
             "\n"
             "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up; 4 no HTTP exchange seen;\n"
             "6 output not written.\n");
-}
-
-static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v > max || s[0] == '-') return false;
-    *out = (uint32_t)v;
-    return true;
-}
-
-static uint64_t mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* One line per request the tracker filed since the last call. */
@@ -128,14 +112,14 @@ int tt_cmd_watch(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (!parse_u32(optarg, 0x7fffffff, &v) || v == 0) {
+            if (!tt_parse_u32(optarg, 0x7fffffff, &v) || v == 0) {
                 fprintf(stderr, "tokentap watch: --pid wants a process id, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
             bopt.tgid = v;
             break;
         case 'P':
-            if (!parse_u32(optarg, 65535, &v) || v == 0) {
+            if (!tt_parse_u32(optarg, 65535, &v) || v == 0) {
                 fprintf(stderr, "tokentap watch: --port wants 1..65535, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
@@ -201,10 +185,10 @@ int tt_cmd_watch(int argc, char **argv)
             bopt.port ? " port " : "", (unsigned)bopt.port);
     fflush(stderr);
 
-    uint64_t deadline = duration_s > 0 ? mono_now() + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
+    uint64_t deadline = duration_s > 0 ? tt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
     size_t shown_server = 0, shown_client = 0;
     int status = TT_EXIT_OK;
-    while (!watch_stop && mono_now() < deadline) {
+    while (!watch_stop && tt_clock_ns(CLOCK_MONOTONIC) < deadline) {
         if (tt_bpf_source_poll(src, 100, err, sizeof err) < 0) {
             fprintf(stderr, "tokentap watch: %s\n", err);
             status = TT_EXIT_INPUT;

@@ -1,0 +1,15 @@
+/* util.h - small helpers the subcommands share. */
+#ifndef TT_UTIL_H
+#define TT_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Parse a decimal integer in [0, max]; false for anything else (sign, junk, overflow). */
+bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out);
+
+/* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
+uint64_t tt_clock_ns(clockid_t id);
+
+#endif
