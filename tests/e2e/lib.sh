@@ -30,3 +30,21 @@ stop_capture() {
     wait "$CAPTURE_PID" 2>/dev/null || true
     grep -q ' 0 dropped by the kernel' "$1.err" || fail "the capture itself lost packets: $(cat "$1.err")"
 }
+
+# need_bpf DIR: skip (exit 77) when the eBPF programs cannot load here,
+# found by a short `tokentap watch` of nothing; DIR keeps its stderr.
+need_bpf() {
+    local rc=0
+    "$TT" watch --pid 1 --duration 0.2 -q > /dev/null 2> "$1/probe.err" || rc=$?
+    [ $rc = 0 ] || [ $rc = 4 ] || skip "BPF cannot load here: $(head -1 "$1/probe.err")"
+}
+
+# start_serve DIR ARGS...: `tokentap serve` on a free loopback port with its
+# log in DIR/serve.log and the extra ARGS; sets SERVE_PID and SERVE_PORT.
+start_serve() {
+    local dir=$1; shift
+    "$TT" serve --listen 127.0.0.1:0 --log "$dir/serve.log" "$@" > "$dir/serve.out" 2> "$dir/serve.err" &
+    SERVE_PID=$!
+    SERVE_PORT=$(wait_listening "$dir/serve.out")
+    [ -n "$SERVE_PORT" ] || fail "serve did not start: $(cat "$dir/serve.err")"
+}

@@ -9,17 +9,10 @@ need_root "eBPF tracing needs root"
 command -v curl >/dev/null || skip "curl not installed"
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
-# Can the programs load here at all? (a short watch of nothing)
-rc=0
-"$TT" watch --pid 1 --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
-[ $rc = 0 ] || [ $rc = 4 ] || skip "BPF cannot load here: $(head -1 "$work/probe.err")"
+need_bpf "$work"
 
-"$TT" serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 20 --itl-ms 5 --log "$work/serve.log" \
-    > "$work/serve.out" 2> "$work/serve.err" &
-spid=$!
-for _ in $(seq 50); do grep -q '^listening on ' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/serve.out")
-[ -n "$port" ] || fail "serve did not start: $(cat "$work/serve.err")"
+start_serve "$work" --profile vllm --ttft-ms 20 --itl-ms 5
+spid=$SERVE_PID port=$SERVE_PORT
 
 "$TT" watch --pid $spid --duration 3 --events --json -q -o "$work/events.json" 2> "$work/watch.err" &
 wpid=$!

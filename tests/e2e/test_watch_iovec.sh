@@ -13,15 +13,10 @@ set -eu
 need_root "eBPF tracing needs root"
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
-rc=0
-"$TT" watch --pid 1 --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
-[ $rc = 0 ] || [ $rc = 4 ] || skip "BPF cannot load here: $(head -1 "$work/probe.err")"
+need_bpf "$work"
 
-"$TT" serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 20 --itl-ms 3 --log "$work/serve.log" \
-    > "$work/serve.out" 2> "$work/serve.err" &
-spid=$!
-port=$(wait_listening "$work/serve.out")
-[ -n "$port" ] || fail "serve did not start: $(cat "$work/serve.err")"
+start_serve "$work" --profile vllm --ttft-ms 20 --itl-ms 3
+spid=$SERVE_PID port=$SERVE_PORT
 
 # client.py PORT REQUEST_ID SEND_MODE RECV_MODE BUFFER_SIZES OUT
 cat > "$work/client.py" <<'PY'
