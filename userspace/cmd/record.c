@@ -276,16 +276,12 @@ int tt_cmd_record(int argc, char **argv)
             }
             port = (uint16_t)v;
             break;
-        case 'd': {
-            char *end;
-            errno = 0;
-            duration_s = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(duration_s > 0) || duration_s > 1e7) {
+        case 'd':
+            if (!tt_parse_seconds(optarg, &duration_s)) {
                 fprintf(stderr, "tokentap record: --duration wants seconds > 0, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
             break;
-        }
         case 'h': usage(stdout); return TT_EXIT_OK;
         case ':':
             fprintf(stderr, "tokentap record: %s needs a value (try --help)\n", argv[optind - 1]);

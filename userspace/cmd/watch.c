@@ -125,16 +125,12 @@ int tt_cmd_watch(int argc, char **argv)
             }
             bopt.port = (uint16_t)v;
             break;
-        case 'd': {
-            char *end;
-            errno = 0;
-            duration_s = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(duration_s > 0) || duration_s > 1e7) {
+        case 'd':
+            if (!tt_parse_seconds(optarg, &duration_s)) {
                 fprintf(stderr, "tokentap watch: --duration wants seconds > 0, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
             break;
-        }
         case 'V':
             want_server = !strcmp(optarg, "server") || !strcmp(optarg, "both");
             want_client = !strcmp(optarg, "client") || !strcmp(optarg, "both");

@@ -13,6 +13,16 @@ bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out)
     return true;
 }
 
+bool tt_parse_seconds(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > 0) || v > 1e7) return false;
+    *out = v;
+    return true;
+}
+
 uint64_t tt_clock_ns(clockid_t id)
 {
     struct timespec ts;

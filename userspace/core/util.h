@@ -9,6 +9,9 @@
 /* Parse a decimal integer in [0, max]; false for anything else (sign, junk, overflow). */
 bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out);
 
+/* Parse a duration in seconds, > 0 and at most 1e7; false for anything else. */
+bool tt_parse_seconds(const char *s, double *out);
+
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);
 
