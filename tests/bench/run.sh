@@ -5,9 +5,11 @@
 #    `tshark -r FILE -Y http` on the same file in the same run. Medians of
 #    BENCH_RUNS runs (default 5).
 # 2. tokentap serve under build/tools/ttload: 1000 keep-alive connections
-#    with zero delays (events/s, medians of BENCH_SERVE_RUNS runs, default 3),
-#    then 1000 connections on a 20 ms ITL schedule, the lateness of every
-#    token write against its due instant read from serve's --log.
+#    with zero delays (events/s, medians of BENCH_SERVE_RUNS runs, default 3)
+#    with --workers BENCH_SERVE_WORKERS (default: the number of CPUs), the
+#    same with one worker for comparison (runs alternate), then 1000
+#    connections on a 20 ms ITL schedule, the lateness of every token write
+#    against its due instant read from serve's --log.
 # BENCH_ONLY=serve or BENCH_ONLY=analyze reruns one section and keeps the
 # other's text from the current docs/performance.md.
 set -eu
@@ -121,20 +123,26 @@ json_field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" "$1"; }
 serve_section() {
     local sruns=${BENCH_SERVE_RUNS:-3} conns=${BENCH_SERVE_CONNS:-1000} secs=${BENCH_SERVE_SECONDS:-10}
     local stokens=200 maxreq=20000 hz; hz=$(getconf CLK_TCK)
+    local workers=${BENCH_SERVE_WORKERS:-$(nproc)}
     # serve itself does not raise its descriptor limit: give it room here
     ulimit -n $((conns + 256)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-    local fast_args="--profile vllm --ttft-ms 0 --itl-ms 0 --tokens $stokens"
+    local fast_args="--profile vllm --ttft-ms 0 --itl-ms 0 --tokens $stokens --workers $workers"
+    local one_args="--profile vllm --ttft-ms 0 --itl-ms 0 --tokens $stokens --workers 1"
     local load_args="-c $conns -n $maxreq -d $secs -T $stokens"
-    local i rc t0 c0 c1 t1
+    local i rc t0 c0 c1 t1 kind args
+    rm -f "$work"/serve-fast-*.cpu "$work"/serve-one-*.cpu
     for i in $(seq "$sruns"); do
-        start_serve $fast_args
-        c0=$(cpu_ticks "$serve_pid"); t0=$(now_ns)
-        rc=0; "$BUILD/tools/ttload" $load_args "127.0.0.1:$serve_port" > "$work/serve-fast-$i.json" || rc=$?
-        c1=$(cpu_ticks "$serve_pid"); t1=$(now_ns)
-        stop_serve
-        [ $rc = 0 ] || { echo "bench: ttload exit $rc: $(cat "$work/serve-fast-$i.json")" >&2; return 1; }
-        awk -v c=$((c1 - c0)) -v hz="$hz" -v t=$((t1 - t0)) 'BEGIN {printf "%.2f\n", c / hz / (t / 1e9)}' > "$work/serve-fast-$i.cpu"
-        echo "bench: serve run $i: $(cat "$work/serve-fast-$i.json")"
+        for kind in fast one; do   # alternate, so that a noisy moment hits both alike
+            if [ $kind = fast ]; then args=$fast_args; else args=$one_args; fi
+            start_serve $args
+            c0=$(cpu_ticks "$serve_pid"); t0=$(now_ns)
+            rc=0; "$BUILD/tools/ttload" $load_args "127.0.0.1:$serve_port" > "$work/serve-$kind-$i.json" || rc=$?
+            c1=$(cpu_ticks "$serve_pid"); t1=$(now_ns)
+            stop_serve
+            [ $rc = 0 ] || { echo "bench: ttload exit $rc: $(cat "$work/serve-$kind-$i.json")" >&2; return 1; }
+            awk -v c=$((c1 - c0)) -v hz="$hz" -v t=$((t1 - t0)) 'BEGIN {printf "%.2f\n", c / hz / (t / 1e9)}' > "$work/serve-$kind-$i.cpu"
+            echo "bench: serve run $i ($args): $(cat "$work/serve-$kind-$i.json")"
+        done
     done
     local fast_eps fast_min fast_max fast_cpu fast_peak fast_served fast_err fast_req
     fast_eps=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" events_per_s; done | median | awk '{printf "%.0f", $1}')
@@ -145,10 +153,13 @@ serve_section() {
     fast_peak=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" peak_in_flight; done | sort -n | head -1)
     fast_served=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" connections_served; done | sort -n | head -1)
     fast_err=$(for i in $(seq "$sruns"); do json_field "$work/serve-fast-$i.json" errors; done | awk '{s+=$1} END {print s+0}')
+    local one_eps one_cpu
+    one_eps=$(for i in $(seq "$sruns"); do json_field "$work/serve-one-$i.json" events_per_s; done | median | awk '{printf "%.0f", $1}')
+    one_cpu=$(cat "$work"/serve-one-*.cpu | median)
 
     # A realistic schedule: every token's due instant is known, so the log says how late each write was.
     local sched_tokens=100 sched_secs=${BENCH_SERVE_SCHED_SECONDS:-8}
-    local sched_args="--profile vllm --ttft-ms 50 --itl-ms 20 --tokens $sched_tokens --log $work/serve-sched.log"
+    local sched_args="--profile vllm --ttft-ms 50 --itl-ms 20 --tokens $sched_tokens --workers $workers --log $work/serve-sched.log"
     local sched_load="-c $conns -d $sched_secs -T $sched_tokens"
     start_serve $sched_args
     rc=0; "$BUILD/tools/ttload" $sched_load "127.0.0.1:$serve_port" > "$work/serve-sched.json" || rc=$?
@@ -216,6 +227,8 @@ PY
         echo "each sending its next streaming request as soon as the previous response ends;"
         echo "events counted by their blank-line separators in the de-chunked body). Both on the"
         echo "same $(nproc)-core machine, unpinned; RLIMIT_NOFILE raised by the bench."
+        echo "serve runs $workers worker threads (\`--workers\`, one event loop each; connections"
+        echo "dealt round-robin), the default being 1."
         echo
         echo "### Zero delays: as fast as it can"
         echo
@@ -223,7 +236,8 @@ PY
         echo "    ttload $load_args 127.0.0.1:PORT"
         echo
         echo "$stokens tokens per request = $((stokens + 2)) SSE events (role, tokens, \`[DONE]\`)."
-        echo "Median of $sruns runs, each on a fresh server ($secs s or $maxreq requests, whichever first)."
+        echo "Median of $sruns runs, each on a fresh server ($secs s or $maxreq requests, whichever first),"
+        echo "alternating with the same runs at \`--workers 1\`."
         echo
         echo "| figure | value |"
         echo "|---|---|"
@@ -233,6 +247,8 @@ PY
         echo "| connections that completed at least one request (lowest of the runs) | $fast_served |"
         echo "| errors (all runs) | $fast_err |"
         echo "| serve CPU, cores busy during the run (median) | $fast_cpu |"
+        echo "| with \`--workers 1\`: SSE events/s (median), serve CPU | $one_eps, $one_cpu |"
+        echo "| ratio $workers workers / 1 worker (medians) | $(awk -v a="$fast_eps" -v b="$one_eps" 'BEGIN {printf "%.2f", a / b}') |"
         echo
         echo "Targets (issue 3): at least 1,000 concurrent connections: **$held**;"
         echo "at least 200,000 events/s on this machine: **$met** ($fast_eps)."

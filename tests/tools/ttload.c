@@ -36,6 +36,7 @@ typedef struct load_options {
     double seconds;
     int tokens;
     bool include_usage;
+    bool busy_poll;       /* poll epoll without sleeping (fewer wake-ups for the server to pay) */
     const char *path;
     const char *target;
 } load_options;
@@ -383,9 +384,11 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ttload [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-T MAX_TOKENS] [--usage]\n"
-            "              [--path PATH] HOST:PORT\n"
+            "              [--path PATH] [--busy-poll] HOST:PORT\n"
             "  HOST must be loopback (127.0.0.0/8, ::1 or localhost). Defaults: -c 10 -d 10 -T 16,\n"
-            "  requests unlimited (until -d), path /v1/chat/completions.\n");
+            "  requests unlimited (until -d), path /v1/chat/completions.\n"
+            "  --busy-poll: never sleep in epoll_wait (takes a whole core; spares the server\n"
+            "  the cost of waking this process on every send).\n");
 }
 
 static int parse_options(load_options *o, int argc, char **argv)
@@ -397,6 +400,8 @@ static int parse_options(load_options *o, int argc, char **argv)
         char *end = NULL;
         if (!strcmp(a, "--usage")) {
             o->include_usage = true;
+        } else if (!strcmp(a, "--busy-poll")) {
+            o->busy_poll = true;
         } else if (!strcmp(a, "-c") && v) {
             long n = strtol(v, &end, 10);
             if (*end || n < 1 || n > 1000000) return -1;
@@ -478,7 +483,7 @@ int main(int argc, char **argv)
         if (now >= deadline) break;
         if (s.opt.requests && s.t.requests_done >= s.opt.requests) break;
         int wait_ms = (int)((deadline - now) / 1000000u) + 1;
-        int n = epoll_wait(s.epfd, events, MAX_EVENTS, wait_ms);
+        int n = epoll_wait(s.epfd, events, MAX_EVENTS, s.opt.busy_poll ? 0 : wait_ms);
         if (n < 0) {
             if (errno == EINTR) continue;
             fprintf(stderr, "ttload: epoll_wait: %s\n", strerror(errno));

@@ -17,6 +17,8 @@
 #include "serve/serve.h"
 
 #define SERVE_EXIT_RUNTIME 1
+#define TT_STR_(x) #x
+#define TT_STR(x) TT_STR_(x)
 
 static void serve_usage(FILE *out)
 {
@@ -56,6 +58,9 @@ static void serve_usage(FILE *out)
             "  --model NAME          served model name (default tokentap-model)\n"
             "  --created T           fixed \"created\" value (default: the clock per request)\n"
             "  --no-nodelay          leave TCP_NODELAY off on accepted sockets\n"
+            "  --workers N           event-loop threads (default 1, at most %d); connections\n"
+            "                        are dealt round-robin and stay on theirs; the log gets\n"
+            "                        whole lines from every worker, in order per connection\n"
             "Framing faults (each logged as it happens):\n"
             "  --split-at OFF[,OFF]  write each event in parts, cut at these byte offsets\n"
             "                        of the event's bytes (at most %d offsets)\n"
@@ -71,7 +76,7 @@ static void serve_usage(FILE *out)
             "\n"
             "Stops cleanly on SIGINT or SIGTERM. Exit: 0 stopped, 1 could not listen or\n"
             "failed at run time, 2 bad command line.\n",
-            tt_serve_profile_names(), TT_SERVE_MAX_SPLITS);
+            tt_serve_profile_names(), TT_SERVE_MAX_WORKERS, TT_SERVE_MAX_SPLITS);
 }
 
 static int bad(const char *fmt, const char *arg)
@@ -158,7 +163,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
 {
     enum { O_LISTEN = 256, O_PROFILE, O_LOG, O_TTFT, O_ITL, O_TOKENS, O_TOKENS_MAX, O_EOS,
            O_SEED, O_MODEL, O_CREATED, O_NO_NODELAY, O_REASONING, O_SPLIT_AT, O_SPLIT_PAUSE, O_COALESCE,
-           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS };
+           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"profile", required_argument, NULL, O_PROFILE},
@@ -180,6 +185,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
         {"close-after", required_argument, NULL, O_CLOSE_AFTER},
         {"error-after", required_argument, NULL, O_ERROR_AFTER},
         {"status", required_argument, NULL, O_STATUS},
+        {"workers", required_argument, NULL, O_WORKERS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -271,6 +277,11 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
             if (parse_u64(optarg, 599, &v) || v < 400)
                 return bad("--status: '%s' is not an HTTP error status in [400, 599]", optarg);
             cfg->faults.status = (int)v;
+            break;
+        case O_WORKERS:
+            if (parse_u64(optarg, TT_SERVE_MAX_WORKERS, &v) || v == 0)
+                return bad("--workers: '%s' is not a count in [1, " TT_STR(TT_SERVE_MAX_WORKERS) "]", optarg);
+            cfg->workers = (unsigned)v;
             break;
         case 'h': serve_usage(stdout); return TT_EXIT_OK;
         case ':': return bad("option '%s' needs a value", argv[optind - 1]);

@@ -1,10 +1,12 @@
-/* serve.h - tokentap serve: a single-threaded epoll server that streams
- * synthetic completions in a chosen real server's framing on a known
- * schedule, and logs the instant of every write (docs/serve.md).
+/* serve.h - tokentap serve: an epoll server that streams synthetic
+ * completions in a chosen real server's framing on a known schedule, and
+ * logs the instant of every write (docs/serve.md).
  *
- * One thread, non-blocking sockets, a timerfd armed at the earliest due
- * instant of a min-heap of streams. Every event of a streamed response is
- * one send() (more only when the socket buffer is full, which the log shows). */
+ * One event loop per worker thread (default one), non-blocking sockets, a
+ * timerfd armed at the earliest due instant of a min-heap of streams. Every
+ * event of a streamed response is one send() (more only when the socket
+ * buffer is full, which the log shows). Connections are dealt round-robin to
+ * the workers and stay on theirs. */
 #ifndef TT_SERVE_H
 #define TT_SERVE_H
 
@@ -17,6 +19,7 @@
 #include "serve/serve_sched.h"
 
 #define TT_SERVE_MAX_SPLITS 16
+#define TT_SERVE_MAX_WORKERS 64
 
 /* Framing faults and controls (docs/serve.md, "Schedule and framing controls"). */
 typedef struct tt_serve_faults {
@@ -38,6 +41,7 @@ typedef struct tt_serve_config {
     bool nodelay;        /* TCP_NODELAY on accepted sockets */
     size_t max_body;     /* request bodies above this are answered 413 */
     tt_serve_faults faults;
+    unsigned workers;    /* event-loop threads; 0 or 1: one (at most TT_SERVE_MAX_WORKERS) */
 } tt_serve_config;
 
 typedef struct tt_server tt_server;
@@ -49,9 +53,12 @@ tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t 
                          tt_serve_log *log, char *err, size_t errlen);
 /* The bound address, "127.0.0.1:PORT" or "[::1]:PORT". */
 const char *tt_server_address(const tt_server *s);
-/* Serve until stop_fd (-1: none) becomes readable. 0, or -1 with a reason on stderr. */
+/* Serve until stop_fd (-1: none) becomes readable; the calling thread is
+ * worker 0 and starts the others. The other workers' log lines are flushed
+ * before it returns. 0, or -1 with a reason on stderr (also when any worker
+ * failed, which stops them all). */
 int tt_server_run(tt_server *s, int stop_fd);
-/* Close every connection and the listener; flushes nothing (the log is the caller's). */
+/* Close every connection and the listener; flushes nothing of the caller's log. */
 void tt_server_free(tt_server *s);
 
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -13,13 +13,18 @@ int tt_serve_log_open(tt_serve_log *log, const char *path, char *err, size_t err
 {
     *log = (tt_serve_log){.fd = -1};
     if (!path) return 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open log '%s': %s", path, strerror(errno));
         return -1;
     }
     log->fd = fd;
     return 0;
+}
+
+void tt_serve_log_share(tt_serve_log *log, const tt_serve_log *main)
+{
+    *log = (tt_serve_log){.fd = tt_serve_log_active(main) ? main->fd : -1, .shared_fd = true};
 }
 
 bool tt_serve_log_active(const tt_serve_log *log) { return log->fd >= 0 && !log->failed; }
@@ -58,7 +63,7 @@ int tt_serve_log_flush(tt_serve_log *log)
 int tt_serve_log_close(tt_serve_log *log)
 {
     int rc = tt_serve_log_flush(log);
-    if (log->fd >= 0 && close(log->fd) != 0 && rc == 0) {
+    if (log->fd >= 0 && !log->shared_fd && close(log->fd) != 0 && rc == 0) {
         fprintf(stderr, "tokentap serve: closing the log failed: %s\n", strerror(errno));
         rc = -1;
     }

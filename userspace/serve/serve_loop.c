@@ -1,4 +1,13 @@
-/* serve_loop.c - the event loop of tokentap serve; see serve.h. */
+/* serve_loop.c - the event loops of tokentap serve; see serve.h.
+ *
+ * Each worker is one thread with its own epoll set, timerfd, heap of due
+ * streams, connections, log buffer and histograms. Worker 0 owns the
+ * listening socket and deals accepted connections round-robin: its own turn
+ * it keeps, the others go through a worker's inbox (a locked fd list and an
+ * eventfd). A connection stays on its worker for life, so nothing on the
+ * per-event path is shared except the request counter (an atomic), the log
+ * file (whole-line appends from each worker's buffer) and each worker's
+ * histogram lock, which only a /metrics request on another worker contends. */
 #include "serve/serve.h"
 
 #include <arpa/inet.h>
@@ -6,10 +15,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -52,7 +64,7 @@ typedef struct out_seg {
 
 typedef struct serve_conn {
     tt_heap_item timer;    /* keyed by the next due instant of the active stream */
-    struct tt_server *srv;
+    struct serve_worker *srv;
     int fd;
     char peer[64];
     tt_http1_parser *parser;
@@ -71,6 +83,7 @@ typedef struct serve_conn {
     uint64_t body_off;
     uint64_t first_token_at, last_token_at; /* instants of the stream's token writes (0: none yet) */
     uint64_t itl_cursor;   /* replayed ITLs: position in the file */
+    uint64_t generation_number; /* the server-wide number of the active generation request (1-based) */
     bool abort_at_end;     /* --close-after: the plan was cut; close without the body's end */
 
     /* The event being written (every event passes here; --split-at gives it parts). */
@@ -94,20 +107,47 @@ typedef struct serve_conn {
     struct serve_conn *prev, *next; /* every live connection of the server */
 } serve_conn;
 
-struct tt_server {
+/* A connection accepted by worker 0 for another worker. */
+typedef struct handoff {
+    int fd;
+    struct sockaddr_storage peer;
+} handoff;
+
+typedef struct serve_worker {
+    struct tt_server *server;
+    unsigned index;
     tt_serve_config cfg;
-    tt_serve_log *log;
-    int listen_fd, epoll_fd, timer_fd;
-    char address[80];
+    tt_serve_log *log;     /* worker 0: the caller's; others: own_log, same file */
+    tt_serve_log own_log;
+    int listen_fd;         /* worker 0 only; -1 elsewhere */
+    int epoll_fd, timer_fd;
+    int inbox_fd;          /* eventfd: handed-over connections, or stop */
+    pthread_mutex_t inbox_lock;
+    handoff *inbox;
+    size_t inbox_n, inbox_cap;
+    atomic_bool stop;
     tt_heap heap;
     uint64_t armed_ns;
     serve_conn *dead;
     serve_conn *conns;
-    uint64_t request_counter;
-    bool accept_paused;
     bool warned_accept;
+    pthread_mutex_t metrics_lock; /* /metrics on any worker reads every worker's histograms */
     tt_serve_metrics metrics;
-    uint8_t listen_tag, timer_tag, stop_tag; /* addresses used as epoll tags */
+    pthread_t thread;
+    bool thread_started;
+    int rc;
+    uint8_t listen_tag, timer_tag, stop_tag, inbox_tag, halt_tag; /* addresses used as epoll tags */
+    uint8_t read_buf[READ_CHUNK];
+} serve_worker;
+
+struct tt_server {
+    char address[80];
+    atomic_uint_fast64_t request_counter; /* generation requests begun, all workers */
+    serve_worker **workers;
+    unsigned n_workers;
+    unsigned next_worker;  /* round-robin turn; worker 0's thread only */
+    int halt_fd;           /* eventfd: a worker failed, worker 0 stops all */
+    atomic_bool accept_paused; /* out of descriptors: worker 0 stopped accepting */
 };
 
 uint64_t tt_serve_mono_ns(void)
@@ -155,10 +195,30 @@ static void free_req_list(serve_req *r)
     }
 }
 
+static void wake_worker(serve_worker *w)
+{
+    uint64_t one = 1;
+    ssize_t n = write(w->inbox_fd, &one, sizeof one);
+    (void)n; /* an eventfd counter that is already non-zero wakes the worker anyway */
+}
+
+/* A descriptor was freed: let worker 0 accept again if it had stopped. */
+static void resume_accept(serve_worker *s)
+{
+    tt_server *srv = s->server;
+    if (!atomic_load_explicit(&srv->accept_paused, memory_order_relaxed)) return;
+    if (s->listen_fd < 0) {
+        wake_worker(srv->workers[0]);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->listen_tag};
+    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) == 0) atomic_store(&srv->accept_paused, false);
+}
+
 static void conn_kill(serve_conn *c)
 {
     if (c->dead) return;
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     c->dead = true;
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
@@ -170,10 +230,7 @@ static void conn_kill(serve_conn *c)
     c->fd = -1;
     c->next_dead = s->dead;
     s->dead = c;
-    if (s->accept_paused) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->listen_tag};
-        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) == 0) s->accept_paused = false;
-    }
+    resume_accept(s);
 }
 
 static void conn_free(serve_conn *c)
@@ -444,7 +501,7 @@ static void emit_due(serve_conn *c, uint64_t now);
 
 static void start_stream(serve_conn *c, serve_req *r)
 {
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     const tt_serve_faults *f = &s->cfg.faults;
     size_t cap = tt_serve_plan_cap(&c->params);
     c->plan = malloc(cap * sizeof *c->plan);
@@ -476,7 +533,7 @@ static void start_stream(serve_conn *c, serve_req *r)
     log_request(c, r, 200, true, &c->params, c->plan_n);
     conn_flush(c);
     c->first_token_at = c->last_token_at = 0;
-    uint64_t ttft_cursor = s->request_counter ? s->request_counter - 1 : 0;
+    uint64_t ttft_cursor = c->generation_number ? c->generation_number - 1 : 0;
     c->token_due = r->read_ns + tt_dist_draw(&s->cfg.ttft, &c->rng, &ttft_cursor);
     uint64_t now = tt_serve_mono_ns();
     c->keepalive_due = now + f->keepalive_ns;
@@ -488,6 +545,7 @@ static void note_emission(serve_conn *c, const tt_serve_event *ev, uint64_t t, b
 {
     tt_serve_metrics *m = &c->srv->metrics;
     uint64_t read_ns = c->q_head ? c->q_head->read_ns : t;
+    pthread_mutex_lock(&c->srv->metrics_lock);
     if (ev->kind == TT_SEV_TOKEN) {
         if (!c->first_token_at) {
             c->first_token_at = t;
@@ -501,12 +559,13 @@ static void note_emission(serve_conn *c, const tt_serve_event *ev, uint64_t t, b
         tt_serve_hist_observe(&m->e2e, t > read_ns ? t - read_ns : 0);
         m->requests_finished++;
     }
+    pthread_mutex_unlock(&c->srv->metrics_lock);
 }
 
 /* Begin writing plan event `index`: build its bytes and its cut points. */
 static void start_event(serve_conn *c, size_t index)
 {
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     const tt_serve_faults *f = &s->cfg.faults;
     uint64_t read_ns = c->q_head ? c->q_head->read_ns : 0, now = tt_serve_mono_ns();
     c->params.elapsed_ns = now > read_ns ? now - read_ns : 0;
@@ -527,7 +586,7 @@ static void start_event(serve_conn *c, size_t index)
  * split); with --coalesce, hold whole events until N are ready. */
 static void send_part(serve_conn *c)
 {
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     const tt_serve_faults *f = &s->cfg.faults;
     size_t k = c->part_next, nparts = c->part_n_cuts + 1;
     size_t from = k ? c->part_cuts[k - 1] : 0, to = k + 1 < nparts ? c->part_cuts[k] : c->part_frame.len;
@@ -564,7 +623,7 @@ static void send_part(serve_conn *c)
 /* A keep-alive: sse-starlette's ping comment, or Anthropic's ping event. */
 static void send_keepalive(serve_conn *c)
 {
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     tt_sbuf frame = {0};
     if (s->cfg.profile->id == TT_PROFILE_ANTHROPIC) {
         tt_sbuf_puts(&frame, "event: ping\ndata: {\"type\": \"ping\"}");
@@ -604,7 +663,7 @@ static void wake_at(serve_conn *c, uint64_t due)
 /* Emit every event (part, keep-alive) of the active stream due by now; re-arm for the next. */
 static void emit_due(serve_conn *c, uint64_t now)
 {
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     const tt_serve_faults *f = &s->cfg.faults;
     while (c->active && !c->dead) {
         if (c->part_active) {
@@ -677,7 +736,7 @@ static void send_fault_status(serve_conn *c, serve_req *r, int status)
 
 static void start_response(serve_conn *c, serve_req *r)
 {
-    tt_server *s = c->srv;
+    serve_worker *s = c->srv;
     bool is_post = !strcmp(r->method, "POST"), is_get = !strcmp(r->method, "GET");
     char msg[256];
     c->active = false;
@@ -706,7 +765,8 @@ static void start_response(serve_conn *c, serve_req *r)
             send_fault_status(c, r, s->cfg.faults.status);
             return;
         }
-        uint64_t ord = ++s->request_counter;
+        uint64_t ord = (uint64_t)atomic_fetch_add(&s->server->request_counter, 1) + 1;
+        c->generation_number = ord;
         tt_prng_seed(&c->rng, s->cfg.seed, ord);
         uint64_t rid = tt_prng_next(&c->rng);
         if (tt_serve_request_parse(s->cfg.profile, api,
@@ -738,7 +798,15 @@ static void start_response(serve_conn *c, serve_req *r)
         }
         if (r->path[1] == 'm') {
             tt_sbuf text = {0};
-            tt_serve_metrics_render(&s->metrics, s->cfg.gen.model, &text);
+            tt_serve_metrics all;
+            tt_serve_metrics_init(&all);
+            for (unsigned w = 0; w < s->server->n_workers; w++) {
+                serve_worker *sw = s->server->workers[w];
+                pthread_mutex_lock(&sw->metrics_lock);
+                tt_serve_metrics_add(&all, &sw->metrics);
+                pthread_mutex_unlock(&sw->metrics_lock);
+            }
+            tt_serve_metrics_render(&all, s->cfg.gen.model, &text);
             if (text.oom) { tt_sbuf_free(&text); conn_kill(c); return; }
             send_simple(c, r, 200, "text/plain; version=0.0.4; charset=utf-8", text.p, text.len, false, NULL);
             tt_sbuf_free(&text);
@@ -855,14 +923,14 @@ static const tt_http_callbacks request_callbacks = {on_head, on_body, on_end, on
 
 static void conn_readable(serve_conn *c)
 {
-    static uint8_t buf[READ_CHUNK]; /* the loop is single-threaded; bytes are consumed at once */
+    uint8_t *buf = c->srv->read_buf; /* the worker's; bytes are consumed at once */
     for (;;) {
         if (c->parse_failed) {
             /* Stop reading; answer what was whole, then 400 and close. */
             conn_update_events(c, false, c->want_out);
             break;
         }
-        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+        ssize_t n = recv(c->fd, buf, READ_CHUNK, MSG_DONTWAIT);
         uint64_t now = tt_serve_mono_ns();
         if (n > 0) {
             tt_http1_feed(c->parser, buf, (size_t)n, now);
@@ -883,8 +951,86 @@ static void conn_readable(serve_conn *c)
     conn_pump(c);
 }
 
-static void accept_all(tt_server *s)
+/* Take over an accepted socket: a connection of worker s. */
+static void conn_adopt(serve_worker *s, int fd, const struct sockaddr_storage *ss)
 {
+    serve_conn *c = calloc(1, sizeof *c);
+    if (c) c->parser = tt_http1_new(TT_HTTP_REQUEST, &request_callbacks, c);
+    if (!c || !c->parser) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->srv = s;
+    c->fd = fd;
+    c->reading = true;
+    c->timer.slot = SIZE_MAX;
+    format_addr((const struct sockaddr *)ss, c->peer, sizeof c->peer);
+    if (s->cfg.nodelay) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        tt_http1_free(c->parser);
+        free(c);
+        return;
+    }
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+}
+
+/* Put an accepted socket in worker w's inbox. */
+static void hand_over(serve_worker *w, int fd, const struct sockaddr_storage *ss)
+{
+    bool queued = false;
+    pthread_mutex_lock(&w->inbox_lock);
+    if (w->inbox_n == w->inbox_cap) {
+        size_t cap = w->inbox_cap ? w->inbox_cap * 2 : 64;
+        handoff *p = realloc(w->inbox, cap * sizeof *p);
+        if (p) {
+            w->inbox = p;
+            w->inbox_cap = cap;
+        }
+    }
+    if (w->inbox_n < w->inbox_cap) {
+        w->inbox[w->inbox_n++] = (handoff){.fd = fd, .peer = *ss};
+        queued = true;
+    }
+    pthread_mutex_unlock(&w->inbox_lock);
+    if (!queued) {
+        close(fd);
+        return;
+    }
+    wake_worker(w);
+}
+
+/* The inbox's eventfd fired: adopt what was handed over (and see whether to stop). */
+static void take_inbox(serve_worker *s)
+{
+    uint64_t count;
+    while (read(s->inbox_fd, &count, sizeof count) > 0) {
+    }
+    for (;;) {
+        handoff batch[64];
+        size_t n = 0;
+        pthread_mutex_lock(&s->inbox_lock);
+        n = s->inbox_n < 64 ? s->inbox_n : 64;
+        memcpy(batch, s->inbox + (s->inbox_n - n), n * sizeof *batch);
+        s->inbox_n -= n;
+        pthread_mutex_unlock(&s->inbox_lock);
+        if (n == 0) break;
+        for (size_t i = 0; i < n; i++) conn_adopt(s, batch[i].fd, &batch[i].peer);
+    }
+    resume_accept(s);
+}
+
+/* Worker 0: accept every waiting connection, dealing them round-robin. */
+static void accept_all(serve_worker *s)
+{
+    tt_server *srv = s->server;
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
@@ -895,44 +1041,85 @@ static void accept_all(tt_server *s)
                 if (!s->warned_accept)
                     fprintf(stderr, "tokentap serve: cannot accept more connections: %s\n", strerror(errno));
                 s->warned_accept = true;
-                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL) == 0) s->accept_paused = true;
+                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL) == 0)
+                    atomic_store(&srv->accept_paused, true);
             }
             return;
         }
-        serve_conn *c = calloc(1, sizeof *c);
-        if (c) c->parser = tt_http1_new(TT_HTTP_REQUEST, &request_callbacks, c);
-        if (!c || !c->parser) {
-            if (c) free(c);
-            close(fd);
-            continue;
-        }
-        c->srv = s;
-        c->fd = fd;
-        c->reading = true;
-        c->timer.slot = SIZE_MAX;
-        format_addr((struct sockaddr *)&ss, c->peer, sizeof c->peer);
-        if (s->cfg.nodelay) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        }
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            close(fd);
-            tt_http1_free(c->parser);
-            free(c);
-            continue;
-        }
-        c->next = s->conns;
-        if (s->conns) s->conns->prev = c;
-        s->conns = c;
+        unsigned to = srv->next_worker;
+        srv->next_worker = to + 1 < srv->n_workers ? to + 1 : 0;
+        if (to == 0) conn_adopt(s, fd, &ss);
+        else hand_over(srv->workers[to], fd, &ss);
     }
 }
 
 /* ---- the server ---- */
 
+static void worker_free(serve_worker *w)
+{
+    if (!w) return;
+    while (w->conns) conn_kill(w->conns);
+    while (w->dead) {
+        serve_conn *c = w->dead;
+        w->dead = c->next_dead;
+        conn_free(c);
+    }
+    for (size_t i = 0; i < w->inbox_n; i++) close(w->inbox[i].fd);
+    free(w->inbox);
+    tt_heap_free(&w->heap);
+    if (w->epoll_fd >= 0) close(w->epoll_fd);
+    if (w->timer_fd >= 0) close(w->timer_fd);
+    if (w->inbox_fd >= 0) close(w->inbox_fd);
+    if (w->log == &w->own_log) (void)tt_serve_log_close(&w->own_log);
+    pthread_mutex_destroy(&w->inbox_lock);
+    pthread_mutex_destroy(&w->metrics_lock);
+    free(w);
+}
+
+static serve_worker *worker_new(tt_server *srv, unsigned index, const tt_serve_config *cfg, tt_serve_log *log,
+                                char *err, size_t errlen)
+{
+    serve_worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->server = srv;
+    w->index = index;
+    w->cfg = *cfg;
+    w->listen_fd = -1;
+    w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    w->inbox_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&w->inbox_lock, NULL);
+    pthread_mutex_init(&w->metrics_lock, NULL);
+    tt_serve_metrics_init(&w->metrics);
+    if (index == 0) {
+        w->log = log;
+    } else {
+        tt_serve_log_share(&w->own_log, log);
+        w->log = &w->own_log;
+    }
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &w->timer_tag};
+    struct epoll_event iev = {.events = EPOLLIN, .data.ptr = &w->inbox_tag};
+    if (w->epoll_fd < 0 || w->timer_fd < 0 || w->inbox_fd < 0 ||
+        epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->timer_fd, &tev) != 0 ||
+        epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->inbox_fd, &iev) != 0) {
+        snprintf(err, errlen, "epoll/timerfd/eventfd setup: %s", strerror(errno));
+        worker_free(w);
+        return NULL;
+    }
+    return w;
+}
+
 tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t port,
                          tt_serve_log *log, char *err, size_t errlen)
 {
+    unsigned n_workers = cfg->workers ? cfg->workers : 1;
+    if (n_workers > TT_SERVE_MAX_WORKERS) {
+        snprintf(err, errlen, "at most %d workers", TT_SERVE_MAX_WORKERS);
+        return NULL;
+    }
     char portstr[8];
     snprintf(portstr, sizeof portstr, "%u", port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -959,27 +1146,35 @@ tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t 
     }
     freeaddrinfo(res);
     tt_server *s = calloc(1, sizeof *s);
-    if (!s) {
+    if (s) s->workers = calloc(n_workers, sizeof *s->workers);
+    if (!s || !s->workers) {
+        free(s);
         close(fd);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->cfg = *cfg;
-    s->log = log;
-    tt_serve_metrics_init(&s->metrics);
-    s->listen_fd = fd;
-    s->epoll_fd = s->timer_fd = -1;
+    s->halt_fd = -1;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     getsockname(fd, (struct sockaddr *)&ss, &sl);
     format_addr((struct sockaddr *)&ss, s->address, sizeof s->address);
-    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s->listen_tag};
-    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &s->timer_tag};
-    if (s->epoll_fd < 0 || s->timer_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &lev) != 0 ||
-        epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->timer_fd, &tev) != 0) {
-        snprintf(err, errlen, "epoll/timerfd setup: %s", strerror(errno));
+    for (unsigned i = 0; i < n_workers; i++) {
+        s->workers[i] = worker_new(s, i, cfg, log, err, errlen);
+        if (!s->workers[i]) {
+            close(fd);
+            tt_server_free(s);
+            return NULL;
+        }
+        s->n_workers = i + 1;
+    }
+    serve_worker *w0 = s->workers[0];
+    w0->listen_fd = fd;
+    s->halt_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &w0->listen_tag};
+    struct epoll_event hev = {.events = EPOLLIN, .data.ptr = &w0->halt_tag};
+    if (s->halt_fd < 0 || epoll_ctl(w0->epoll_fd, EPOLL_CTL_ADD, fd, &lev) != 0 ||
+        epoll_ctl(w0->epoll_fd, EPOLL_CTL_ADD, s->halt_fd, &hev) != 0) {
+        snprintf(err, errlen, "epoll/eventfd setup: %s", strerror(errno));
         tt_server_free(s);
         return NULL;
     }
@@ -988,7 +1183,7 @@ tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t 
 
 const char *tt_server_address(const tt_server *s) { return s->address; }
 
-static void arm_timer(tt_server *s)
+static void arm_timer(serve_worker *s)
 {
     tt_heap_item *top = tt_heap_top(&s->heap);
     uint64_t due = top ? top->due_ns : 0;
@@ -999,7 +1194,7 @@ static void arm_timer(tt_server *s)
     if (timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) s->armed_ns = due;
 }
 
-static void run_timers(tt_server *s)
+static void run_timers(serve_worker *s)
 {
     uint64_t expirations;
     while (read(s->timer_fd, &expirations, sizeof expirations) > 0) {
@@ -1015,7 +1210,7 @@ static void run_timers(tt_server *s)
     }
 }
 
-static void reap(tt_server *s)
+static void reap(serve_worker *s)
 {
     while (s->dead) {
         serve_conn *c = s->dead;
@@ -1024,15 +1219,11 @@ static void reap(tt_server *s)
     }
 }
 
-int tt_server_run(tt_server *s, int stop_fd)
+/* One worker's event loop. Worker 0 also accepts, and returns when the stop
+ * fd becomes readable or another worker failed (-1); the others return when
+ * their stop flag is set. */
+static int worker_loop(serve_worker *s)
 {
-    if (stop_fd >= 0) {
-        struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &s->stop_tag};
-        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, stop_fd, &sev) != 0) {
-            fprintf(stderr, "tokentap serve: epoll: %s\n", strerror(errno));
-            return -1;
-        }
-    }
     struct epoll_event evs[256];
     for (;;) {
         arm_timer(s);
@@ -1042,12 +1233,18 @@ int tt_server_run(tt_server *s, int stop_fd)
             fprintf(stderr, "tokentap serve: epoll_wait: %s\n", strerror(errno));
             return -1;
         }
-        bool stop = false;
+        bool stop = false, halt = false;
         for (int i = 0; i < n; i++) {
             void *tag = evs[i].data.ptr;
             if (tag == &s->stop_tag) { stop = true; continue; }
+            if (tag == &s->halt_tag) { halt = true; continue; }
             if (tag == &s->listen_tag) { accept_all(s); continue; }
             if (tag == &s->timer_tag) { run_timers(s); continue; }
+            if (tag == &s->inbox_tag) {
+                take_inbox(s);
+                if (atomic_load(&s->stop)) stop = true;
+                continue;
+            }
             serve_conn *c = tag;
             if (c->dead) continue;
             uint32_t e = evs[i].events;
@@ -1060,18 +1257,71 @@ int tt_server_run(tt_server *s, int stop_fd)
             else if (!c->dead) conn_pump(c);
         }
         reap(s);
+        if (halt) return -1;
         if (stop) return 0;
     }
+}
+
+static void *worker_thread(void *arg)
+{
+    serve_worker *w = arg;
+    w->rc = worker_loop(w);
+    if (w->rc != 0) {
+        uint64_t one = 1;
+        ssize_t n = write(w->server->halt_fd, &one, sizeof one);
+        (void)n;
+    }
+    return NULL;
+}
+
+int tt_server_run(tt_server *s, int stop_fd)
+{
+    serve_worker *w0 = s->workers[0];
+    if (stop_fd >= 0) {
+        struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &w0->stop_tag};
+        if (epoll_ctl(w0->epoll_fd, EPOLL_CTL_ADD, stop_fd, &sev) != 0) {
+            fprintf(stderr, "tokentap serve: epoll: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+    /* Lines already buffered (the clock line) go first, before any worker's. */
+    if (s->n_workers > 1) (void)tt_serve_log_flush(w0->log);
+    int rc = 0;
+    for (unsigned i = 1; i < s->n_workers; i++) {
+        serve_worker *w = s->workers[i];
+        int e = pthread_create(&w->thread, NULL, worker_thread, w);
+        if (e != 0) {
+            fprintf(stderr, "tokentap serve: cannot start worker %u: %s\n", i, strerror(e));
+            rc = -1;
+            break;
+        }
+        w->thread_started = true;
+    }
+    if (rc == 0) rc = worker_loop(w0);
+    for (unsigned i = 1; i < s->n_workers; i++) {
+        serve_worker *w = s->workers[i];
+        if (!w->thread_started) continue;
+        atomic_store(&w->stop, true);
+        wake_worker(w);
+        pthread_join(w->thread, NULL);
+        w->thread_started = false;
+        if (w->rc != 0) rc = -1;
+        if (tt_serve_log_flush(w->log) != 0) rc = -1;
+    }
+    return rc;
 }
 
 void tt_server_free(tt_server *s)
 {
     if (!s) return;
-    while (s->conns) conn_kill(s->conns);
-    reap(s);
-    tt_heap_free(&s->heap);
-    if (s->listen_fd >= 0) close(s->listen_fd);
-    if (s->epoll_fd >= 0) close(s->epoll_fd);
-    if (s->timer_fd >= 0) close(s->timer_fd);
+    for (unsigned i = 0; i < s->n_workers; i++) {
+        serve_worker *w = s->workers[i];
+        if (w->listen_fd >= 0) close(w->listen_fd);
+        w->listen_fd = -1;
+        atomic_store(&s->accept_paused, false);
+        worker_free(w);
+    }
+    if (s->halt_fd >= 0) close(s->halt_fd);
+    free(s->workers);
     free(s);
 }

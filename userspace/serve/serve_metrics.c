@@ -37,6 +37,21 @@ void tt_serve_hist_observe(tt_serve_hist *h, uint64_t ns)
     h->sum_ns += ns;
 }
 
+static void hist_add(tt_serve_hist *into, const tt_serve_hist *from)
+{
+    for (size_t i = 0; i < into->n_bounds && i < from->n_bounds; i++) into->counts[i] += from->counts[i];
+    into->count += from->count;
+    into->sum_ns += from->sum_ns;
+}
+
+void tt_serve_metrics_add(tt_serve_metrics *into, const tt_serve_metrics *from)
+{
+    hist_add(&into->ttft, &from->ttft);
+    hist_add(&into->itl, &from->itl);
+    hist_add(&into->e2e, &from->e2e);
+    into->requests_finished += from->requests_finished;
+}
+
 static void render_hist(const tt_serve_hist *h, const char *name, const char *help, const char *model,
                         tt_sbuf *out)
 {

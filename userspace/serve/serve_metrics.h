@@ -31,6 +31,9 @@ typedef struct tt_serve_metrics {
 /* Zero counts and set vLLM's bucket bounds for each histogram. */
 void tt_serve_metrics_init(tt_serve_metrics *m);
 void tt_serve_hist_observe(tt_serve_hist *h, uint64_t ns);
+/* Add from's observations to into (both initialised by tt_serve_metrics_init):
+ * the sum of several workers' histograms. */
+void tt_serve_metrics_add(tt_serve_metrics *into, const tt_serve_metrics *from);
 /* Append the Prometheus text exposition; model is the served name (label value). */
 void tt_serve_metrics_render(const tt_serve_metrics *m, const char *model, tt_sbuf *out);
 
