@@ -1,60 +1,95 @@
 #!/usr/bin/env bash
 # make demo: start `tokentap serve` (vllm profile, a realistic TTFT/ITL
-# schedule, --log) on a free loopback port, capture loopback with
-# build/tools/ttcapture while 6 concurrent curl streams run, then analyze the
-# capture as a user would and compare analyze's median TTFT with the TTFT that
-# serve logged (first token write minus the instant the request was read).
-# Without root (libpcap on lo needs it), curl, or when the capture cannot
-# start, falls back to the generated capture: the fixture writer's streams
-# with known instants. DEMO_GENERATED=1 forces the fallback.
+# schedule, --log) on a free loopback port, run 6 concurrent curl streams
+# against it, and show what each vantage saw.
+# - Root and eBPF loads: `tokentap record -o DIR --port PORT` traces both
+#   ends of every connection on the port (server vantage: serve's writes;
+#   client vantage: curl's reads) and captures the wire with libpcap;
+#   `tokentap analyze --json DIR` is printed as one table with the server,
+#   wire and client columns side by side, then per request, and the server
+#   vantage's median TTFT is set against the TTFT serve logged.
+# - Root without eBPF (or DEMO_NO_BPF=1): the wire only, captured with
+#   build/tools/ttcapture and analyzed as a user would; says which vantages
+#   it could not take and why.
+# - Not root, no curl, or no capture possible (or DEMO_GENERATED=1): the
+#   generated capture (the fixture writer's streams with known instants).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+TT="$BUILD/tokentap"
 out=${DEMO_DIR:-$BUILD/demo}
 mkdir -p "$out"
 
 generated_demo() { # why
-    echo "demo: $1; using a generated capture instead"
+    echo "demo: $1; using a generated capture instead (wire vantage only)"
     "$BUILD/tools/ttpcapgen" -o "$out/demo.pcap" --truth "$out/demo.truth" --dialect openai-chat \
         --streams 16 --tokens 64 --concurrency 4 --ttft-us 180000 --itl-us 22000 --seed 42 > /dev/null
     echo "demo: wrote $out/demo.pcap (16 streamed chat completions, TTFT ~180 ms, ITL ~22 ms)"
     echo "demo: tokentap analyze --percentiles 50,90,99 $out/demo.pcap"
     echo
-    "$BUILD/tokentap" analyze --percentiles 50,90,99 "$out/demo.pcap"
+    "$TT" analyze --percentiles 50,90,99 "$out/demo.pcap"
 }
 
 if [ -n "${DEMO_GENERATED:-}" ]; then generated_demo "DEMO_GENERATED is set"; exit 0; fi
-if [ "$(id -u)" != 0 ]; then generated_demo "not root, so no live capture on lo"; exit 0; fi
+if [ "$(id -u)" != 0 ]; then
+    generated_demo "not root, so no live capture on lo and no eBPF (server and client vantages not taken)"
+    exit 0
+fi
 if ! command -v curl > /dev/null; then generated_demo "curl is not installed"; exit 0; fi
-[ -x "$BUILD/tools/ttcapture" ] || { generated_demo "$BUILD/tools/ttcapture is not built"; exit 0; }
 
 started=()
 cleanup() {
     for p in "${started[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
+    started=()
 }
 trap cleanup EXIT
 
 streams=6 tokens=48
 serve_args="--profile vllm --ttft-ms uniform:120:280 --itl-ms uniform:15:30 --seed 42 --log $out/serve.log"
-rm -f "$out/serve.log" "$out/demo.pcap"
-"$BUILD/tokentap" serve --listen 127.0.0.1:0 $serve_args > "$out/serve.out" 2> "$out/serve.err" &
+rm -rf "$out/serve.log" "$out/demo.pcap" "$out/rec" "$out"/report.*
+"$TT" serve --listen 127.0.0.1:0 $serve_args > "$out/serve.out" 2> "$out/serve.err" &
 serve_pid=$!; started+=("$serve_pid")
 for _ in $(seq 100); do grep -q '^listening on ' "$out/serve.out" 2>/dev/null && break; sleep 0.05; done
 port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out/serve.out")
 [ -n "$port" ] || { echo "demo: tokentap serve did not start: $(cat "$out/serve.err")" >&2; exit 1; }
 echo "demo: tokentap serve --listen 127.0.0.1:$port $serve_args"
 
-"$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$out/demo.pcap" -d 20 > "$out/capture.out" 2> "$out/capture.err" &
-cap_pid=$!; started+=("$cap_pid")
-for _ in $(seq 100); do grep -q ready "$out/capture.out" 2>/dev/null && break; kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.05; done
-if ! grep -q ready "$out/capture.out" 2>/dev/null; then
-    why="ttcapture could not capture on lo ($(head -1 "$out/capture.err"))"
-    cleanup; started=()
-    generated_demo "$why"; exit 0
+# The eBPF vantages: `tokentap record` says "recording" once it traces, or exits.
+mode=wire no_bpf=""
+if [ -n "${DEMO_NO_BPF:-}" ]; then
+    no_bpf="DEMO_NO_BPF is set"
+else
+    "$TT" record -o "$out/rec" --port "$port" > "$out/record.out" 2> "$out/record.err" &
+    rec_pid=$!; started+=("$rec_pid")
+    for _ in $(seq 200); do
+        grep -q '^tokentap record: recording' "$out/record.err" 2>/dev/null && { mode=record; break; }
+        kill -0 "$rec_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if [ $mode != record ]; then
+        no_bpf="tokentap record could not trace ($(grep -v '^tokentap record: recording' "$out/record.err" | head -1))"
+        kill -TERM "$rec_pid" 2>/dev/null || true; wait "$rec_pid" 2>/dev/null || true
+        started=("$serve_pid"); rm -rf "$out/rec"
+    fi
+fi
+if [ $mode = wire ]; then
+    echo "demo: server and client vantages not taken: $no_bpf; capturing the wire only"
+    [ -x "$BUILD/tools/ttcapture" ] || { cleanup; generated_demo "$BUILD/tools/ttcapture is not built"; exit 0; }
+    "$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$out/demo.pcap" -d 20 > "$out/capture.out" 2> "$out/capture.err" &
+    cap_pid=$!; started+=("$cap_pid")
+    for _ in $(seq 100); do grep -q ready "$out/capture.out" 2>/dev/null && break; kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.05; done
+    if ! grep -q ready "$out/capture.out" 2>/dev/null; then
+        why="ttcapture could not capture on lo ($(head -1 "$out/capture.err"))"
+        cleanup
+        generated_demo "$why"; exit 0
+    fi
+    echo "demo: ttcapture -i lo -f 'tcp port $port' -w $out/demo.pcap; $streams concurrent curl streams of $tokens tokens"
+else
+    echo "demo: tokentap record -o $out/rec --port $port; $streams concurrent curl streams of $tokens tokens"
 fi
 sleep 0.1
-echo "demo: ttcapture -i lo -f 'tcp port $port' -w $out/demo.pcap; $streams concurrent curl streams of $tokens tokens"
+
 clients=()
 for i in $(seq "$streams"); do
     curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: demo-$i" \
@@ -64,16 +99,17 @@ for i in $(seq "$streams"); do
 done
 for c in "${clients[@]}"; do wait "$c" || { echo "demo: curl exited $?" >&2; exit 1; }; done
 sleep 0.2
-kill -INT "$cap_pid"; wait "$cap_pid" || true
+if [ $mode = record ]; then
+    kill -INT "$rec_pid"; wait "$rec_pid" || { echo "demo: tokentap record exited $?: $(cat "$out/record.err")" >&2; exit 1; }
+else
+    kill -INT "$cap_pid"; wait "$cap_pid" || true
+fi
 kill -TERM "$serve_pid"; wait "$serve_pid" || { echo "demo: serve exited $?: $(cat "$out/serve.err")" >&2; exit 1; }
 started=()
-echo "demo: capture: $(tail -1 "$out/capture.err")"
-echo "demo: tokentap analyze --percentiles 50,90,99 $out/demo.pcap"
-echo
-"$BUILD/tokentap" analyze --percentiles 50,90,99 "$out/demo.pcap" | tee "$out/report.txt"
-echo
-analyze_ttft=$(awk -F: '/^Median TTFT \(ms\):/ {gsub(/ /,"",$2); print $2}' "$out/report.txt")
-serve_ttft=$(/usr/bin/python3 - "$out/serve.log" <<'PY'
+
+# serve's own TTFTs: first token write minus the instant the request was read
+serve_ttft() {
+    /usr/bin/python3 - "$out/serve.log" <<'PY'
 import json, statistics, sys
 read, first = {}, {}
 for line in open(sys.argv[1]):
@@ -86,11 +122,87 @@ for line in open(sys.argv[1]):
 ttft = [first[k] - read[k] for k in read if k in first]
 print("%.2f %d" % (statistics.median(ttft) / 1e6, len(ttft)) if ttft else "")
 PY
-)
-if [ -n "$serve_ttft" ] && [ -n "$analyze_ttft" ]; then
-    set -- $serve_ttft
-    awk -v a="$analyze_ttft" -v s="$1" -v n="$2" 'BEGIN {
-        printf "demo: median TTFT: analyze (on the wire) %.2f ms, serve log (first token write - request read, %d streams) %.2f ms, difference %+.2f ms\n", a, n, s, a - s }'
-else
-    echo "demo: could not compare TTFTs (analyze: '${analyze_ttft}', serve log: '${serve_ttft}')"
+}
+
+if [ $mode = wire ]; then
+    echo "demo: capture: $(tail -1 "$out/capture.err")"
+    echo "demo: tokentap analyze --percentiles 50,90,99 $out/demo.pcap"
+    echo
+    "$TT" analyze --percentiles 50,90,99 "$out/demo.pcap" | tee "$out/report.txt"
+    echo
+    analyze_ttft=$(awk -F: '/^Median TTFT \(ms\):/ {gsub(/ /,"",$2); print $2}' "$out/report.txt")
+    s_ttft=$(serve_ttft)
+    if [ -n "$s_ttft" ] && [ -n "$analyze_ttft" ]; then
+        set -- $s_ttft
+        awk -v a="$analyze_ttft" -v s="$1" -v n="$2" 'BEGIN {
+            printf "demo: median TTFT: analyze (on the wire) %.2f ms, serve log (first token write - request read, %d streams) %.2f ms, difference %+.2f ms\n", a, n, s, a - s }'
+    else
+        echo "demo: could not compare TTFTs (analyze: '${analyze_ttft}', serve log: '${s_ttft}')"
+    fi
+    echo "demo: vantages taken: wire; not taken: server, client ($no_bpf)"
+    exit 0
 fi
+
+echo "demo: record: $(tail -1 "$out/record.err" | sed 's/^tokentap record: //')"
+rc=0; "$TT" analyze "$out/rec" > "$out/report.txt" || rc=$?
+[ $rc = 0 ] || { echo "demo: tokentap analyze $out/rec exited $rc" >&2; exit 1; }
+"$TT" analyze --json --percentiles 50,99 "$out/rec" > "$out/report.json"
+echo "demo: tokentap analyze --json --percentiles 50,99 $out/rec (full text report: $out/report.txt)"
+echo
+/usr/bin/python3 - "$out/report.json" "$(serve_ttft)" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+order = [v for v in ("server", "wire", "client") if v in doc["vantage_list"]]
+missing = [v for v in ("server", "wire", "client") if v not in order]
+per = {v: doc["per_vantage"][v]["summary"] for v in order}
+ms = lambda ns: "-" if ns is None else "%.2f" % (ns / 1e6)
+def dist(v, name, key):
+    d = per[v].get(name) or {}
+    return ms(d.get(key)) if d.get("n") else "-"
+rows = [("requests complete / seen", lambda v: "%d/%d" % (per[v]["complete"], per[v]["requests"])),
+        ("token events", lambda v: str(per[v]["token_events"]))]
+for label, name in (("TTFT", "ttft_ns"), ("ITL", "itl_ns"), ("TPOT", "tpot_ns"), ("E2EL", "e2el_ns")):
+    for key in ("median", "p99"):
+        rows.append(("%s %s (ms)" % (label, key), lambda v, n=name, k=key: dist(v, n, k)))
+w0 = max(len(r[0]) for r in rows)
+print("%-*s" % (w0, "vantage") + "".join("%12s" % v for v in order))
+print("-" * (w0 + 12 * len(order)))
+for label, f in rows:
+    print("%-*s" % (w0, label) + "".join("%12s" % f(v) for v in order))
+print()
+# per request: TTFT at each vantage, and where the time went between the
+# vantages: the request on its way up (req_first), the first token on its way
+# down (first_token), in us
+reqs = sorted((r for r in doc["requests"] if r.get("request_id")), key=lambda r: r["request_id"])
+path = [v for v in ("client", "wire", "server") if v in order]
+up = list(zip(path, path[1:]))
+down = [(b, a) for a, b in reversed(up)]
+abbrev = {"client": "c", "wire": "w", "server": "s"}
+head = "%-8s %6s" % ("request", "tokens") + "".join("%13s" % ("TTFT %s" % v) for v in order)
+head += "".join("%11s" % ("up %s->%s" % (abbrev[a], abbrev[b])) for a, b in up)
+head += "".join("%11s" % ("down %s->%s" % (abbrev[a], abbrev[b])) for a, b in down)
+print(head)
+print("-" * len(head))
+def hop(vs, a, b, key):
+    ta, tb = vs.get(a, {}).get(key), vs.get(b, {}).get(key)
+    return "%.1f" % ((tb - ta) / 1e3) if ta is not None and tb is not None else "-"
+for r in reqs:
+    vs = r["vantages"]
+    tok = vs.get(order[0], {}).get("token_events")
+    line = "%-8s %6s" % (r["request_id"], tok if tok is not None else "-")
+    line += "".join("%13s" % ms(vs.get(v, {}).get("ttft_ns")) for v in order)
+    line += "".join("%11s" % hop(vs, a, b, "req_first_mono_ns") for a, b in up)
+    line += "".join("%11s" % hop(vs, a, b, "first_token_mono_ns") for a, b in down)
+    print(line)
+print()
+if up:
+    print("(ms for TTFT, us for the hops: up = the request's first byte from curl's write (c) to its")
+    print(" packet on lo (w) to serve's read (s); down = the first token back from serve's write to curl's read)")
+serve = sys.argv[2].split()
+if serve and "server" in per and per["server"]["ttft_ns"].get("n"):
+    s_ms, n = float(serve[0]), int(serve[1])
+    t_ms = per["server"]["ttft_ns"]["median"] / 1e6
+    print("demo: median TTFT: server vantage %.2f ms, serve log (first token write - request read, %d streams) "
+          "%.2f ms, difference %+.3f ms" % (t_ms, n, s_ms, t_ms - s_ms))
+print("demo: vantages taken: %s%s" % (", ".join(order), "; not taken: " + ", ".join(missing) if missing else ""))
+PY

@@ -10,8 +10,10 @@
 #    same with one worker for comparison (runs alternate), then 1000
 #    connections on a 20 ms ITL schedule, the lateness of every token write
 #    against its due instant read from serve's --log.
-# BENCH_ONLY=serve or BENCH_ONLY=analyze reruns one section and keeps the
-# other's text from the current docs/performance.md.
+# 3. The eBPF vantage (tests/bench/bpf.sh): added cost per traced syscall,
+#    and the highest token-event rate traced with zero drops.
+# BENCH_ONLY=NAME (analyze, serve, bpf; several separated by commas) reruns
+# those sections and keeps the others' text from docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -44,10 +46,18 @@ stop_started() {
 }
 trap stop_started EXIT
 
-# The text of one section from the current docs/performance.md (when kept).
+# The text of one section from the current docs/performance.md (when kept):
+# from its heading (the first line of the file for analyze) to the next
+# section's heading, trailing blank lines dropped.
 serve_heading="## tokentap serve"
-old_analyze() { awk -v h="$serve_heading" '$0 == h {exit} {print}' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'; }
-old_serve() { awk -v h="$serve_heading" '$0 == h {on=1} on {print}' docs/performance.md; }
+bpf_heading="## eBPF vantage"
+old_section() {
+    [ -f docs/performance.md ] || return 0
+    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" '
+        NR == 1 { cur = "analyze" }
+        $0 == s { cur = "serve" } $0 == b { cur = "bpf" }
+        cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+}
 
 analyze_section() {
     streams=${BENCH_STREAMS:-2000}
@@ -274,8 +284,20 @@ PY
     } > "$work/serve.md"
 }
 
-if [ "$only" = serve ]; then old_analyze > "$work/analyze.md"; else analyze_section; fi
-if [ "$only" = analyze ]; then old_serve > "$work/serve.md"; else serve_section; fi
-{ cat "$work/analyze.md"; [ -s "$work/serve.md" ] && { echo; cat "$work/serve.md"; }; } > "$work/performance.md"
+bpf_section() {
+    BUILD=$BUILD BPFBENCH_DIR="$work/bpf" tests/bench/bpf.sh > "$work/bpf.md"
+}
+
+wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+sections="analyze serve bpf"
+for name in $sections; do
+    if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
+done
+first=1
+for name in $sections; do
+    [ -s "$work/$name.md" ] || continue
+    [ $first = 1 ] || echo
+    cat "$work/$name.md"; first=0
+done > "$work/performance.md"
 cp "$work/performance.md" docs/performance.md
 cat docs/performance.md
