@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "cmd/commands.h"
+#include "import/bench_import.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
 #include "report/report_multi.h"
@@ -29,8 +30,13 @@ static void usage(FILE *out)
             "ITL and E2EL per request at the wire vantage.\n"
             "A DIR written by `tokentap record` is read whole: each vantage present (server,\n"
             "client, wire; the wire converted to CLOCK_MONOTONIC with the manifest's offset),\n"
-            "reported one after the other, or with --json as one document whose requests\n"
-            "carry vantages.server, vantages.client and vantages.wire side by side.\n"
+            "joined request by request (x-request-id, else connection and ordinal, else\n"
+            "response id): the text report shows the vantages side by side, where the time\n"
+            "went (uplink, server, downlink) and then each vantage's own report; --json\n"
+            "writes one document whose requests carry vantages.server, .client and .wire.\n"
+            "With --bench-result the benchmark's own result file joins too: its TTFT and\n"
+            "E2EL are split into send lag, uplink, server, downlink and client lag\n"
+            "(docs/metrics.md), and where it disagrees with the capture is listed.\n"
             "\n"
             "options:\n"
             "  --json               write the JSON document (docs/formats.md) instead of text\n"
@@ -38,12 +44,22 @@ static void usage(FILE *out)
             "  --text               include generated text (otherwise only lengths and hashes)\n"
             "  --percentiles LIST   percentiles to report, e.g. 50,90,99 (default 99)\n"
             "  -o, --output FILE    write to FILE (created mode 0600) instead of stdout\n"
+            "  --bench-result FILE  the benchmark's result file (vllm --save-result --save-detailed,\n"
+            "                       genai-perf, aiperf, guidellm, sglang, llmperf; docs/formats.md)\n"
+            "  --bench-format NAME  its format (vllm, genai-perf, aiperf, guidellm, sglang, llmperf;\n"
+            "                       default: detected from the content)\n"
+            "  --bench-id-prefix P  the x-request-id prefix the tool numbered its requests with\n"
+            "                       (vllm --request-id-prefix; found by itself when the ids are\n"
+            "                       P0, P1, ... in file order)\n"
+            "  --perfetto FILE      also write a Chrome trace JSON (ui.perfetto.dev) of every request:\n"
+            "                       a track per request and vantage, token events, the TTFT parts\n"
             "  --wall-to-mono-offset NS\n"
             "                       convert the capture's wall-clock timestamps to CLOCK_MONOTONIC\n"
             "                       (mono = wall - NS); without it instants stay in the capture's clock\n"
             "  -h, --help           this help\n"
             "\n"
-            "exit status: 0 ok; 2 bad usage; 3 input unreadable or not a capture;\n"
+            "exit status: 0 ok; 2 bad usage; 3 input (or the benchmark file) unreadable or\n"
+            "not a capture;\n"
             "4 no HTTP exchange found; 5 capture damaged part way (report covers what came\n"
             "before); 6 output not written.\n");
 }
@@ -108,9 +124,80 @@ static int read_manifest_offset(const char *path, int64_t *offset, char *err, si
     return rc;
 }
 
-static int analyze_directory(const char *dir, bool json, bool events, bool text, const char *output,
-                             const double *pct, int n_pct)
+typedef struct analyze_opts {
+    bool json, events, text;
+    const char *output;      /* NULL or "-": stdout */
+    const char *perfetto;    /* --perfetto FILE, or NULL */
+    const double *pct;
+    int n_pct;
+    const tt_bench_result *bench; /* --bench-result, or NULL */
+} analyze_opts;
+
+static int close_output(FILE *f, const char *path)
 {
+    if (fflush(f) != 0 || ferror(f) || (f != stdout && fclose(f) != 0)) {
+        fprintf(stderr, "tokentap analyze: writing %s failed: %s\n", path ? path : "stdout", strerror(errno));
+        return TT_EXIT_OUTPUT;
+    }
+    return TT_EXIT_OK;
+}
+
+/* Write what the options ask for over the n analyses: the joined breakdown
+ * for a recording or with a benchmark file, else the single report. */
+static int write_reports(const analyze_opts *o, const char *input, const tt_analysis *const *as, size_t n,
+                         bool recording, const tt_join_options *jopt)
+{
+    bool joined = !o->events && (recording || o->bench);
+    tt_breakdown b;
+    bool built = false;
+    if (joined || o->perfetto) {
+        if (tt_breakdown_build(&b, as, n, o->bench, jopt) < 0) {
+            fprintf(stderr, "tokentap analyze: out of memory joining requests\n");
+            return TT_EXIT_INTERNAL;
+        }
+        built = true;
+    }
+    int status = TT_EXIT_OK;
+    FILE *out = tt_open_output(o->output);
+    if (!out) {
+        fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", o->output, strerror(errno));
+        status = TT_EXIT_OUTPUT;
+    } else {
+        if (joined && o->json) {
+            tt_report_json_breakdown(out, input, &b);
+        } else if (joined) {
+            tt_report_breakdown_text(out, input, &b);
+            for (size_t k = 0; k < n; k++) {
+                fputc('\n', out);
+                tt_report_write(out, as[k], false, false);
+            }
+        } else {
+            for (size_t k = 0; k < n; k++) {
+                if (k && !o->json) fputc('\n', out);
+                tt_report_write(out, as[k], o->json, o->events);
+            }
+        }
+        status = close_output(out, o->output);
+    }
+    if (o->perfetto && status == TT_EXIT_OK) {
+        FILE *pf = tt_open_output(o->perfetto);
+        if (!pf) {
+            fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", o->perfetto, strerror(errno));
+            status = TT_EXIT_OUTPUT;
+        } else {
+            tt_report_perfetto(pf, &b);
+            status = close_output(pf, o->perfetto);
+        }
+    }
+    if (built) tt_breakdown_free(&b);
+    return status;
+}
+
+static int analyze_path(const char *path, const analyze_opts *o, bool have_offset, long long mono_offset);
+
+static int analyze_directory(const char *dir, const analyze_opts *o)
+{
+    bool text = o->text;
     char manifest[4096];
     snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
     char err[512];
@@ -163,7 +250,7 @@ static int analyze_directory(const char *dir, bool json, bool events, bool text,
             .source_error = rc < 0 ? v->err : NULL,
             .with_text = text,
         };
-        if (tt_analysis_fill(&v->a, v->tracker, pct, (size_t)n_pct) < 0) {
+        if (tt_analysis_fill(&v->a, v->tracker, o->pct, (size_t)o->n_pct) < 0) {
             fprintf(stderr, "tokentap analyze: out of memory\n");
             v->filled = true;
             for (size_t k = 0; k <= n; k++) vantage_run_free(&runs[k]);
@@ -183,23 +270,9 @@ static int analyze_directory(const char *dir, bool json, bool events, bool text,
         fprintf(stderr, "tokentap analyze: %s: no HTTP/1.1 exchange found at any vantage\n", dir);
         if (status == TT_EXIT_OK) status = TT_EXIT_NO_HTTP;
     }
-    FILE *out = tt_open_output(output);
-    if (!out) {
-        fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", output, strerror(errno));
-        status = TT_EXIT_OUTPUT;
-    } else {
-        if (json && !events) tt_report_json_multi(out, dir, as, n);
-        else
-            for (size_t k = 0; k < n; k++) {
-                if (k && !json) fputc('\n', out);
-                tt_report_write(out, as[k], json, events);
-            }
-        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
-            fprintf(stderr, "tokentap analyze: writing %s failed: %s\n", output ? output : "stdout",
-                    strerror(errno));
-            status = TT_EXIT_OUTPUT;
-        }
-    }
+    tt_join_options jopt = {.clock_is_mono = true, .has_wall_to_mono = true, .wall_to_mono_ns = offset};
+    int wrote = write_reports(o, dir, as, n, true, &jopt);
+    if (wrote != TT_EXIT_OK) status = wrote;
     for (size_t k = 0; k < n; k++) vantage_run_free(&runs[k]);
     free(runs);
     return status;
@@ -212,10 +285,15 @@ int tt_cmd_analyze(int argc, char **argv)
         {"text", no_argument, NULL, 't'},       {"percentiles", required_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"wall-to-mono-offset", required_argument, NULL, 'W'},
+        {"bench-result", required_argument, NULL, 'B'},
+        {"bench-format", required_argument, NULL, 'F'},
+        {"perfetto", required_argument, NULL, 'P'},
+        {"bench-id-prefix", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     bool json = false, events = false, text = false;
-    const char *output = NULL;
+    const char *output = NULL, *bench_path = NULL, *perfetto = NULL, *id_prefix = NULL;
+    tt_bench_format bench_format = TT_BENCH_AUTO;
     bool have_offset = false;
     long long mono_offset = 0;
     double pct[TT_MAX_PERCENTILES] = {99};
@@ -230,6 +308,19 @@ int tt_cmd_analyze(int argc, char **argv)
         case 'e': events = true; break;
         case 't': text = true; break;
         case 'o': output = optarg; break;
+        case 'B': bench_path = optarg; break;
+        case 'P': perfetto = optarg; break;
+        case 'I': id_prefix = optarg; break;
+        case 'F': {
+            int f = tt_bench_format_parse(optarg);
+            if (f < 0) {
+                fprintf(stderr, "tokentap analyze: --bench-format: unknown format '%s' (vllm, genai-perf, aiperf, "
+                                "guidellm, sglang, llmperf)\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            bench_format = (tt_bench_format)f;
+            break;
+        }
         case 'W': {
             char *end;
             errno = 0;
@@ -262,7 +353,35 @@ int tt_cmd_analyze(int argc, char **argv)
         fprintf(stderr, "tokentap analyze: expected exactly one capture file (try --help)\n");
         return TT_EXIT_USAGE;
     }
-    const char *path = argv[optind];
+    if ((bench_path || perfetto) && events) {
+        fprintf(stderr, "tokentap analyze: --bench-result and --perfetto do not apply to --events\n");
+        return TT_EXIT_USAGE;
+    }
+    if ((bench_format != TT_BENCH_AUTO || id_prefix) && !bench_path) {
+        fprintf(stderr, "tokentap analyze: --bench-format and --bench-id-prefix need --bench-result\n");
+        return TT_EXIT_USAGE;
+    }
+    tt_bench_result bench = {0};
+    if (bench_path && tt_bench_load(bench_path, bench_format, &bench, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap analyze: %s: %s\n", bench_path, err);
+        return TT_EXIT_INPUT;
+    }
+    if (id_prefix && tt_bench_set_id_prefix(&bench, id_prefix) != 0) {
+        fprintf(stderr, "tokentap analyze: out of memory\n");
+        tt_bench_result_free(&bench);
+        return TT_EXIT_INTERNAL;
+    }
+    analyze_opts o = {.json = json, .events = events, .text = text, .output = output, .perfetto = perfetto,
+                      .pct = pct, .n_pct = n_pct, .bench = bench_path ? &bench : NULL};
+    int status = analyze_path(argv[optind], &o, have_offset, mono_offset);
+    tt_bench_result_free(&bench);
+    return status;
+}
+
+/* One capture file or recording directory. */
+static int analyze_path(const char *path, const analyze_opts *o, bool have_offset, long long mono_offset)
+{
+    char err[256];
     struct stat st;
     char manifest[4096];
     snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
@@ -271,7 +390,7 @@ int tt_cmd_analyze(int argc, char **argv)
             fprintf(stderr, "tokentap analyze: --wall-to-mono-offset does not apply to a recording (its manifest has one)\n");
             return TT_EXIT_USAGE;
         }
-        return analyze_directory(path, json, events, text, output, pct, n_pct);
+        return analyze_directory(path, o);
     }
 
     /* Connections come and go while requests accumulate: keep freed heap
@@ -286,7 +405,7 @@ int tt_cmd_analyze(int argc, char **argv)
         return TT_EXIT_INPUT;
     }
     if (have_offset) tt_pcap_source_set_mono_offset(src, mono_offset);
-    tt_tracker_options topt = {.keep_text = text};
+    tt_tracker_options topt = {.keep_text = o->text};
     tt_tracker *tracker = tt_tracker_new(&topt);
     tt_reasm *reasm = tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, tracker);
     if (!tracker || !reasm) {
@@ -309,9 +428,9 @@ int tt_cmd_analyze(int argc, char **argv)
         .reasm = tt_reasm_get_stats(reasm),
         .tracker = tracker,
         .source_error = source_error,
-        .with_text = text,
+        .with_text = o->text,
     };
-    if (tt_analysis_fill(&a, tracker, pct, (size_t)n_pct) < 0) {
+    if (tt_analysis_fill(&a, tracker, o->pct, (size_t)o->n_pct) < 0) {
         fprintf(stderr, "tokentap analyze: out of memory\n");
         return TT_EXIT_INTERNAL;
     }
@@ -322,18 +441,12 @@ int tt_cmd_analyze(int argc, char **argv)
                 path, (unsigned long long)a.pcap->packets, (unsigned long long)tt_tracker_connections(tracker));
         if (!source_error) status = TT_EXIT_NO_HTTP;
     }
-    FILE *out = tt_open_output(output);
-    if (!out) {
-        fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", output, strerror(errno));
-        status = TT_EXIT_OUTPUT;
-    } else {
-        tt_report_write(out, &a, json, events);
-        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
-            fprintf(stderr, "tokentap analyze: writing %s failed: %s\n", output ? output : "stdout",
-                    strerror(errno));
-            status = TT_EXIT_OUTPUT;
-        }
-    }
+    const tt_analysis *as[1] = {&a};
+    tt_join_options jopt = {.clock_is_mono = a.clock == TT_CLOCK_MONOTONIC,
+                            .has_wall_to_mono = have_offset,
+                            .wall_to_mono_ns = mono_offset};
+    int wrote = write_reports(o, path, as, 1, false, &jopt);
+    if (wrote != TT_EXIT_OK) status = wrote;
     tt_analysis_release(&a);
     tt_reasm_free(reasm);
     tt_tracker_free(tracker);

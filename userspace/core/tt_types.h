@@ -72,7 +72,8 @@ enum {
     TT_EXIT_NO_HTTP = 4,     /* capture readable but held no HTTP exchange */
     TT_EXIT_DAMAGED = 5,     /* input damaged part way: the report covers what came before */
     TT_EXIT_OUTPUT = 6,      /* the output could not be written */
-    TT_EXIT_INTERNAL = 70
+    TT_EXIT_INTERNAL = 70,
+    TT_EXIT_FINDINGS = 1     /* lint: a finding at or above --fail-on */
 };
 
 /* Format an endpoint as "a.b.c.d:port" or "[v6]:port" into buf; returns buf. */

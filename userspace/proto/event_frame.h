@@ -60,6 +60,9 @@ typedef struct tt_event_frame {
     uint16_t lines;        /* lines in the event, blank dispatching line excluded */
     uint16_t comment_lines;
     uint16_t data_lines;
+    uint64_t cr_off;       /* body offset of the first CR that ended one of the event's lines
+                              (its dispatching blank line included); meaningful only when
+                              terminators has TT_TERM_CR or TT_TERM_CRLF */
 } tt_event_frame;
 
 /* True when v[0..n) holds a raw UTF-8 U+2028 (E2 80 A8), U+2029 (E2 80 A9)

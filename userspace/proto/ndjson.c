@@ -88,6 +88,7 @@ static void emit_line(tt_ndjson_parser *p, const uint8_t *line, size_t len, uint
         .flags = flags | (cut ? TT_FRAME_TRUNCATED : 0u),
         .lines = 1,
         .data_lines = 1,
+        .cr_off = term == TT_TERM_CRLF ? dispatch_off - 2 : 0,
     };
     if (tt_frame_has_raw_line_sep(line, len)) f.flags |= TT_FRAME_RAW_LINE_SEP;
     if (p->cb.on_event) p->cb.on_event(p->ud, &f);

@@ -1,6 +1,6 @@
 /* ndjson.h - newline-delimited JSON framing (Ollama's streaming bodies).
  * Each non-empty line is one event; a CR before the LF is tolerated and
- * recorded as a CRLF terminator. Same callbacks and record as sse.h.
+ * recorded as a CRLF terminator (cr_off: that CR's body offset). Same callbacks and record as sse.h.
  *
  * Record per line: type NULL, data = the line without LF/CRLF, lines = 1,
  * data_lines = 1, fields = 0, has_id false, retry_ms -1, first_off the line's

@@ -39,6 +39,7 @@ struct tt_sse_parser {
     byte_pos line_start;
 
     bool pending_cr;
+    uint64_t pending_cr_off;
     enum cr_target cr_target;
 
     tt_event_frame ev;   /* facts of the event being built */
@@ -230,6 +231,13 @@ static void field_line(tt_sse_parser *p, const uint8_t *line, size_t len)
     }
 }
 
+/* Add a line terminator to the event, remembering where its first CR was. */
+static void add_terminator(tt_event_frame *f, unsigned bit, uint64_t cr_at)
+{
+    if ((bit & (TT_TERM_CR | TT_TERM_CRLF)) && !(f->terminators & (TT_TERM_CR | TT_TERM_CRLF))) f->cr_off = cr_at;
+    f->terminators |= bit;
+}
+
 /* One complete line. term is the TT_TERM_* bit, or 0 when a CR ended the feed
  * (the bit is added once the next byte is known) or at finish. end is the
  * position of the terminator's first byte. */
@@ -243,7 +251,7 @@ static void process_line(tt_sse_parser *p, const uint8_t *line, size_t len, byte
             p->cr_target = CR_NOTHING;
             return;
         }
-        f->terminators |= term;
+        add_terminator(f, term, end.off);
         f->dispatch_off = end.off + 1;
         f->dispatch_ns = end.ns;
         f->last_chunk = end.chunk;
@@ -261,7 +269,7 @@ static void process_line(tt_sse_parser *p, const uint8_t *line, size_t len, byte
         f->first_ns = start.ns;
         f->first_chunk = start.chunk;
     }
-    f->terminators |= term;
+    add_terminator(f, term, end.off);
     p->cr_target = CR_EVENT_LINE;
     count_up(&f->lines);
     if (cut) f->flags |= TT_FRAME_TRUNCATED;
@@ -281,9 +289,9 @@ static void resolve_pending_cr(tt_sse_parser *p, bool is_crlf)
     unsigned bit = is_crlf ? TT_TERM_CRLF : TT_TERM_CR;
     p->pending_cr = false;
     if (p->cr_target == CR_EVENT_LINE) {
-        p->ev.terminators |= bit;
+        add_terminator(&p->ev, bit, p->pending_cr_off);
     } else if (p->cr_target == CR_DISPATCH) {
-        p->ev.terminators |= bit;
+        add_terminator(&p->ev, bit, p->pending_cr_off);
         emit(p);
         reset_event(p);
     }
@@ -393,7 +401,10 @@ void tt_sse_feed(tt_sse_parser *p, const uint8_t *data, size_t len, uint64_t bod
             bool cut = n > LINE_LIMIT;
             process_line(p, data + pos, cut ? LINE_LIMIT : n, here, term, end, cut, false);
         }
-        if (term == 0) p->pending_cr = true;
+        if (term == 0) {
+            p->pending_cr = true;
+            p->pending_cr_off = body_off + t;
+        }
         pos = next;
     }
 }

@@ -20,6 +20,8 @@
  *   byte decides CR or CRLF; if that CR ended the dispatching blank line the
  *   on_event callback is held until that byte (or finish) arrives. Instants,
  *   offsets and ordinals still name the CR's feed.
+ * - cr_off: the body offset of the first CR among the event's terminators
+ *   (lines and dispatching blank line), whichever feed carried it.
  * - id/id_len: the "last event ID buffer", which persists across events per
  *   the spec (NULL until any id field was accepted); has_id only when this
  *   event carried an accepted id field. An id value containing NUL is

@@ -30,10 +30,11 @@ typedef struct tt_analysis {
     tt_summary summary;
     const char *source_error;     /* a damaged input's one-line reason, or NULL */
     bool with_text;               /* --text: generated text may be shown */
+    const struct tt_lint_result *lint; /* findings over reqs (lint/lint.h), set by tt_analysis_fill; NULL when none */
 } tt_analysis;
 
-/* Fill a's requests, notes, per-request metrics and summary from tracker t
- * (sorted first). Returns 0, or -1 when out of memory. Release with
+/* Fill a's requests, notes, per-request metrics, summary and lint findings
+ * from tracker t (sorted first). Returns 0, or -1 when out of memory. Release with
  * tt_analysis_release. */
 int tt_analysis_fill(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct);
 void tt_analysis_release(tt_analysis *a);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lint/lint.h"
 #include "report/report.h"
 
 const char *tt_vantage_name(tt_vantage v)
@@ -53,7 +54,10 @@ int tt_analysis_fill(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_
     for (size_t i = 0; i < a->n_reqs; i++)
         if (tt_req_metrics_compute(&reqs[i], &metrics[i]) < 0) return -1;
     tt_summary_compute(reqs, metrics, a->n_reqs, pct, n_pct, &a->summary);
-    return 0;
+    tt_lint_result *lint = calloc(1, sizeof *lint);
+    if (!lint) return -1;
+    a->lint = lint;
+    return tt_lint_run(reqs, a->n_reqs, lint);
 }
 
 void tt_analysis_release(tt_analysis *a)
@@ -63,6 +67,10 @@ void tt_analysis_release(tt_analysis *a)
         for (size_t i = 0; i < a->n_reqs; i++) tt_req_metrics_free(&metrics[i]);
     free(metrics);
     a->metrics = NULL;
+    tt_lint_result *lint = (tt_lint_result *)a->lint;
+    tt_lint_result_free(lint);
+    free(lint);
+    a->lint = NULL;
 }
 
 void tt_report_write(FILE *out, const tt_analysis *a, bool json, bool events)

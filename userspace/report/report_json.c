@@ -6,6 +6,7 @@
 #include "report/report.h"
 #include "report/report_multi.h"
 #include "core/version.h"
+#include "lint/lint.h"
 
 static void instant(tt_jw *w, const char *key, uint64_t ns)
 {
@@ -99,9 +100,13 @@ static void request_fields(tt_jw *w, const tt_request_fields *f)
     tt_jw_object_end(w);
 }
 
+/* What the multi-vantage document adds to a request object (written last). */
+typedef void request_extra_fn(tt_jw *w, const void *ctx);
+
 /* One request as seen at n vantages: the common fields from the first, a
- * vantage block from each. */
-static void one_request_at(tt_jw *w, const tt_analysis *const *as, const size_t *idx, size_t n, int joined)
+ * vantage block from each, then extra (when not NULL). */
+static void one_request_at(tt_jw *w, const tt_analysis *const *as, const size_t *idx, size_t n, int joined,
+                           request_extra_fn *extra, const void *extra_ctx)
 {
     const tt_analysis *a = as[0];
     const tt_request *r = &a->reqs[idx[0]];
@@ -136,12 +141,13 @@ static void one_request_at(tt_jw *w, const tt_analysis *const *as, const size_t 
     for (size_t k = 0; k < n; k++) vantage_block(w, as[k], &as[k]->reqs[idx[k]], &as[k]->metrics[idx[k]]);
     tt_jw_object_end(w);
     if (a->with_text) tt_jw_strn(w, "text", r->text ? r->text : "", r->text_len);
+    if (extra) extra(w, extra_ctx);
     tt_jw_object_end(w);
 }
 
 static void one_request(tt_jw *w, const tt_analysis *a, size_t i)
 {
-    one_request_at(w, &a, &i, 1, -1);
+    one_request_at(w, &a, &i, 1, -1, NULL, NULL);
 }
 
 static void source_fields(tt_jw *w, const tt_analysis *a);
@@ -234,43 +240,358 @@ void tt_report_json(FILE *out, const tt_analysis *a)
     tt_jw_array_begin(&w, "requests");
     for (size_t i = 0; i < a->n_reqs; i++) one_request(&w, a, i);
     tt_jw_array_end(&w);
+    tt_lint_write_json(&w, "findings", a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = a->with_text});
     tt_jw_object_end(&w);
     tt_jw_end(&w);
 }
 
-/* ---- several vantages of one recording ---- */
+/* ---- several vantages of one recording, joined, and the benchmark's own record ---- */
 
-typedef struct join_key {
-    const char *id;
-    uint32_t occurrence; /* k-th request with this id at its vantage */
-    uint32_t vantage;    /* index into as[] */
-    size_t req;
-} join_key;
+typedef struct multi_ctx {
+    const tt_breakdown *b;
+    const tt_joined *g;
+    const tt_request_breakdown *pb;
+} multi_ctx;
 
-static int join_key_cmp(const void *pa, const void *pb)
+static void int_or_null(tt_jw *w, const char *key, bool has, int64_t v)
 {
-    const join_key *a = pa, *b = pb;
-    int c = strcmp(a->id, b->id);
-    if (c) return c;
-    if (a->occurrence != b->occurrence) return a->occurrence < b->occurrence ? -1 : 1;
-    if (a->vantage != b->vantage) return a->vantage < b->vantage ? -1 : 1;
-    return a->req < b->req ? -1 : a->req > b->req;
+    if (has) tt_jw_int(w, key, v);
+    else tt_jw_null(w, key);
 }
 
-static int by_id_then_index(const void *pa, const void *pb)
+static void overhead_stat(tt_jw *w, const char *key, const tt_overhead_stat *o)
 {
-    const join_key *a = pa, *b = pb;
-    if (a->vantage != b->vantage) return a->vantage < b->vantage ? -1 : 1;
-    int c = strcmp(a->id, b->id);
-    if (c) return c;
-    return a->req < b->req ? -1 : a->req > b->req;
+    tt_jw_object_begin(w, key);
+    tt_jw_uint(w, "n", o->n);
+    if (o->n) {
+        tt_jw_double(w, "mean", o->mean);
+        tt_jw_double(w, "median", o->median);
+        tt_jw_double(w, "p99", o->p99);
+    } else {
+        tt_jw_null(w, "mean");
+        tt_jw_null(w, "median");
+        tt_jw_null(w, "p99");
+    }
+    tt_jw_object_end(w);
 }
 
-void tt_report_json_multi(FILE *out, const char *input, const tt_analysis *const *as, size_t n)
+static void run_names(tt_jw *w, const tt_split *s, const tt_run *run, bool e2el)
 {
-    size_t total = 0, with_id = 0;
-    for (size_t k = 0; k < n; k++) total += as[k]->n_reqs;
-    join_key *keys = calloc(total ? total : 1, sizeof *keys);
+    const char *names[TT_SEG_COUNT];
+    size_t n = tt_run_names(s, run, e2el, names);
+    bool pretty = w->pretty;
+    w->pretty = false;
+    tt_jw_array_begin(w, "parts");
+    for (size_t k = 0; k < n; k++) tt_jw_str(w, NULL, names[k]);
+    tt_jw_array_end(w);
+    w->pretty = pretty;
+}
+
+static void split_half(tt_jw *w, const char *key, const tt_split *s, int seg_a, int seg_b, const char *name_a,
+                       const char *name_b, bool wire_seen)
+{
+    if (!wire_seen || !(s->scope & (1u << seg_a)) || !(s->scope & (1u << seg_b))) {
+        tt_jw_null(w, key);
+        return;
+    }
+    tt_jw_object_begin(w, key);
+    int_or_null(w, name_a, s->has_seg[seg_a], s->seg_ns[seg_a]);
+    int_or_null(w, name_b, s->has_seg[seg_b], s->seg_ns[seg_b]);
+    tt_jw_object_end(w);
+}
+
+/* The vantages whose instants sit inside a split, by the point of their request start. */
+static const struct { int req_pt, mark_pt; const char *name; } split_pairs[] = {
+    {TT_PT_CLIENT_REQ, TT_PT_CLIENT_MARK, "client"},
+    {TT_PT_WIRE_REQ, TT_PT_WIRE_MARK, "wire"},
+    {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK, "server"},
+};
+
+static void split_fields(tt_jw *w, const tt_split *s, const tt_joined *g, bool e2el)
+{
+    char key[48];
+    tt_jw_str(w, "reference", tt_reference_name(s->reference));
+    tt_jw_int(w, e2el ? "e2el_ns" : "ttft_ns", s->total_ns);
+    for (int p = 0; p < TT_PART_COUNT; p++) {
+        snprintf(key, sizeof key, "%s_ns", tt_part_name((tt_part)p, e2el));
+        int_or_null(w, key, s->has_part[p], s->part_ns[p]);
+    }
+    bool wire_seen = g->at[TT_VANTAGE_WIRE] != TT_JOIN_ABSENT;
+    split_half(w, "uplink_split_ns", s, TT_SEG_UP_CLIENT_WIRE, TT_SEG_UP_WIRE_SERVER, "client_to_wire",
+               "wire_to_server", wire_seen);
+    split_half(w, "downlink_split_ns", s, TT_SEG_DOWN_SERVER_WIRE, TT_SEG_DOWN_WIRE_CLIENT, "server_to_wire",
+               "wire_to_client", wire_seen);
+    tt_jw_array_begin(w, "missing");
+    for (size_t k = 0; k < sizeof split_pairs / sizeof *split_pairs; k++) {
+        bool in_scope = s->scope & (1u << split_pairs[k].req_pt) && s->scope & (1u << (split_pairs[k].mark_pt - 1));
+        if (in_scope && split_pairs[k].req_pt != 0 && !(s->seen & (1u << split_pairs[k].req_pt)))
+            tt_jw_str(w, NULL, split_pairs[k].name);
+    }
+    if (s->reference == TT_REF_REPORTED && !(s->seen & 1u)) tt_jw_str(w, NULL, "reported_start");
+    tt_jw_array_end(w);
+    tt_jw_array_begin(w, "runs");
+    for (size_t r = 0; r < s->n_runs; r++) {
+        tt_jw_object_begin(w, NULL);
+        bool pretty = w->pretty;
+        run_names(w, s, &s->runs[r], e2el);
+        tt_jw_int(w, "ns", s->runs[r].ns);
+        tt_jw_object_end(w);
+        w->pretty = pretty;
+    }
+    tt_jw_array_end(w);
+}
+
+static void itl_fields(tt_jw *w, const tt_itl_split *s, const tt_bench_request *br)
+{
+    tt_jw_object_begin(w, "itl");
+    if (s->reads || s->valid) {
+        tt_jw_str(w, "near", tt_vantage_name(s->near));
+        if (s->far != s->near) tt_jw_str(w, "far", tt_vantage_name(s->far));
+        else tt_jw_null(w, "far");
+    } else {
+        tt_jw_null(w, "near");
+        tt_jw_null(w, "far");
+    }
+    tt_jw_uint(w, "n", s->n);
+    if (s->valid) {
+        tt_jw_array_begin(w, "near_minus_far_ns");
+        bool pretty = w->pretty;
+        w->pretty = false;
+        for (uint32_t k = 0; k < s->n; k++) tt_jw_int(w, NULL, s->near_minus_far_ns[k]);
+        tt_jw_array_end(w);
+        w->pretty = pretty;
+    } else {
+        tt_jw_null(w, "near_minus_far_ns");
+    }
+    tt_jw_uint(w, "reads", s->reads);
+    tt_jw_uint(w, "shared_read_events", s->shared_read_events);
+    tt_jw_uint(w, "max_events_per_read", s->max_events_per_read);
+    if (br && br->success) tt_jw_uint(w, "reported_n", br->n_itl);
+    else tt_jw_null(w, "reported_n");
+    tt_jw_object_end(w);
+}
+
+static const char *const dis_names[TT_DIS_COUNT_BITS] = {
+    "output-tokens", "ttft-at-non-token-event", "failed-but-completed", "completed-but-failed", "text-length",
+};
+
+static void disagreements(tt_jw *w, const tt_disagreement *d, const tt_bench_request *br, const tt_request *r)
+{
+    tt_jw_array_begin(w, "disagreements");
+    for (int k = 0; k < TT_DIS_COUNT_BITS; k++) {
+        if (!(d->mask & (1u << k))) continue;
+        tt_jw_object_begin(w, NULL);
+        tt_jw_str(w, "kind", dis_names[k]);
+        tt_jw_str(w, "vantage", tt_vantage_name(d->vantage));
+        switch (1u << k) {
+        case TT_DIS_TOKENS:
+            int_or_null(w, "reported", d->reported_tokens >= 0, d->reported_tokens);
+            int_or_null(w, "usage", d->usage_tokens >= 0, d->usage_tokens);
+            tt_jw_int(w, "token_events", d->token_events);
+            break;
+        case TT_DIS_TTFT_NON_TOKEN:
+            if (d->ttft_event_kind >= 0) tt_jw_str(w, "event_kind", tt_event_kind_name((tt_event_kind)d->ttft_event_kind));
+            else tt_jw_null(w, "event_kind");
+            tt_jw_int(w, "early_ns", d->ttft_early_ns);
+            break;
+        case TT_DIS_FAILED_BUT_COMPLETED:
+            tt_jw_str_or_null(w, "reported_error", br ? br->error : NULL);
+            break;
+        case TT_DIS_COMPLETED_BUT_FAILED: {
+            char why[160];
+            tt_jw_str_or_null(w, "incomplete_reasons", tt_incomplete_reasons(r, why, sizeof why));
+            int_or_null(w, "status", r->status != 0, r->status);
+            tt_jw_str_or_null(w, "error", r->error_message);
+            break;
+        }
+        case TT_DIS_TEXT_LENGTH:
+            tt_jw_int(w, "reported", d->reported_text_len);
+            tt_jw_int(w, "text_bytes", d->text_bytes);
+            break;
+        }
+        tt_jw_object_end(w);
+    }
+    tt_jw_array_end(w);
+}
+
+static void request_extra(tt_jw *w, const void *ctx)
+{
+    const multi_ctx *c = ctx;
+    const tt_breakdown *b = c->b;
+    const tt_joined *g = c->g;
+    const tt_request_breakdown *pb = c->pb;
+    const tt_bench_request *br = tt_join_bench(&b->join, g);
+    tt_jw_object_begin(w, "join");
+    tt_jw_object_begin(w, "keys");
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++)
+        if (g->at[v] != TT_JOIN_ABSENT) {
+            const char *k = tt_join_key_name(g->how[v]);
+            if (k) tt_jw_str(w, tt_vantage_name((tt_vantage)v), k);
+            else tt_jw_str(w, tt_vantage_name((tt_vantage)v), "first");
+        }
+    tt_jw_object_end(w);
+    if (br) {
+        tt_jw_object_begin(w, "benchmark");
+        tt_jw_uint(w, "index", br->index);
+        tt_jw_str(w, "key", tt_join_key_name(g->bench_how));
+        int_or_null(w, "start_delta_ns", g->bench_start_delta_ns != TT_BENCH_NONE, g->bench_start_delta_ns);
+        tt_jw_object_end(w);
+    } else {
+        tt_jw_null(w, "benchmark");
+    }
+    tt_jw_object_end(w);
+    if (br) {
+        tt_jw_object_begin(w, "reported");
+        tt_jw_uint(w, "index", br->index);
+        tt_jw_str_or_null(w, "request_id", br->request_id);
+        tt_jw_bool(w, "success", br->success);
+        tt_jw_str_or_null(w, "error", br->error);
+        int_or_null(w, "ttft_ns", br->ttft_ns != TT_BENCH_NONE, br->ttft_ns);
+        int_or_null(w, "e2el_ns", br->e2el_ns != TT_BENCH_NONE, br->e2el_ns);
+        int_or_null(w, "output_tokens", br->output_tokens >= 0, br->output_tokens);
+        tt_jw_uint(w, "itl_n", br->n_itl);
+        int_or_null(w, "start_mono_ns", pb->reported_start_ns != TT_DECOMP_NONE, pb->reported_start_ns);
+        int_or_null(w, "text_len", br->text_len >= 0, br->text_len);
+        tt_jw_object_end(w);
+    } else {
+        tt_jw_null(w, "reported");
+    }
+    if (pb->ttft.reference == TT_REF_NONE && pb->e2el.reference == TT_REF_NONE) {
+        tt_jw_null(w, "decomposition");
+    } else {
+        tt_jw_object_begin(w, "decomposition");
+        if (pb->ttft.reference != TT_REF_NONE) split_fields(w, &pb->ttft, g, false);
+        else tt_jw_null(w, "ttft_ns");
+        if (pb->e2el.reference != TT_REF_NONE) {
+            tt_jw_object_begin(w, "e2el");
+            split_fields(w, &pb->e2el, g, true);
+            tt_jw_object_end(w);
+        } else {
+            tt_jw_null(w, "e2el");
+        }
+        itl_fields(w, &pb->itl, br);
+        tt_jw_object_end(w);
+    }
+    tt_vantage dv = pb->dis.vantage;
+    const tt_request *dr = tt_join_request(&b->join, g, dv);
+    if (!dr) {
+        for (int v = 0; v < TT_VANTAGE_COUNT && !dr; v++) dr = tt_join_request(&b->join, g, (tt_vantage)v);
+    }
+    /* completed-but-failed reads the wire side's request */
+    const tt_request *wr = tt_join_request(&b->join, g, TT_VANTAGE_WIRE);
+    disagreements(w, &pb->dis, br, wr ? wr : dr);
+}
+
+static void distribution_pct(tt_jw *w, const char *key, const tt_breakdown *b, const tt_distribution *d)
+{
+    tt_summary s = {.n_pct = b->n_pct};
+    memcpy(s.pct_at, b->pct_at, sizeof s.pct_at);
+    distribution(w, key, &s, d);
+}
+
+static void overhead(tt_jw *w, const tt_breakdown *b, bool e2el)
+{
+    char key[48];
+    const tt_overhead_stat *parts = e2el ? b->e2el_part : b->ttft_part;
+    const tt_overhead_stat *segs = e2el ? b->e2el_seg : b->ttft_seg;
+    for (int p = 0; p < TT_PART_COUNT; p++) {
+        snprintf(key, sizeof key, "%s_ns", tt_part_name((tt_part)p, e2el));
+        overhead_stat(w, key, &parts[p]);
+    }
+    tt_jw_object_begin(w, "uplink_split_ns");
+    overhead_stat(w, "client_to_wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
+    overhead_stat(w, "wire_to_server", &segs[TT_SEG_UP_WIRE_SERVER]);
+    tt_jw_object_end(w);
+    tt_jw_object_begin(w, "downlink_split_ns");
+    overhead_stat(w, "server_to_wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
+    overhead_stat(w, "wire_to_client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
+    tt_jw_object_end(w);
+    tt_jw_uint(w, "requests_with_merged_parts", e2el ? b->e2el_merged : b->ttft_merged);
+}
+
+static void breakdown_summary(tt_jw *w, const tt_breakdown *b)
+{
+    size_t with_bench = 0;
+    for (size_t i = 0; i < b->join.n; i++) with_bench += b->join.reqs[i].bench != TT_JOIN_ABSENT;
+    tt_jw_object_begin(w, "summary");
+    tt_jw_uint(w, "requests", b->join.n);
+    tt_jw_uint(w, "joined", b->join.multi_vantage);
+    tt_jw_uint(w, "with_benchmark_record", with_bench);
+    tt_jw_object_begin(w, "overhead");
+    tt_jw_str(w, "reference", tt_reference_name(b->reference));
+    overhead(w, b, false);
+    tt_jw_object_begin(w, "e2el");
+    overhead(w, b, true);
+    tt_jw_object_end(w);
+    tt_jw_object_begin(w, "itl");
+    tt_jw_str(w, "far", tt_vantage_name(b->itl_far));
+    distribution_pct(w, "near_minus_far_ns", b, &b->itl_near_minus_far);
+    if (b->has_reported) {
+        distribution_pct(w, "reported_ns", b, &b->itl_reported_matched);
+        distribution_pct(w, "far_ns", b, &b->itl_far_matched);
+        const tt_distribution *r = &b->itl_reported_matched, *f = &b->itl_far_matched;
+        tt_jw_object_begin(w, "reported_minus_far_ns");
+        if (r->n && f->n) {
+            tt_jw_double(w, "mean", r->mean - f->mean);
+            tt_jw_double(w, "median", r->median - f->median);
+            for (size_t i = 0; i < b->n_pct; i++) {
+                char k[32];
+                snprintf(k, sizeof k, "p%g", b->pct_at[i]);
+                tt_jw_double(w, k, r->pct[i] - f->pct[i]);
+            }
+        }
+        tt_jw_object_end(w);
+    }
+    tt_jw_uint(w, "token_events", b->itl_token_events);
+    tt_jw_uint(w, "shared_read_events", b->itl_shared_read_events);
+    tt_jw_object_end(w);
+    tt_jw_object_end(w);
+    tt_jw_object_begin(w, "disagreements");
+    for (int k = 0; k < TT_DIS_COUNT_BITS; k++) tt_jw_uint(w, dis_names[k], b->dis_count[k]);
+    tt_jw_object_end(w);
+    tt_jw_object_end(w);
+}
+
+static void benchmark_block(tt_jw *w, const tt_breakdown *b)
+{
+    const tt_bench_result *br = b->join.bench;
+    if (!br) {
+        tt_jw_null(w, "benchmark");
+        return;
+    }
+    tt_jw_object_begin(w, "benchmark");
+    tt_jw_str_or_null(w, "path", br->path);
+    tt_jw_str(w, "format", tt_bench_format_name(br->format));
+    tt_jw_uint(w, "records", br->n_reqs);
+    tt_jw_uint(w, "successful", b->reported_ok);
+    tt_jw_uint(w, "failed", b->reported_failed);
+    size_t matched = br->n_reqs - b->join.bench_unmatched;
+    tt_jw_uint(w, "matched", matched);
+    tt_jw_uint(w, "unmatched", b->join.bench_unmatched);
+    tt_jw_object_begin(w, "by_key");
+    for (int k = TT_JOIN_ID; k < TT_JOIN_KEY_COUNT; k++)
+        if (k != TT_JOIN_CONNECTION && k != TT_JOIN_RESPONSE_ID)
+            tt_jw_uint(w, tt_join_key_name((tt_join_key)k), b->join.bench_by_key[k]);
+    tt_jw_object_end(w);
+    tt_jw_bool(w, "starts_on_capture_clock", b->join.bench_starts_usable);
+    tt_jw_str_or_null(w, "note", b->join.bench_note);
+    tt_jw_object_begin(w, "summary");
+    tt_jw_uint(w, "output_tokens", b->reported_output_tokens);
+    distribution_pct(w, "ttft_ns", b, &b->reported_ttft);
+    distribution_pct(w, "tpot_ns", b, &b->reported_tpot);
+    distribution_pct(w, "itl_ns", b, &b->reported_itl);
+    distribution_pct(w, "e2el_ns", b, &b->reported_e2el);
+    tt_jw_object_end(w);
+    tt_jw_object_end(w);
+}
+
+void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *b)
+{
+    const tt_analysis *as[TT_VANTAGE_COUNT];
+    size_t n = 0;
+    static const tt_vantage order[] = {TT_VANTAGE_SERVER, TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_TLS};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+        if (b->join.by_vantage[order[k]]) as[n++] = b->join.by_vantage[order[k]];
     tt_jw w;
     tt_jw_init(&w, out, true);
     tt_jw_object_begin(&w, NULL);
@@ -293,55 +614,62 @@ void tt_report_json_multi(FILE *out, const char *input, const tt_analysis *const
         tt_jw_object_end(&w);
     }
     tt_jw_object_end(&w);
-    if (!keys) {
+    size_t without_id = 0;
+    for (size_t i = 0; i < b->join.n; i++) {
+        bool has_id = false;
+        for (int v = 0; v < TT_VANTAGE_COUNT && !has_id; v++) {
+            const tt_request *r = tt_join_request(&b->join, &b->join.reqs[i], (tt_vantage)v);
+            has_id = r && r->request_id[0];
+        }
+        without_id += !has_id;
+    }
+    tt_jw_object_begin(&w, "join");
+    tt_jw_str(&w, "key", "x-request-id, else connection and ordinal, else response id");
+    tt_jw_uint(&w, "joined_requests", b->join.multi_vantage);
+    tt_jw_uint(&w, "single_vantage_requests", b->join.n - b->join.multi_vantage);
+    tt_jw_uint(&w, "requests_without_id", without_id);
+    tt_jw_object_begin(&w, "by_key");
+    for (int k = TT_JOIN_ID; k <= TT_JOIN_RESPONSE_ID; k++)
+        tt_jw_uint(&w, tt_join_key_name((tt_join_key)k), b->join.by_key[k]);
+    tt_jw_object_end(&w);
+    if (n > 1 && b->join.n > b->join.multi_vantage)
+        tt_jw_str(&w, "note", "some requests were seen at one vantage only");
+    else tt_jw_null(&w, "note");
+    tt_jw_object_end(&w);
+    benchmark_block(&w, b);
+    breakdown_summary(&w, b);
+    tt_jw_array_begin(&w, "requests");
+    for (size_t i = 0; i < b->join.n; i++) {
+        const tt_joined *g = &b->join.reqs[i];
+        const tt_analysis *grp_as[TT_VANTAGE_COUNT];
+        size_t grp_idx[TT_VANTAGE_COUNT], m = 0;
+        for (size_t k = 0; k < n; k++)
+            if (g->at[as[k]->vantage] != TT_JOIN_ABSENT) {
+                grp_as[m] = as[k];
+                grp_idx[m++] = g->at[as[k]->vantage];
+            }
+        if (!m) continue;
+        multi_ctx ctx = {.b = b, .g = g, .pb = &b->per[i]};
+        one_request_at(&w, grp_as, grp_idx, m, m > 1, request_extra, &ctx);
+    }
+    tt_jw_array_end(&w);
+    tt_jw_object_end(&w);
+    tt_jw_end(&w);
+}
+
+void tt_report_json_multi(FILE *out, const char *input, const tt_analysis *const *as, size_t n)
+{
+    tt_breakdown b;
+    if (tt_breakdown_build(&b, as, n, NULL, NULL) < 0) {
+        tt_jw w;
+        tt_jw_init(&w, out, true);
+        tt_jw_object_begin(&w, NULL);
+        tt_jw_str(&w, "input", input);
         tt_jw_str(&w, "error", "out of memory joining requests");
         tt_jw_object_end(&w);
         tt_jw_end(&w);
         return;
     }
-    for (size_t k = 0; k < n; k++)
-        for (size_t i = 0; i < as[k]->n_reqs; i++)
-            if (as[k]->reqs[i].request_id[0])
-                keys[with_id++] = (join_key){.id = as[k]->reqs[i].request_id, .vantage = (uint32_t)k, .req = i};
-    /* number the repeats of each id per vantage, then group by (id, repeat) */
-    qsort(keys, with_id, sizeof *keys, by_id_then_index);
-    for (size_t j = 1; j < with_id; j++)
-        if (keys[j].vantage == keys[j - 1].vantage && !strcmp(keys[j].id, keys[j - 1].id))
-            keys[j].occurrence = keys[j - 1].occurrence + 1;
-    qsort(keys, with_id, sizeof *keys, join_key_cmp);
-    size_t groups = 0, unjoined = total - with_id;
-    for (size_t j = 0; j < with_id; groups++) {
-        size_t e = j + 1;
-        while (e < with_id && !strcmp(keys[e].id, keys[j].id) && keys[e].occurrence == keys[j].occurrence) e++;
-        j = e;
-    }
-    tt_jw_object_begin(&w, "join");
-    tt_jw_str(&w, "key", "x-request-id");
-    tt_jw_uint(&w, "joined_requests", groups);
-    tt_jw_uint(&w, "requests_without_id", unjoined);
-    if (unjoined) tt_jw_str(&w, "note", "requests without x-request-id are listed once per vantage, not joined");
-    else tt_jw_null(&w, "note");
-    tt_jw_object_end(&w);
-    tt_jw_array_begin(&w, "requests");
-    const tt_analysis *grp_as[TT_VANTAGE_COUNT];
-    size_t grp_idx[TT_VANTAGE_COUNT];
-    for (size_t j = 0; j < with_id;) {
-        size_t m = 0, e = j;
-        while (e < with_id && !strcmp(keys[e].id, keys[j].id) && keys[e].occurrence == keys[j].occurrence) {
-            if (m < TT_VANTAGE_COUNT && (m == 0 || grp_as[m - 1] != as[keys[e].vantage])) {
-                grp_as[m] = as[keys[e].vantage];
-                grp_idx[m++] = keys[e].req;
-            }
-            e++;
-        }
-        one_request_at(&w, grp_as, grp_idx, m, m > 1);
-        j = e;
-    }
-    for (size_t k = 0; k < n; k++)
-        for (size_t i = 0; i < as[k]->n_reqs; i++)
-            if (!as[k]->reqs[i].request_id[0]) one_request_at(&w, &as[k], &i, 1, 0);
-    tt_jw_array_end(&w);
-    tt_jw_object_end(&w);
-    tt_jw_end(&w);
-    free(keys);
+    tt_report_json_breakdown(out, input, &b);
+    tt_breakdown_free(&b);
 }

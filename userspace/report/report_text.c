@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lint/lint.h"
 #include "report/report.h"
 
 #define MAX_LISTED 20
@@ -120,4 +121,5 @@ void tt_report_text(FILE *out, const tt_analysis *a)
         fprintf(out, "connection %s -> %s not analysed: %s\n", tt_endpoint_format(&a->notes[i].client, c, sizeof c),
                 tt_endpoint_format(&a->notes[i].server, sv, sizeof sv), a->notes[i].reason);
     }
+    tt_lint_write_text(out, a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = a->with_text});
 }

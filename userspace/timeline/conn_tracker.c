@@ -169,6 +169,7 @@ static pending *pending_new(conn_state *c)
     r->req_first_ns = r->req_last_ns = r->resp_first_ns = r->resp_headers_ns = TT_NS_NONE;
     r->first_event_ns = r->first_token_ns = r->last_token_ns = r->terminal_ns = TT_NS_NONE;
     r->resp_last_ns = TT_NS_NONE;
+    r->first_comment_off = r->first_comment_ns = TT_NS_NONE;
     r->usage_completion_tokens = r->usage_prompt_tokens = -1;
     c->queue = grow(c->queue, &c->queue_cap, c->queue_len + 1, sizeof *c->queue);
     c->queue[c->queue_len++] = p;
@@ -233,6 +234,12 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     if (ev->flags & TT_FRAME_UNTERMINATED) {
         /* not dispatched: the stream ended inside it */
         r->incomplete |= TT_INC_RESPONSE_CUT;
+        if (!r->cut_event) {
+            r->cut_event = true;
+            r->cut_event_off = ev->first_off;
+            r->cut_event_end = ev->dispatch_off;
+            r->cut_event_ns = ev->first_ns;
+        }
         return;
     }
     tt_classified cl;
@@ -265,6 +272,10 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     e->comment_lines = ev->comment_lines;
     e->usage_completion_tokens = cl.usage_completion_tokens > INT32_MAX ? INT32_MAX
                                                                         : (int32_t)cl.usage_completion_tokens;
+    if (ev->terminators & (TT_TERM_CR | TT_TERM_CRLF)) {
+        uint64_t rel = ev->cr_off >= ev->first_off ? ev->cr_off - ev->first_off : 0;
+        e->cr_rel = rel > UINT32_MAX ? UINT32_MAX : (uint32_t)rel;
+    }
 
     if (r->first_event_ns == TT_NS_NONE) r->first_event_ns = ev->dispatch_ns;
     if (r->terminal_seen) r->data_after_terminal = true;
@@ -298,7 +309,12 @@ static void on_frame(void *ud, const tt_event_frame *ev)
 static void on_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
 {
     conn_state *c = ud;
-    if (c->parsing_response) c->parsing_response->req.comments++;
+    if (!c->parsing_response) return;
+    tt_request *r = &c->parsing_response->req;
+    if (r->comments++ == 0) {
+        r->first_comment_off = off;
+        r->first_comment_ns = mono_ns;
+    }
 }
 
 static const tt_frame_callbacks frame_cb = {.on_event = on_frame, .on_comment = on_comment};
@@ -427,6 +443,19 @@ static void req_on_error(void *ud, tt_http_error code, const char *msg, uint64_t
 
 /* ---- HTTP callbacks: responses ---- */
 
+/* Append body bytes to r->body while they continue it and fit the limit. */
+static void keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t body_off)
+{
+    if (r->body_cut) return;
+    if (body_off != r->body_len || len > TT_TRACKER_BODY_MAX - r->body_len) {
+        r->body_cut = true;
+        return;
+    }
+    r->body = grow(r->body, &r->body_cap, r->body_len + len, 1);
+    memcpy(r->body + r->body_len, data, len);
+    r->body_len += len;
+}
+
 static void resp_on_head(void *ud, const tt_http_head *h)
 {
     conn_state *c = ud;
@@ -463,6 +492,7 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
     conn_state *c = ud;
     pending *p = c->parsing_response;
     if (!p || !len) return;
+    if (c->t->opt.keep_body) keep_body(&p->req, data, len, body_off);
     if (c->sniff_framing) {
         c->sniff_framing = false;
         p->req.framing = sniff(data, len, p->req.dialect);
@@ -618,6 +648,7 @@ void tt_tracker_free(tt_tracker *t)
     for (size_t i = 0; i < t->n_reqs; i++) {
         free(t->reqs[i].events);
         free(t->reqs[i].text);
+        free(t->reqs[i].body);
     }
     free(t->reqs);
     free(t->notes);

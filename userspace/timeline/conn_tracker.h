@@ -22,7 +22,11 @@ typedef struct tt_tracker tt_tracker;
 
 typedef struct tt_tracker_options {
     bool keep_text;        /* keep generated text per request (--text) */
+    bool keep_body;        /* keep each decoded response body (tt_request.body), up to
+                              TT_TRACKER_BODY_MAX bytes per request, for lint excerpts */
 } tt_tracker_options;
+
+#define TT_TRACKER_BODY_MAX (16u << 20)
 
 tt_tracker *tt_tracker_new(const tt_tracker_options *opt);
 void tt_tracker_free(tt_tracker *t);

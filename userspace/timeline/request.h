@@ -31,6 +31,7 @@ typedef struct tt_event_rec {
     uint16_t lines, comment_lines;
     uint16_t shared_chunk;   /* other events with bytes in the chunks this one touched */
     int32_t usage_completion_tokens; /* -1 when the event carries none */
+    uint32_t cr_rel;         /* first CR terminator's offset from first_off (when terminators has CR or CRLF) */
 } tt_event_rec;
 
 typedef enum tt_tristate { TT_UNKNOWN = -1, TT_FALSE = 0, TT_TRUE = 1 } tt_tristate;
@@ -106,6 +107,15 @@ typedef struct tt_request {
     uint64_t gap_bytes;
     tt_http_end response_end;
     char http_error[96];
+
+    /* evidence for lint (lint/lint.h) */
+    uint64_t first_comment_off;   /* body offset of the first SSE comment line, TT_NS_NONE when none */
+    uint64_t first_comment_ns;
+    bool cut_event;               /* the body ended inside an event, which was discarded */
+    uint64_t cut_event_off, cut_event_end, cut_event_ns; /* its first byte, the body end, its first instant */
+    uint8_t *body;                /* the decoded response body, only when the tracker keeps bodies */
+    size_t body_len, body_cap;
+    bool body_cut;                /* bytes past body_len were not kept (limit or a hole) */
 } tt_request;
 
 /* True when nothing makes the request unmeasurable. */

@@ -1,0 +1,221 @@
+/* cmd_input.c - a capture file or a recording directory, analysed; see cmd_input.h. */
+#include "cmd/cmd_input.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "source/pcap_source.h"
+#include "timeline/conn_tracker.h"
+
+/* One vantage file, read and analysed. */
+struct tt_input_run {
+    char path[4096];
+    tt_pcap_source *src;
+    tt_tracker *tracker;
+    tt_reasm *reasm;
+    tt_analysis a;
+    char err[256];
+    bool filled;
+};
+
+static void run_free(tt_input_run *v)
+{
+    if (v->filled) tt_analysis_release(&v->a);
+    tt_reasm_free(v->reasm);
+    tt_tracker_free(v->tracker);
+    tt_pcap_source_close(v->src);
+    memset(v, 0, sizeof *v);
+}
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    const char *command = ctx;
+    if (total)
+        fprintf(stderr, "\r%s: %3u%% (%llu of %llu MB)", command, (unsigned)(done * 100 / total),
+                (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+}
+
+bool tt_cmd_input_is_recording(const char *path)
+{
+    struct stat st;
+    char manifest[4096];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(manifest, F_OK) == 0;
+}
+
+/* The manifest's wall_to_mono_offset_ns.start, read with full integer precision. */
+static int manifest_offset(const char *path, int64_t *offset, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = malloc(1 << 16);
+    if (!buf) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *doc = cJSON_Parse(buf);
+    const cJSON *off = doc ? cJSON_GetObjectItemCaseSensitive(doc, "wall_to_mono_offset_ns") : NULL;
+    const cJSON *start = off ? cJSON_GetObjectItemCaseSensitive(off, "start") : NULL;
+    int rc = -1;
+    if (!doc) {
+        snprintf(err, errlen, "%s: not JSON", path);
+    } else if (!cJSON_IsNumber(start)) {
+        snprintf(err, errlen, "%s: no wall_to_mono_offset_ns.start", path);
+    } else {
+        /* cJSON holds numbers as doubles: take the digits from the text */
+        const char *key = strstr(buf, "\"start\"");
+        const char *colon = key ? strchr(key, ':') : NULL;
+        char *end = NULL;
+        errno = 0;
+        long long v = colon ? strtoll(colon + 1, &end, 10) : 0;
+        if (!colon || errno || end == colon + 1) {
+            snprintf(err, errlen, "%s: bad wall_to_mono_offset_ns.start", path);
+        } else {
+            *offset = v;
+            rc = 0;
+        }
+    }
+    cJSON_Delete(doc);
+    free(buf);
+    return rc;
+}
+
+/* Read one pcap into v. Returns TT_EXIT_OK, TT_EXIT_DAMAGED (analysed up to
+ * the damage), TT_EXIT_INPUT or TT_EXIT_INTERNAL. */
+static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool set_offset, int64_t offset,
+                   bool keep_clock_mono, const tt_cmd_input_options *opt)
+{
+    snprintf(v->path, sizeof v->path, "%s", path);
+    v->src = tt_pcap_source_open(path, v->err, sizeof v->err);
+    if (!v->src) {
+        fprintf(stderr, "tokentap %s: %s\n", opt->command, v->err);
+        return TT_EXIT_INPUT;
+    }
+    if (set_offset) tt_pcap_source_set_mono_offset(v->src, offset);
+    tt_tracker_options topt = {.keep_text = opt->keep_text, .keep_body = opt->keep_body};
+    v->tracker = tt_tracker_new(&topt);
+    v->reasm = v->tracker ? tt_reasm_new(NULL, vantage, tt_tracker_chunk, v->tracker) : NULL;
+    if (!v->reasm) {
+        fprintf(stderr, "tokentap %s: out of memory\n", opt->command);
+        return TT_EXIT_INTERNAL;
+    }
+    bool progress = opt->progress && isatty(STDERR_FILENO);
+    int rc = tt_pcap_source_run(v->src, v->reasm, progress ? show_progress : NULL, (void *)opt->command, v->err,
+                                sizeof v->err);
+    if (progress) fputs("\r\033[K", stderr);
+    if (rc < 0) fprintf(stderr, "tokentap %s: %s: %s\n", opt->command, path, v->err);
+    v->a = (tt_analysis){
+        .command = opt->command,
+        .input = v->path,
+        .vantage = vantage,
+        .clock = keep_clock_mono ? TT_CLOCK_MONOTONIC : tt_pcap_source_clock(v->src),
+        .has_mono_offset = set_offset,
+        .mono_offset_ns = set_offset ? offset : 0,
+        .pcap = tt_pcap_source_stats(v->src),
+        .reasm = tt_reasm_get_stats(v->reasm),
+        .tracker = v->tracker,
+        .source_error = rc < 0 ? v->err : NULL,
+        .with_text = opt->keep_text,
+    };
+    v->filled = true;
+    if (tt_analysis_fill(&v->a, v->tracker, opt->pct, opt->n_pct) < 0) {
+        fprintf(stderr, "tokentap %s: out of memory\n", opt->command);
+        return TT_EXIT_INTERNAL;
+    }
+    return rc < 0 ? TT_EXIT_DAMAGED : TT_EXIT_OK;
+}
+
+static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_cmd_input *in)
+{
+    static const struct {
+        const char *file;
+        tt_vantage vantage;
+    } files[] = {{"server.pcap", TT_VANTAGE_SERVER}, {"client.pcap", TT_VANTAGE_CLIENT}, {"wire.pcap", TT_VANTAGE_WIRE}};
+    char path[4096], err[8192];
+    int64_t offset = 0;
+    if (opt->have_offset) {
+        fprintf(stderr, "tokentap %s: --wall-to-mono-offset does not apply to a recording (its manifest has one)\n",
+                opt->command);
+        return TT_EXIT_USAGE;
+    }
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    if (manifest_offset(path, &offset, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap %s: %s\n", opt->command, err);
+        return TT_EXIT_INPUT;
+    }
+    int status = TT_EXIT_OK;
+    size_t requests = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].file);
+        if (access(path, F_OK) != 0) continue;
+        tt_input_run *v = &in->runs[in->n];
+        bool wire = files[i].vantage == TT_VANTAGE_WIRE;
+        int rc = run_one(v, path, files[i].vantage, wire, offset, !wire, opt);
+        if (rc == TT_EXIT_INTERNAL) return rc;
+        if (rc == TT_EXIT_INPUT) {
+            run_free(v);
+            status = TT_EXIT_INPUT;
+            continue;
+        }
+        if (rc == TT_EXIT_DAMAGED && status == TT_EXIT_OK) status = rc;
+        requests += v->a.n_reqs;
+        in->analyses[in->n++] = &v->a;
+    }
+    if (in->n == 0) {
+        if (status == TT_EXIT_OK)
+            fprintf(stderr, "tokentap %s: %s: no vantage file (server.pcap, client.pcap, wire.pcap)\n", opt->command,
+                    dir);
+        return TT_EXIT_INPUT;
+    }
+    if (requests == 0) {
+        fprintf(stderr, "tokentap %s: %s: no HTTP/1.1 exchange found at any vantage\n", opt->command, dir);
+        if (status == TT_EXIT_OK) status = TT_EXIT_NO_HTTP;
+    }
+    return status;
+}
+
+int tt_cmd_input_load(const char *path, const tt_cmd_input_options *opt, tt_cmd_input *in)
+{
+    memset(in, 0, sizeof *in);
+    in->runs = calloc(TT_VANTAGE_COUNT, sizeof *in->runs);
+    if (!in->runs) {
+        fprintf(stderr, "tokentap %s: out of memory\n", opt->command);
+        return TT_EXIT_INTERNAL;
+    }
+    if (tt_cmd_input_is_recording(path)) {
+        in->recording = true;
+        return load_recording(path, opt, in);
+    }
+    tt_input_run *v = &in->runs[0];
+    int rc = run_one(v, path, TT_VANTAGE_WIRE, opt->have_offset, opt->mono_offset_ns, false, opt);
+    if (rc != TT_EXIT_OK && rc != TT_EXIT_DAMAGED) return rc;
+    in->analyses[in->n++] = &v->a;
+    if (v->a.n_reqs == 0) {
+        fprintf(stderr, "tokentap %s: %s: no HTTP/1.1 exchange found (%llu packets, %llu connections)\n", opt->command,
+                path, (unsigned long long)v->a.pcap->packets,
+                (unsigned long long)tt_tracker_connections(v->tracker));
+        if (rc == TT_EXIT_OK) rc = TT_EXIT_NO_HTTP;
+    }
+    return rc;
+}
+
+void tt_cmd_input_free(tt_cmd_input *in)
+{
+    if (in->runs)
+        for (size_t i = 0; i < TT_VANTAGE_COUNT; i++) run_free(&in->runs[i]);
+    free(in->runs);
+    memset(in, 0, sizeof *in);
+}

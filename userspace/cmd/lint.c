@@ -1,0 +1,184 @@
+/* lint.c - `tokentap lint`: a capture or a recording in, the framing and
+ * protocol findings of every response out (docs/framing.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd_input.h"
+#include "cmd/commands.h"
+#include "lint/lint.h"
+#include "report/json_writer.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tokentap lint [OPTIONS] CAPTURE|DIR\n"
+            "\n"
+            "Reconstruct every streamed response in CAPTURE (pcap or pcapng) or in a\n"
+            "recording DIR (`tokentap record`: each vantage present), and list what in\n"
+            "its framing or protocol makes known benchmark clients mis-measure or fail:\n"
+            "CRLF separators, split or coalesced events, keep-alives, usage frames with\n"
+            "choices, a missing terminal event, and the rest of the catalogue in\n"
+            "docs/framing.md. One finding per request and id: its first occurrence's\n"
+            "event, body offset and instant, how often it occurred, and the raw bytes\n"
+            "(length and FNV-1a hash; escaped, with --text).\n"
+            "\n"
+            "options:\n"
+            "  --json               write the JSON document (docs/formats.md) instead of text\n"
+            "  --text               show the raw bytes of each finding, escaped\n"
+            "  --fail-on LEVEL      exit 1 when a finding of LEVEL or worse is present:\n"
+            "                       info, warn, error (default) or none\n"
+            "  -o, --output FILE    write to FILE (created mode 0600) instead of stdout\n"
+            "  --wall-to-mono-offset NS\n"
+            "                       convert a capture's wall-clock timestamps to CLOCK_MONOTONIC\n"
+            "  -h, --help           this help\n"
+            "\n"
+            "severities: error (the response or any measurement of it is wrong), warn\n"
+            "(known clients mis-measure it), info (legal; some client handles it badly).\n"
+            "\n"
+            "exit status: 0 no finding at or above --fail-on; 1 such a finding; 2 bad usage;\n"
+            "3 input unreadable or not a capture; 4 no HTTP exchange found; 5 capture\n"
+            "damaged part way (findings cover what came before; 1 still wins); 6 output not\n"
+            "written.\n");
+}
+
+static void write_text(FILE *out, const char *path, const tt_cmd_input *in, bool with_text, tt_lint_severity fail_on)
+{
+    fprintf(out, "tokentap lint %s\n", path);
+    for (size_t k = 0; k < in->n; k++) {
+        const tt_analysis *a = in->analyses[k];
+        fprintf(out, "%svantage: %s   requests: %zu   input: %s\n", k ? "\n" : "", tt_vantage_name(a->vantage),
+                a->n_reqs, a->input);
+        if (a->source_error) fprintf(out, "warning: %s\n", a->source_error);
+        tt_lint_write_text(out, a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = with_text, .detailed = true});
+    }
+}
+
+static void write_json(FILE *out, const char *path, const tt_cmd_input *in, bool with_text, tt_lint_severity fail_on,
+                       bool failed)
+{
+    tt_jw w;
+    tt_jw_init(&w, out, true);
+    tt_jw_object_begin(&w, NULL);
+    tt_jw_object_begin(&w, "tokentap");
+    tt_jw_str(&w, "version", TT_VERSION);
+    tt_jw_str(&w, "schema", "tokentap.lint/1");
+    tt_jw_object_end(&w);
+    tt_jw_str(&w, "input", path);
+    tt_jw_str(&w, "fail_on", tt_lint_severity_name(fail_on));
+    tt_jw_bool(&w, "failed", failed);
+    tt_jw_array_begin(&w, "vantages");
+    for (size_t k = 0; k < in->n; k++) {
+        const tt_analysis *a = in->analyses[k];
+        tt_jw_object_begin(&w, NULL);
+        tt_jw_str(&w, "vantage", tt_vantage_name(a->vantage));
+        tt_jw_str(&w, "input", a->input);
+        tt_jw_uint(&w, "requests", a->n_reqs);
+        tt_jw_str_or_null(&w, "source_error", a->source_error);
+        tt_lint_write_json_summary(&w, "summary", a->lint);
+        tt_jw_object_end(&w);
+    }
+    tt_jw_array_end(&w);
+    tt_jw_array_begin(&w, "findings");
+    for (size_t k = 0; k < in->n; k++) {
+        const tt_analysis *a = in->analyses[k];
+        tt_lint_view v = {.reqs = a->reqs, .with_text = with_text, .vantage = tt_vantage_name(a->vantage)};
+        tt_lint_write_json_items(&w, a->lint, &v);
+    }
+    tt_jw_array_end(&w);
+    tt_jw_object_end(&w);
+    tt_jw_end(&w);
+}
+
+int tt_cmd_lint(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},         {"text", no_argument, NULL, 't'},
+        {"fail-on", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},         {"wall-to-mono-offset", required_argument, NULL, 'W'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, text = false, have_offset = false;
+    const char *output = NULL;
+    long long mono_offset = 0;
+    tt_lint_severity fail_on = TT_LINT_ERROR;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 't': text = true; break;
+        case 'o': output = optarg; break;
+        case 'f':
+            if (!tt_lint_parse_severity(optarg, &fail_on)) {
+                fprintf(stderr, "tokentap lint: --fail-on wants info, warn, error or none, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            break;
+        case 'W': {
+            char *end;
+            errno = 0;
+            mono_offset = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end) {
+                fprintf(stderr, "tokentap lint: --wall-to-mono-offset wants an integer of nanoseconds, got '%s'\n",
+                        optarg);
+                return TT_EXIT_USAGE;
+            }
+            have_offset = true;
+            break;
+        }
+        case 'h': usage(stdout); return TT_EXIT_OK;
+        case ':':
+            fprintf(stderr, "tokentap lint: %s needs a value (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        default:
+            fprintf(stderr, "tokentap lint: unknown option '%s' (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "tokentap lint: expected exactly one capture file or recording directory (try --help)\n");
+        return TT_EXIT_USAGE;
+    }
+    const char *path = argv[optind];
+    static const double pct[] = {99};
+    tt_cmd_input_options opt = {
+        .command = "lint",
+        .keep_text = text,
+        .keep_body = true,
+        .have_offset = have_offset,
+        .mono_offset_ns = mono_offset,
+        .pct = pct,
+        .n_pct = 1,
+        .progress = true,
+    };
+    tt_cmd_input in;
+    int status = tt_cmd_input_load(path, &opt, &in);
+    if (status != TT_EXIT_OK && status != TT_EXIT_DAMAGED && status != TT_EXIT_NO_HTTP) {
+        tt_cmd_input_free(&in);
+        return status;
+    }
+    bool failed = false;
+    for (size_t k = 0; k < in.n; k++) failed = failed || tt_lint_fails(in.analyses[k]->lint, fail_on);
+    if (failed) status = TT_EXIT_FINDINGS;
+
+    FILE *out = tt_open_output(output);
+    if (!out) {
+        fprintf(stderr, "tokentap lint: cannot write %s: %s\n", output, strerror(errno));
+        status = TT_EXIT_OUTPUT;
+    } else {
+        if (json) write_json(out, path, &in, text, fail_on, failed);
+        else write_text(out, path, &in, text, fail_on);
+        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
+            fprintf(stderr, "tokentap lint: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
+            status = TT_EXIT_OUTPUT;
+        }
+    }
+    if (failed && status == TT_EXIT_FINDINGS)
+        fprintf(stderr, "tokentap lint: findings at or above '%s' (exit 1)\n", tt_lint_severity_name(fail_on));
+    tt_cmd_input_free(&in);
+    return status;
+}

@@ -1,0 +1,192 @@
+/* decompose.h - where the time of each request went (docs/metrics.md,
+ * "Decomposition"), and where the benchmark and the wire disagree.
+ *
+ * A latency (TTFT, or E2EL) is split at a chain of instants, outermost
+ * first:
+ *
+ *   reported.start  client.req_first  wire.req_first  server.req_first
+ *   server.mark     wire.mark         client.mark     reported.mark
+ *
+ * where mark is the first token (TTFT) or the last token (E2EL) and
+ * reported.mark = reported.start + the benchmark's value. The seven
+ * segments between neighbours make five parts:
+ *
+ *   send_lag   = client.req_first - reported.start
+ *   uplink     = server.req_first - client.req_first   (client->wire, wire->server)
+ *   server     = server.mark - server.req_first        (server TTFT or server E2EL)
+ *   downlink   = client.mark - server.mark             (server->wire, wire->client)
+ *   client_lag = reported.mark - client.mark
+ *
+ * A vantage that did not see the request drops its two instants; the
+ * segments on either side then merge into one run. Runs are measured in
+ * integer ns and always sum exactly to the total. */
+#ifndef TT_DECOMPOSE_H
+#define TT_DECOMPOSE_H
+
+#include "join/join.h"
+
+enum {
+    TT_PT_REPORTED_START = 0,
+    TT_PT_CLIENT_REQ,
+    TT_PT_WIRE_REQ,
+    TT_PT_SERVER_REQ,
+    TT_PT_SERVER_MARK,
+    TT_PT_WIRE_MARK,
+    TT_PT_CLIENT_MARK,
+    TT_PT_REPORTED_MARK,
+    TT_PT_COUNT
+};
+
+enum {
+    TT_SEG_SEND_LAG = 0,
+    TT_SEG_UP_CLIENT_WIRE,
+    TT_SEG_UP_WIRE_SERVER,
+    TT_SEG_SERVER,
+    TT_SEG_DOWN_SERVER_WIRE,
+    TT_SEG_DOWN_WIRE_CLIENT,
+    TT_SEG_CLIENT_LAG,
+    TT_SEG_COUNT
+};
+
+typedef enum tt_part {
+    TT_PART_SEND_LAG = 0,
+    TT_PART_UPLINK,
+    TT_PART_SERVER,
+    TT_PART_DOWNLINK,
+    TT_PART_CLIENT_LAG,
+    TT_PART_COUNT
+} tt_part;
+
+/* Whose total a split explains. */
+typedef enum tt_reference {
+    TT_REF_NONE = 0, /* nothing to split */
+    TT_REF_REPORTED, /* the benchmark's value */
+    TT_REF_CLIENT,   /* the client socket's (no benchmark record) */
+    TT_REF_WIRE,     /* the wire's (no client either) */
+    TT_REF_SERVER,   /* the server's alone: one part */
+} tt_reference;
+
+#define TT_DECOMP_NONE INT64_MIN /* an instant not seen */
+
+/* One stretch between two seen instants: the segments it covers (bit k =
+ * segment k) and its length. */
+typedef struct tt_run {
+    uint8_t segs;
+    int64_t ns;
+    int64_t from_ns;  /* the instant it starts, TT_DECOMP_NONE when not placed (send and client lag together) */
+} tt_run;
+
+typedef struct tt_split {
+    tt_reference reference;
+    int64_t total_ns;
+    uint8_t scope;                    /* segments the reference covers */
+    uint8_t seen;                     /* bit k: chain point k was seen and used */
+    bool has_part[TT_PART_COUNT];     /* the part was measured on its own */
+    int64_t part_ns[TT_PART_COUNT];
+    bool has_seg[TT_SEG_COUNT];       /* the segment was measured on its own */
+    int64_t seg_ns[TT_SEG_COUNT];
+    tt_run runs[TT_SEG_COUNT];        /* in chain order; their ns sum to total_ns */
+    size_t n_runs;
+} tt_split;
+
+/* Split total_ns over the chain. points[k] is instant k or TT_DECOMP_NONE;
+ * vantage instants come in pairs (req and mark both, or neither). For
+ * TT_REF_REPORTED, total_ns is the benchmark's value and the two reported
+ * points are both given (then total_ns must equal their difference) or both
+ * absent (the stretch outside the innermost seen pair becomes one run: send
+ * lag and client lag together). For the other references total_ns is that
+ * vantage's mark - req and only the segments between them are split.
+ * s->reference is TT_REF_NONE when nothing could be split. */
+void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t points[TT_PT_COUNT]);
+
+/* Names: "send_lag", "uplink", "server_ttft"|"server_e2el", "downlink", "client_lag";
+ * segments "send_lag", "uplink.client_to_wire", ...; "reported", "client", ... */
+const char *tt_part_name(tt_part p, bool e2el);
+const char *tt_seg_name(int seg, bool e2el);
+const char *tt_reference_name(tt_reference r);
+
+/* The names of what run covers, in chain order, into names[]: a part it
+ * covers whole by its part name, a part it covers in part by the segment
+ * names. Returns how many. */
+size_t tt_run_names(const tt_split *s, const tt_run *run, bool e2el, const char *names[TT_SEG_COUNT]);
+
+/* Where the benchmark and the capture disagree about one request (bits). */
+enum {
+    TT_DIS_TOKENS = 1u << 0,              /* reported tokens, usage, token events differ */
+    TT_DIS_TTFT_NON_TOKEN = 1u << 1,      /* the reported first token came before the first token event */
+    TT_DIS_FAILED_BUT_COMPLETED = 1u << 2,/* counted failed, completed on the wire */
+    TT_DIS_COMPLETED_BUT_FAILED = 1u << 3,/* counted successful, failed or cut on the wire */
+    TT_DIS_TEXT_LENGTH = 1u << 4,         /* generated text length differs */
+    TT_DIS_COUNT_BITS = 5
+};
+
+typedef struct tt_disagreement {
+    uint32_t mask;
+    tt_vantage vantage;         /* the vantage compared with */
+    int64_t reported_tokens;    /* -1 when unknown */
+    int64_t usage_tokens;       /* -1 when no usage */
+    int64_t token_events;
+    int ttft_event_kind;        /* kind of the last event before the reported first token, -1 unknown */
+    int64_t ttft_early_ns;      /* how long before the first token event the benchmark stamped it */
+    int64_t reported_text_len, text_bytes;
+} tt_disagreement;
+
+/* ITL at two vantages of one request, token event by token event. */
+typedef struct tt_itl_split {
+    bool valid;
+    tt_vantage near, far;           /* near: the client (else wire); far: the server (else wire) */
+    uint32_t n;                     /* gaps compared */
+    int64_t *near_minus_far_ns;     /* n of them (owned) */
+    uint32_t reads;                 /* reads (chunks) at `near` that completed token events */
+    uint32_t shared_read_events;    /* token events completed by a read that completed another */
+    uint32_t max_events_per_read;
+} tt_itl_split;
+
+typedef struct tt_request_breakdown {
+    tt_split ttft, e2el;
+    tt_itl_split itl;
+    tt_disagreement dis;
+    bool has_reported;              /* a benchmark record was matched */
+    int64_t reported_start_ns;      /* on the analysis clock, TT_DECOMP_NONE when unknown */
+} tt_request_breakdown;
+
+typedef struct tt_overhead_stat {
+    size_t n;
+    double mean, median, p99;
+} tt_overhead_stat;
+
+typedef struct tt_breakdown {
+    tt_join join;
+    tt_request_breakdown *per;      /* per[i] belongs to join.reqs[i] */
+    size_t n_pct;
+    double pct_at[TT_MAX_PERCENTILES];
+    /* over requests, each part where it was measured on its own */
+    tt_overhead_stat ttft_part[TT_PART_COUNT], e2el_part[TT_PART_COUNT];
+    tt_overhead_stat ttft_seg[TT_SEG_COUNT], e2el_seg[TT_SEG_COUNT];
+    size_t ttft_merged, e2el_merged; /* requests where some parts could not be separated */
+    tt_reference reference;         /* the reference most requests used */
+    /* the benchmark's own numbers over its successful records (vllm's summary) */
+    bool has_reported;
+    size_t reported_ok, reported_failed;
+    uint64_t reported_output_tokens;
+    tt_distribution reported_ttft, reported_tpot, reported_itl, reported_e2el;
+    /* ITL distortion over requests with a benchmark record and a `far` vantage:
+     * the benchmark's pooled ITL against the far vantage's pooled ITL */
+    tt_vantage itl_far;
+    tt_distribution itl_reported_matched, itl_far_matched, itl_near_minus_far;
+    uint64_t itl_token_events, itl_shared_read_events;
+    size_t dis_count[TT_DIS_COUNT_BITS];
+} tt_breakdown;
+
+/* Join the analyses (and the benchmark's records, bench may be NULL) and
+ * decompose every request. as[] and bench must outlive b. Percentiles come
+ * from as[0]'s summary. Returns 0, or -1 when out of memory (b left empty).
+ * Free with tt_breakdown_free. */
+int tt_breakdown_build(tt_breakdown *b, const tt_analysis *const *as, size_t n, const tt_bench_result *bench,
+                       const tt_join_options *opt);
+void tt_breakdown_free(tt_breakdown *b);
+
+/* Fill d from v[0..n) (sorted in place) at the percentiles pct. */
+void tt_distribution_of(double *v, size_t n, const double *pct, size_t n_pct, tt_distribution *d);
+
+#endif

@@ -1,0 +1,341 @@
+/* report_breakdown.c - the text report over several vantages and the
+ * benchmark's record: the vllm-style blocks side by side, where the time
+ * went, and where the two sides disagree. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_multi.h"
+
+#define MAX_COLUMNS (TT_VANTAGE_COUNT + 1)
+#define MAX_DISAGREEMENTS_LISTED 10
+
+typedef struct column {
+    const char *name;
+    size_t ok, failed;
+    uint64_t tokens;
+    double duration_s;
+    const tt_distribution *ttft, *tpot, *itl, *e2el;
+} column;
+
+static void rule(FILE *out, const char *title, char fill)
+{
+    size_t n = strlen(title), width = 50;
+    size_t left = n < width ? (width - n) / 2 : 0, right = n < width ? width - n - left : 0;
+    for (size_t i = 0; i < left; i++) putc(fill, out);
+    fputs(title, out);
+    for (size_t i = 0; i < right; i++) putc(fill, out);
+    putc('\n', out);
+}
+
+static void row_counts(FILE *out, const char *label, const column *c, size_t n, int what)
+{
+    fprintf(out, "%-34s", label);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t v = what == 0 ? c[k].ok : what == 1 ? c[k].failed : c[k].tokens;
+        fprintf(out, " %10" PRIu64, v);
+    }
+    putc('\n', out);
+}
+
+static void cell_ms(FILE *out, double ns, bool has)
+{
+    if (has && isfinite(ns)) fprintf(out, " %10.2f", ns / 1e6);
+    else fprintf(out, " %10s", "-");
+}
+
+static void block(FILE *out, const tt_breakdown *b, const column *c, size_t n, int which, const char *title,
+                  const char *name)
+{
+    char label[64];
+    rule(out, title, '-');
+    for (int stat = 0; stat < 2 + (int)b->n_pct; stat++) {
+        if (stat == 0) snprintf(label, sizeof label, "Mean %s (ms):", name);
+        else if (stat == 1) snprintf(label, sizeof label, "Median %s (ms):", name);
+        else snprintf(label, sizeof label, "P%g %s (ms):", b->pct_at[stat - 2], name);
+        fprintf(out, "%-34s", label);
+        for (size_t k = 0; k < n; k++) {
+            const tt_distribution *d = which == 0 ? c[k].ttft : which == 1 ? c[k].tpot : which == 2 ? c[k].itl : c[k].e2el;
+            double v = stat == 0 ? d->mean : stat == 1 ? d->median : d->pct[stat - 2];
+            cell_ms(out, v, d->n > 0);
+        }
+        putc('\n', out);
+    }
+}
+
+static void side_by_side(FILE *out, const tt_breakdown *b)
+{
+    column c[MAX_COLUMNS];
+    size_t n = 0;
+    if (b->has_reported)
+        c[n++] = (column){.name = "reported", .ok = b->reported_ok, .failed = b->reported_failed,
+                          .tokens = b->reported_output_tokens, .ttft = &b->reported_ttft, .tpot = &b->reported_tpot,
+                          .itl = &b->reported_itl, .e2el = &b->reported_e2el};
+    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
+    for (size_t k = 0; k < 3; k++) {
+        const tt_analysis *a = b->join.by_vantage[order[k]];
+        if (!a) continue;
+        const tt_summary *s = &a->summary;
+        c[n++] = (column){.name = tt_vantage_name(order[k]), .ok = s->complete, .failed = s->incomplete + s->http_errors,
+                          .tokens = s->output_tokens, .ttft = &s->ttft, .tpot = &s->tpot, .itl = &s->itl,
+                          .e2el = &s->e2el};
+    }
+    rule(out, " Serving Benchmark Result ", '=');
+    fprintf(out, "%-34s", "");
+    for (size_t k = 0; k < n; k++) fprintf(out, " %10s", c[k].name);
+    putc('\n', out);
+    row_counts(out, "Successful requests:", c, n, 0);
+    row_counts(out, "Failed or incomplete requests:", c, n, 1);
+    row_counts(out, "Total generated tokens:", c, n, 2);
+    block(out, b, c, n, 0, "Time to First Token", "TTFT");
+    block(out, b, c, n, 1, "Time per Output Token (excl. 1st token)", "TPOT");
+    block(out, b, c, n, 2, "Inter-token Latency", "ITL");
+    block(out, b, c, n, 3, "End-to-end Latency", "E2EL");
+    rule(out, "", '=');
+}
+
+static void stat_row(FILE *out, const char *label, const tt_overhead_stat *o)
+{
+    if (!o->n) {
+        fprintf(out, "%-28s %6s %10s %10s %10s\n", label, "0", "-", "-", "-");
+        return;
+    }
+    fprintf(out, "%-28s %6zu %10.3f %10.3f %10.3f\n", label, o->n, o->mean / 1e6, o->median / 1e6, o->p99 / 1e6);
+}
+
+#define MAX_MERGED_KINDS 8
+
+/* Runs covering several parts, grouped by what they cover, with their stats. */
+static void merged_runs(FILE *out, const tt_breakdown *b, bool e2el)
+{
+    uint8_t kinds[MAX_MERGED_KINDS];
+    size_t n_kinds = 0;
+    for (size_t i = 0; i < b->join.n; i++) {
+        const tt_split *s = e2el ? &b->per[i].e2el : &b->per[i].ttft;
+        for (size_t r = 0; r < s->n_runs; r++) {
+            const char *names[TT_SEG_COUNT];
+            if (tt_run_names(s, &s->runs[r], e2el, names) < 2) continue;
+            size_t k = 0;
+            while (k < n_kinds && kinds[k] != s->runs[r].segs) k++;
+            if (k == n_kinds && n_kinds < MAX_MERGED_KINDS) kinds[n_kinds++] = s->runs[r].segs;
+        }
+    }
+    double *v = malloc((b->join.n + 1) * sizeof *v);
+    if (!v) return;
+    for (size_t k = 0; k < n_kinds; k++) {
+        size_t n = 0;
+        const tt_split *example = NULL;
+        const tt_run *example_run = NULL;
+        for (size_t i = 0; i < b->join.n; i++) {
+            const tt_split *s = e2el ? &b->per[i].e2el : &b->per[i].ttft;
+            for (size_t r = 0; r < s->n_runs; r++)
+                if (s->runs[r].segs == kinds[k]) {
+                    v[n++] = (double)s->runs[r].ns;
+                    example = s;
+                    example_run = &s->runs[r];
+                }
+        }
+        const char *names[TT_SEG_COUNT];
+        size_t n_names = tt_run_names(example, example_run, e2el, names);
+        char label[256] = "  ";
+        size_t len = 2;
+        for (size_t q = 0; q < n_names; q++) {
+            int w = snprintf(label + len, sizeof label - len, "%s%s", q ? " + " : "", names[q]);
+            if (w > 0 && (size_t)w < sizeof label - len) len += (size_t)w;
+        }
+        static const double p99 = 99;
+        tt_distribution d;
+        tt_distribution_of(v, n, &p99, 1, &d);
+        tt_overhead_stat o = {.n = d.n, .mean = d.mean, .median = d.median, .p99 = d.pct[0]};
+        fprintf(out, "%s\n", label);
+        stat_row(out, "", &o);
+    }
+    free(v);
+}
+
+static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el)
+{
+    const tt_overhead_stat *parts = e2el ? b->e2el_part : b->ttft_part;
+    const tt_overhead_stat *segs = e2el ? b->e2el_seg : b->ttft_seg;
+    char title[80];
+    snprintf(title, sizeof title, " %s breakdown (ms), against %s ", e2el ? "E2EL" : "TTFT",
+             tt_reference_name(b->reference));
+    putc('\n', out);
+    rule(out, title, '-');
+    fprintf(out, "%-28s %6s %10s %10s %10s\n", "part", "n", "mean", "median", "p99");
+    stat_row(out, "send lag", &parts[TT_PART_SEND_LAG]);
+    stat_row(out, "uplink", &parts[TT_PART_UPLINK]);
+    if (segs[TT_SEG_UP_CLIENT_WIRE].n || segs[TT_SEG_UP_WIRE_SERVER].n) {
+        stat_row(out, "  client -> wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
+        stat_row(out, "  wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
+    }
+    stat_row(out, e2el ? "server E2EL" : "server TTFT", &parts[TT_PART_SERVER]);
+    stat_row(out, "downlink", &parts[TT_PART_DOWNLINK]);
+    if (segs[TT_SEG_DOWN_SERVER_WIRE].n || segs[TT_SEG_DOWN_WIRE_CLIENT].n) {
+        stat_row(out, "  server -> wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
+        stat_row(out, "  wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
+    }
+    stat_row(out, "client lag", &parts[TT_PART_CLIENT_LAG]);
+    size_t merged = e2el ? b->e2el_merged : b->ttft_merged;
+    if (merged) {
+        fprintf(out, "%zu request%s had parts that could not be told apart (a vantage or the benchmark's start "
+                     "missing); those together:\n",
+                merged, merged == 1 ? "" : "s");
+        merged_runs(out, b, e2el);
+    }
+}
+
+static void itl_section(FILE *out, const tt_breakdown *b)
+{
+    putc('\n', out);
+    rule(out, " Inter-token latency distortion (ms) ", '-');
+    const tt_distribution *d = &b->itl_near_minus_far;
+    if (d->n)
+        fprintf(out, "%-34s n %zu, mean %.3f, median %.3f, max %.3f\n", "client ITL minus server ITL:", d->n,
+                d->mean / 1e6, d->median / 1e6, d->max / 1e6);
+    if (b->itl_token_events)
+        fprintf(out, "%-34s %" PRIu64 " of %" PRIu64 " (%.1f%%)\n", "token events sharing a read:",
+                b->itl_shared_read_events, b->itl_token_events,
+                100.0 * (double)b->itl_shared_read_events / (double)b->itl_token_events);
+    const tt_distribution *r = &b->itl_reported_matched, *f = &b->itl_far_matched;
+    if (b->has_reported && r->n && f->n) {
+        fprintf(out, "%-34s %10s %10s %10s\n", "", "reported", tt_vantage_name(b->itl_far), "difference");
+        fprintf(out, "%-34s %10.3f %10.3f %10.3f\n", "Mean ITL (ms):", r->mean / 1e6, f->mean / 1e6,
+                (r->mean - f->mean) / 1e6);
+        fprintf(out, "%-34s %10.3f %10.3f %10.3f\n", "Median ITL (ms):", r->median / 1e6, f->median / 1e6,
+                (r->median - f->median) / 1e6);
+        for (size_t i = 0; i < b->n_pct; i++) {
+            char label[48];
+            snprintf(label, sizeof label, "P%g ITL (ms):", b->pct_at[i]);
+            fprintf(out, "%-34s %10.3f %10.3f %10.3f\n", label, r->pct[i] / 1e6, f->pct[i] / 1e6,
+                    (r->pct[i] - f->pct[i]) / 1e6);
+        }
+        fprintf(out, "%-34s %10zu %10zu\n", "ITL samples:", r->n, f->n);
+    }
+}
+
+static const char *request_name(const tt_breakdown *b, const tt_joined *g, char *buf, size_t cap)
+{
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++) {
+        const tt_request *r = tt_join_request(&b->join, g, (tt_vantage)v);
+        if (r && r->request_id[0]) {
+            snprintf(buf, cap, "%s", r->request_id);
+            return buf;
+        }
+    }
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++) {
+        const tt_request *r = tt_join_request(&b->join, g, (tt_vantage)v);
+        if (r) {
+            char ep[64];
+            snprintf(buf, cap, "%s#%u", tt_endpoint_format(&r->client, ep, sizeof ep), r->ordinal);
+            return buf;
+        }
+    }
+    snprintf(buf, cap, "?");
+    return buf;
+}
+
+static void disagreement_line(FILE *out, const tt_breakdown *b, size_t i, uint32_t bit)
+{
+    const tt_disagreement *d = &b->per[i].dis;
+    const tt_bench_request *br = tt_join_bench(&b->join, &b->join.reqs[i]);
+    char name[160];
+    fprintf(out, "  %-28s ", request_name(b, &b->join.reqs[i], name, sizeof name));
+    switch (bit) {
+    case TT_DIS_TOKENS:
+        if (d->reported_tokens >= 0) fprintf(out, "reported %" PRId64 ", ", d->reported_tokens);
+        if (d->usage_tokens >= 0) fprintf(out, "usage %" PRId64 ", ", d->usage_tokens);
+        fprintf(out, "%" PRId64 " token events at the %s\n", d->token_events, tt_vantage_name(d->vantage));
+        break;
+    case TT_DIS_TTFT_NON_TOKEN:
+        fprintf(out, "first token stamped %.3f ms before the first token event reached the %s",
+                (double)d->ttft_early_ns / 1e6, tt_vantage_name(d->vantage));
+        if (d->ttft_event_kind >= 0) fprintf(out, " (at a %s event)", tt_event_kind_name((tt_event_kind)d->ttft_event_kind));
+        putc('\n', out);
+        break;
+    case TT_DIS_FAILED_BUT_COMPLETED:
+        fprintf(out, "counted failed (%s), completed on the wire\n", br && br->error ? "error given" : "no error text");
+        break;
+    case TT_DIS_COMPLETED_BUT_FAILED:
+        fprintf(out, "counted successful, failed or cut on the wire\n");
+        break;
+    case TT_DIS_TEXT_LENGTH:
+        fprintf(out, "reported %" PRId64 " bytes of text, %" PRId64 " at the %s\n", d->reported_text_len,
+                d->text_bytes, tt_vantage_name(d->vantage));
+        break;
+    }
+}
+
+static void disagreements(FILE *out, const tt_breakdown *b)
+{
+    static const char *const titles[TT_DIS_COUNT_BITS] = {
+        "output tokens differ (reported, usage, token events)",
+        "TTFT taken before the first token event (role, usage or keep-alive event)",
+        "counted failed by the benchmark, completed on the wire",
+        "counted successful by the benchmark, failed or cut on the wire",
+        "generated text length differs",
+    };
+    size_t total = 0;
+    for (int k = 0; k < TT_DIS_COUNT_BITS; k++) total += b->dis_count[k];
+    putc('\n', out);
+    rule(out, " Disagreements ", '-');
+    if (b->join.bench && b->join.bench_unmatched)
+        fprintf(out, "%zu benchmark record%s met no captured request%s%s\n", b->join.bench_unmatched,
+                b->join.bench_unmatched == 1 ? "" : "s", b->join.bench_note ? ": " : "",
+                b->join.bench_note ? b->join.bench_note : "");
+    if (!total) {
+        fprintf(out, "none\n");
+        return;
+    }
+    for (int k = 0; k < TT_DIS_COUNT_BITS; k++) {
+        if (!b->dis_count[k]) continue;
+        fprintf(out, "%s: %zu request%s\n", titles[k], b->dis_count[k], b->dis_count[k] == 1 ? "" : "s");
+        size_t shown = 0;
+        for (size_t i = 0; i < b->join.n && shown < MAX_DISAGREEMENTS_LISTED; i++)
+            if (b->per[i].dis.mask & (1u << k)) {
+                disagreement_line(out, b, i, 1u << k);
+                shown++;
+            }
+        if (b->dis_count[k] > shown) fprintf(out, "  (%zu more: --json lists every one)\n", b->dis_count[k] - shown);
+    }
+}
+
+void tt_report_breakdown_text(FILE *out, const char *input, const tt_breakdown *b)
+{
+    fprintf(out, "tokentap breakdown %s\nvantages:", input);
+    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
+    for (size_t k = 0; k < 3; k++)
+        if (b->join.by_vantage[order[k]]) fprintf(out, " %s", tt_vantage_name(order[k]));
+    fprintf(out, "   requests: %zu (%zu seen at more than one vantage)\n", b->join.n, b->join.multi_vantage);
+    if (b->join.bench) {
+        const tt_bench_result *br = b->join.bench;
+        fprintf(out, "benchmark: %s (%s), %zu records, %zu matched", br->path ? br->path : "?",
+                tt_bench_format_name(br->format), br->n_reqs, br->n_reqs - b->join.bench_unmatched);
+        const char *sep = ": ";
+        for (int k = TT_JOIN_ID; k < TT_JOIN_KEY_COUNT; k++)
+            if (b->join.bench_by_key[k]) {
+                fprintf(out, "%s%zu by %s", sep, b->join.bench_by_key[k], tt_join_key_name((tt_join_key)k));
+                sep = ", ";
+            }
+        putc('\n', out);
+    }
+    side_by_side(out, b);
+    overhead_table(out, b, false);
+    overhead_table(out, b, true);
+    itl_section(out, b);
+    disagreements(out, b);
+}
+
+int tt_breakdown_report(FILE *out, const char *input, const tt_analysis *const *as, size_t n,
+                        const tt_bench_result *bench, const tt_join_options *opt, bool json, FILE *perfetto)
+{
+    tt_breakdown b;
+    if (tt_breakdown_build(&b, as, n, bench, opt) < 0) return -1;
+    if (json) tt_report_json_breakdown(out, input, &b);
+    else tt_report_breakdown_text(out, input, &b);
+    if (perfetto) tt_report_perfetto(perfetto, &b);
+    tt_breakdown_free(&b);
+    return 0;
+}
