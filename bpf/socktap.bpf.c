@@ -19,13 +19,22 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Filters, set by userspace before load; 0 means any. */
-const volatile __u32 targ_tgid = 0;
+/* Filters, set by userspace before load; every filter set must match.
+ * filter_tgids: only processes in traced_tgids (the --pid processes, their
+ * descendants at start, and every process a traced one forks from then
+ * on). targ_comm: the process's name (its group leader's comm). The cgroup:
+ * the task's cgroup v2 ancestor at targ_cgroup_level is targ_cgroup_id
+ * (the cgroup or one below it). targ_port: local or remote port. */
+const volatile bool filter_tgids = false;
+const volatile bool filter_comm = false;
+const volatile char targ_comm[16] = {};
+const volatile __u64 targ_cgroup_id = 0;
+const volatile __u32 targ_cgroup_level = 0;
 const volatile __u16 targ_port = 0;
 
 struct call_args {
-    __u64 buf;      /* data buffer, iovec array, or user_msghdr */
-    __u64 count;    /* iovec entries (readv, writev) */
+    __u64 buf;      /* data buffer, iovec array, user_msghdr or mmsghdr array */
+    __u64 count;    /* iovec entries (readv, writev), messages (recvmmsg, sendmmsg) */
     __u64 enter_ns;
     __s32 fd;
     __u32 syscall;
@@ -44,16 +53,25 @@ struct {
     __type(value, struct call_args);
 } args_by_thread SEC(".maps");
 
+/* LRU: the entry of a socket that died with bytes owed is evicted, not kept
+ * until the map is full. */
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, 4096);
     __type(key, struct lost_key);
     __type(value, __u64);
 } lost_bytes SEC(".maps");
 
 struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16384);
+    __type(key, __u32); /* tgid (or, briefly, the tid of a thread a traced process started) */
+    __type(value, __u8);
+} traced_tgids SEC(".maps");
+
+struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 16 << 20);
+    __uint(max_entries, 16 << 20); /* userspace may change it before load */
 } events SEC(".maps");
 
 struct {
@@ -63,7 +81,25 @@ struct {
     __type(value, __u64);
 } stats SEC(".maps");
 
+/* The walk over what one data syscall moved: messages (one, or up to
+ * TT_SOCKTAP_MAX_MMSG of an mmsghdr array), each in one buffer or an iovec
+ * array, copied in pieces. */
+struct copy_state {
+    __u64 base, left;          /* the current buffer and what is left of it */
+    __u64 iov_at, iov_count;   /* the current message's iovec array, when there is one */
+    __u64 mmsg_at;             /* the mmsghdr array (recvmmsg, sendmmsg) */
+    __u64 lost, sock_id;       /* bytes owed to this (sock, dir) before the next record */
+    __u32 total, done, pieces, iov_next; /* of the current message */
+    __u32 msg_next, msg_count; /* mmsghdr entries loaded / to load */
+    __u8 dir, base_flags, failed, rb_failed, walked;
+};
+
+/* Per CPU: the record being built and the state of the walk. The state
+ * lives in a map value rather than on the stack so that the verifier does
+ * not track its counters exactly from one bpf_loop step to the next (which
+ * multiplies the states it explores). */
 struct scratch_rec {
+    struct copy_state st;
     struct tt_socktap_event ev;
     __u8 data[TT_SOCKTAP_MAX_COPY];
 };
@@ -81,11 +117,33 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
     if (v) *v += n;
 }
 
+static __always_inline bool comm_matches(void)
+{
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    char comm[16];
+    if (BPF_CORE_READ_INTO(&comm, task, group_leader, comm) != 0) return false;
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        if (comm[i] != targ_comm[i]) return false;
+        if (comm[i] == 0) break;
+    }
+    return true;
+}
+
+/* Whether the current task passes the process filters (pid, comm, cgroup). */
+static __always_inline bool task_traced(__u64 id)
+{
+    __u32 tgid = id >> 32;
+    if (filter_tgids && !bpf_map_lookup_elem(&traced_tgids, &tgid)) return false;
+    if (targ_cgroup_id && bpf_get_current_ancestor_cgroup_id(targ_cgroup_level) != targ_cgroup_id) return false;
+    if (filter_comm && !comm_matches()) return false;
+    return true;
+}
+
 static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    if (targ_tgid && (__u32)(id >> 32) != targ_tgid) return 0;
-    if (fd < 0) return 0;
+    if (fd < 0 || !task_traced(id)) return 0;
     struct call_args a = {.buf = buf, .count = count, .enter_ns = bpf_ktime_get_ns(), .fd = fd, .syscall = syscall};
     if (bpf_map_update_elem(&args_by_thread, &id, &a, BPF_ANY) != 0) stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
     return 0;
@@ -163,6 +221,7 @@ static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u3
     struct tt_socktap_event ev;
     fill_head(&ev, sk, id, fd, syscall, kind);
     if (port_rejected(&ev)) return 0;
+    if (kind == TT_SOCKTAP_KIND_EOF) ev.dir = TT_SOCKTAP_DIR_RECV;
     ev.enter_ns = enter_ns;
     ev.exit_ns = exit_ns;
     ev.ts_ns = ts_ns;
@@ -175,71 +234,129 @@ static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u3
     return 0;
 }
 
-static __always_inline bool takes_iovec(__u32 syscall)
+static __always_inline bool is_data_syscall(__u32 syscall)
 {
-    return syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_READV ||
-           syscall == TT_SOCKTAP_SYS_SENDMSG || syscall == TT_SOCKTAP_SYS_RECVMSG;
+    return syscall <= TT_SOCKTAP_SYS_RECVMSG || syscall == TT_SOCKTAP_SYS_RECVMMSG ||
+           syscall == TT_SOCKTAP_SYS_SENDMMSG || syscall == TT_SOCKTAP_SYS_SENDFILE;
 }
 
-struct copy_state {
-    __u64 base, left;          /* the current buffer and what is left of it */
-    __u64 iov_at, iov_count;   /* the iovec array, when there is one */
-    __u64 lost, sock_id;
-    __u32 total, done, pieces, iov_next;
-    __u8 dir, base_flags, failed, rb_failed;
-};
-
-/* One step of the copy: load the next iovec entry, or emit one piece of at
- * most TT_SOCKTAP_MAX_COPY bytes. 1 stops the loop. */
-static long copy_step(__u64 index, void *vctx)
+static __always_inline bool takes_iovec(__u32 syscall)
 {
-    struct copy_state *st = vctx;
-    if (st->done >= st->total || st->pieces >= TT_SOCKTAP_MAX_PIECES) return 1;
+    return syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_READV;
+}
+
+/* The current message is over: when some of its bytes were not copied, say
+ * so with a record without data (or, once the ring buffer refused a record,
+ * owe them to the next record of this socket and direction). */
+static __always_inline void finish_message(struct copy_state *st, struct tt_socktap_event *ev, __u8 why)
+{
+    if (st->done >= st->total) return;
+    __u32 missing = st->total - st->done;
+    if (st->rb_failed) {
+        st->lost += missing;
+        return;
+    }
+    if (why & TT_SOCKTAP_F_NOT_COPIED) {
+        stat_add(TT_SOCKTAP_STAT_NOT_COPIED, 1);
+        stat_add(TT_SOCKTAP_STAT_NOT_COPIED_BYTES, missing);
+    } else {
+        stat_add(TT_SOCKTAP_STAT_TRUNCATED, 1);
+        stat_add(TT_SOCKTAP_STAT_TRUNCATED_BYTES, missing);
+    }
+    ev->total_len = st->total;
+    ev->piece_off = st->done;
+    ev->copied = 0;
+    ev->flags = st->base_flags | why | (st->failed ? TT_SOCKTAP_F_COPY_FAILED : 0);
+    ev->lost_before = st->lost;
+    if (bpf_ringbuf_output(&events, ev, sizeof *ev, 0) != 0) {
+        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+        st->rb_failed = 1;
+        st->lost += missing;
+        return;
+    }
+    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+    st->lost = 0;
+    st->done = st->total;
+}
+
+/* Load the next mmsghdr entry as the current message. 1: none left. */
+static __always_inline long next_message(struct copy_state *st)
+{
+    if (st->msg_next >= st->msg_count || st->msg_next >= TT_SOCKTAP_MAX_MMSG) {
+        st->walked = 1;
+        return 1;
+    }
+    struct mmsghdr mh;
+    if (bpf_probe_read_user(&mh, sizeof mh, (const void *)(st->mmsg_at + (__u64)st->msg_next * sizeof mh)) != 0) {
+        st->walked = 1; /* the lengths of the rest are unknown: counted as truncated by the caller */
+        return 1;
+    }
+    st->msg_next++;
+    st->total = mh.msg_len;
+    st->done = 0;
+    st->pieces = 0;
+    st->iov_next = 0;
+    st->failed = 0;
+    st->base = 0;
+    st->left = 0;
+    st->iov_at = (__u64)mh.msg_hdr.msg_iov;
+    st->iov_count = mh.msg_hdr.msg_iovlen;
+    return 0;
+}
+
+/* One step of the walk: end the current message and load the next one,
+ * load the next iovec entry, or emit one piece of at most
+ * TT_SOCKTAP_MAX_COPY bytes. 1 stops the loop. */
+static long copy_step(__u64 index, void *unused)
+{
+    __u32 zero = 0;
+    struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
+    if (!rec) return 1;
+    struct copy_state *st = &rec->st;
+    if (st->rb_failed || st->failed || st->done >= st->total || st->pieces >= TT_SOCKTAP_MAX_PIECES ||
+        (st->left == 0 && (st->iov_next >= st->iov_count || st->iov_next >= TT_SOCKTAP_MAX_IOV))) {
+        finish_message(st, &rec->ev, TT_SOCKTAP_F_TRUNCATED);
+        return next_message(st);
+    }
     if (st->left == 0) {
-        if (st->iov_next >= st->iov_count || st->iov_next >= TT_SOCKTAP_MAX_IOV) return 1;
         struct iovec iov;
         if (bpf_probe_read_user(&iov, sizeof iov, (const void *)(st->iov_at + (__u64)st->iov_next * sizeof iov)) != 0) {
             st->failed = 1;
-            return 1;
+            return 0;
         }
         st->iov_next++;
         st->base = (__u64)iov.iov_base;
         st->left = iov.iov_len;
         return 0;
     }
-    __u32 zero = 0;
-    struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
-    if (!rec) return 1;
     __u64 len = st->left;
     if (len > st->total - st->done) len = st->total - st->done;
     /* Clamp in the very register the helper gets, for the verifier. */
     asm volatile("if %[len] <= %[max] goto +1\n\t%[len] = %[max]" : [len] "+r"(len) : [max] "i"(TT_SOCKTAP_MAX_COPY));
-    if (len == 0) return 1;
+    if (len == 0) {
+        st->failed = 1;
+        return 0;
+    }
     if (bpf_probe_read_user(rec->data, len, (const void *)st->base) != 0) {
         st->failed = 1;
-        return 1;
+        return 0;
     }
     __u32 n = (__u32)len;
     struct tt_socktap_event *ev = &rec->ev;
+    ev->total_len = st->total;
     ev->piece_off = st->done;
     ev->copied = n;
     ev->flags = st->base_flags;
     ev->lost_before = st->lost;
-    struct lost_key lk = {.sock_id = st->sock_id, .dir = st->dir};
-    if (bpf_ringbuf_output(&events, rec, sizeof(struct tt_socktap_event) + len, 0) != 0) {
+    if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, 0) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         stat_add(TT_SOCKTAP_STAT_RB_FAIL_BYTES, n);
-        /* The rest of this syscall's bytes are lost too: counted once here. */
-        st->lost += st->total - st->done;
-        bpf_map_update_elem(&lost_bytes, &lk, &st->lost, BPF_ANY);
+        /* The rest of this message (and of the syscall) is owed as lost bytes. */
         st->rb_failed = 1;
-        return 1;
+        return 0;
     }
     stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
-    if (st->lost) {
-        st->lost = 0;
-        bpf_map_delete_elem(&lost_bytes, &lk);
-    }
+    st->lost = 0;
     st->base += n;
     st->left -= n;
     st->done += n;
@@ -247,9 +364,31 @@ static long copy_step(__u64 index, void *vctx)
     return 0;
 }
 
-/* The exit of a data syscall: copy the ret bytes it moved, from one buffer
- * or from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries), in
- * pieces of at most TT_SOCKTAP_MAX_COPY bytes. */
+struct sum_state {
+    __u64 at;   /* &msgvec[first].msg_len */
+    __u32 n;    /* entries to sum */
+    __u32 sum;
+    __u8 failed;
+};
+
+/* Add one mmsghdr entry's msg_len. */
+static long sum_step(__u64 index, void *vctx)
+{
+    struct sum_state *ss = vctx;
+    if (index >= ss->n) return 1;
+    __u32 len = 0;
+    if (bpf_probe_read_user(&len, sizeof len, (const void *)(ss->at + index * sizeof(struct mmsghdr))) != 0) {
+        ss->failed = 1;
+        return 1;
+    }
+    ss->sum = ss->sum + len < ss->sum ? 0xffffffffu : ss->sum + len;
+    return 0;
+}
+
+/* The exit of a data syscall: copy the ret bytes it moved, from one buffer,
+ * from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries), or from
+ * each message of an mmsghdr array, in pieces of at most
+ * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied. */
 static __always_inline int on_exit(long ret, __u8 dir)
 {
     __u64 id = bpf_get_current_pid_tgid();
@@ -257,7 +396,15 @@ static __always_inline int on_exit(long ret, __u8 dir)
     if (!a) return 0;
     struct call_args args = *a;
     bpf_map_delete_elem(&args_by_thread, &id);
-    if (ret <= 0 || args.syscall >= TT_SOCKTAP_SYS_CLOSE) return 0;
+    if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
+        (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
+        /* end of file: the peer's FIN was read */
+        struct sock *eof_sk = tcp_sock_of_fd(args.fd);
+        if (!eof_sk) return 0;
+        __u64 now = bpf_ktime_get_ns();
+        return emit_marker(eof_sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, args.enter_ns, now, now, 0);
+    }
+    if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
     __u64 exit_ns = bpf_ktime_get_ns();
 
     struct sock *sk = tcp_sock_of_fd(args.fd);
@@ -275,55 +422,61 @@ static __always_inline int on_exit(long ret, __u8 dir)
     ev->ret = ret;
     ev->dir = dir;
     __u32 total = ret > 0xffffffffL ? 0xffffffffu : (__u32)ret;
-    ev->total_len = total;
+    bool mmsg = args.syscall == TT_SOCKTAP_SYS_RECVMMSG || args.syscall == TT_SOCKTAP_SYS_SENDMMSG;
 
     struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir};
     __u64 *lostp = bpf_map_lookup_elem(&lost_bytes, &lk);
-    __u64 lost = lostp ? *lostp : 0;
-    __u8 base_flags = ev->flags;
+    __u64 lost_in = lostp ? *lostp : 0;
 
-    /* Where the bytes are: one buffer, or iov_count iovec entries at iov_at. */
-    __u64 base = 0, left = 0, iov_at = 0, iov_count = 0;
-    if (args.syscall == TT_SOCKTAP_SYS_SENDMSG || args.syscall == TT_SOCKTAP_SYS_RECVMSG) {
-        struct user_msghdr msg;
-        if (bpf_probe_read_user(&msg, sizeof msg, (const void *)args.buf) == 0) {
-            iov_at = (__u64)msg.msg_iov;
-            iov_count = msg.msg_iovlen;
-        }
-    } else if (takes_iovec(args.syscall)) {
-        iov_at = args.buf;
-        iov_count = args.count;
+    struct copy_state *st = &rec->st;
+    __builtin_memset(st, 0, sizeof *st);
+    st->lost = lost_in;
+    st->sock_id = (__u64)sk;
+    st->total = total;
+    st->dir = dir;
+    st->base_flags = ev->flags;
+    if (args.syscall == TT_SOCKTAP_SYS_SENDFILE) {
+        finish_message(st, ev, TT_SOCKTAP_F_NOT_COPIED);
     } else {
-        base = args.buf;
-        left = total;
+        if (mmsg) {
+            st->mmsg_at = args.buf;
+            st->msg_count = total < args.count ? total : (__u32)args.count;
+            st->total = 0; /* the first step loads message 0 */
+        } else if (args.syscall == TT_SOCKTAP_SYS_SENDMSG || args.syscall == TT_SOCKTAP_SYS_RECVMSG) {
+            struct user_msghdr msg;
+            if (bpf_probe_read_user(&msg, sizeof msg, (const void *)args.buf) == 0) {
+                st->iov_at = (__u64)msg.msg_iov;
+                st->iov_count = msg.msg_iovlen;
+            }
+        } else if (takes_iovec(args.syscall)) {
+            st->iov_at = args.buf;
+            st->iov_count = args.count;
+        } else {
+            st->base = args.buf;
+            st->left = total;
+        }
+        /* bpf_loop: the verifier checks the step once, not once per iteration. */
+        bpf_loop((TT_SOCKTAP_MAX_PIECES + TT_SOCKTAP_MAX_IOV + 2) * TT_SOCKTAP_MAX_MMSG, copy_step, NULL, 0);
+        if (!st->walked) finish_message(st, ev, TT_SOCKTAP_F_TRUNCATED);
+        if (mmsg && st->msg_next < st->msg_count) {
+            /* Messages past the bound (or past an unreadable entry): their
+             * lengths summed, one record for all their bytes. */
+            struct sum_state ss = {
+                .at = st->mmsg_at + (__u64)st->msg_next * sizeof(struct mmsghdr) + offsetof(struct mmsghdr, msg_len),
+                .n = st->msg_count - st->msg_next,
+            };
+            bpf_loop(TT_SOCKTAP_MAX_MMSG_SUM, sum_step, &ss, 0);
+            if (ss.sum) {
+                st->total = ss.sum;
+                st->done = 0;
+                st->failed = ss.failed;
+                finish_message(st, ev, TT_SOCKTAP_F_TRUNCATED);
+            }
+        }
     }
-
-    struct copy_state st = {
-        .base = base, .left = left, .iov_at = iov_at, .iov_count = iov_count, .lost = lost,
-        .sock_id = (__u64)sk, .total = total, .dir = dir, .base_flags = base_flags,
-    };
-    /* bpf_loop: the verifier checks the step once, not once per iteration. */
-    bpf_loop(TT_SOCKTAP_MAX_PIECES + TT_SOCKTAP_MAX_IOV, copy_step, &st, 0);
-    if (st.rb_failed) return 0;
-    lost = st.lost;
-    __u32 done = st.done;
-    __u8 failed = st.failed;
-    if (done >= total) return 0;
-    /* Not every byte was copied: a record without data says how many are missing. */
-    stat_add(TT_SOCKTAP_STAT_TRUNCATED, 1);
-    stat_add(TT_SOCKTAP_STAT_TRUNCATED_BYTES, total - done);
-    ev->piece_off = done;
-    ev->copied = 0;
-    ev->flags = base_flags | TT_SOCKTAP_F_TRUNCATED | (failed ? TT_SOCKTAP_F_COPY_FAILED : 0);
-    ev->lost_before = lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof *ev, 0) != 0) {
-        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
-        lost += total - done;
-        bpf_map_update_elem(&lost_bytes, &lk, &lost, BPF_ANY);
-        return 0;
-    }
-    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
-    if (lost) bpf_map_delete_elem(&lost_bytes, &lk);
+    __u64 lost_out = st->lost;
+    if (lost_out) bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
+    else if (lost_in) bpf_map_delete_elem(&lost_bytes, &lk);
     return 0;
 }
 
@@ -375,7 +528,7 @@ int tt_exit_sendto(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->r
 SEC("tracepoint/syscalls/sys_enter_read")
 int tt_enter_read(struct trace_event_raw_sys_enter *ctx)
 {
-    return on_enter((__s32)ctx->args[0], ctx->args[1], 0, TT_SOCKTAP_SYS_READ);
+    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_READ);
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
@@ -384,7 +537,7 @@ int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret
 SEC("tracepoint/syscalls/sys_enter_recvfrom")
 int tt_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
 {
-    return on_enter((__s32)ctx->args[0], ctx->args[1], 0, TT_SOCKTAP_SYS_RECVFROM);
+    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_RECVFROM);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
@@ -453,16 +606,102 @@ int tt_enter_accept4(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_accept4")
 int tt_exit_accept4(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret); }
 
-/* close: reported at enter, while fd still names the socket. */
+/* Bytes of (sk, dir) the ring buffer refused and no later record carried:
+ * a DATA record without data, total_len 0, lost_before set. */
+static __always_inline void flush_lost(struct sock *sk, __u64 id, __s32 fd, __u8 dir, __u64 now)
+{
+    struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir};
+    __u64 *lostp = bpf_map_lookup_elem(&lost_bytes, &lk);
+    if (!lostp) return;
+    struct tt_socktap_event ev;
+    fill_head(&ev, sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_DATA);
+    ev.dir = dir;
+    ev.lost_before = *lostp;
+    ev.enter_ns = now;
+    ev.exit_ns = 0;
+    ev.ts_ns = now;
+    ev.ret = 0;
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, 0) != 0) {
+        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+        return;
+    }
+    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+    bpf_map_delete_elem(&lost_bytes, &lk);
+}
+
+/* close: reported at enter, while fd still names the socket; bytes still
+ * owed to it go out first. */
 SEC("tracepoint/syscalls/sys_enter_close")
 int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    if (targ_tgid && (__u32)(id >> 32) != targ_tgid) return 0;
     __s32 fd = (__s32)ctx->args[0];
-    if (fd < 0) return 0;
+    if (fd < 0 || !task_traced(id)) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
     __u64 now = bpf_ktime_get_ns();
+    struct tt_socktap_event probe;
+    fill_tuple(&probe, sk);
+    if (port_rejected(&probe)) return 0;
+    flush_lost(sk, id, fd, TT_SOCKTAP_DIR_SEND, now);
+    flush_lost(sk, id, fd, TT_SOCKTAP_DIR_RECV, now);
     return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_recvmmsg")
+int tt_enter_recvmmsg(struct trace_event_raw_sys_enter *ctx)
+{
+    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_RECVMMSG);
+}
+
+SEC("tracepoint/syscalls/sys_exit_recvmmsg")
+int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV); }
+
+SEC("tracepoint/syscalls/sys_enter_sendmmsg")
+int tt_enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)
+{
+    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_SENDMMSG);
+}
+
+SEC("tracepoint/syscalls/sys_exit_sendmmsg")
+int tt_exit_sendmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+
+/* sendfile(out_fd, in_fd, offset, count): out_fd is the socket. */
+SEC("tracepoint/syscalls/sys_enter_sendfile64")
+int tt_enter_sendfile(struct trace_event_raw_sys_enter *ctx)
+{
+    return on_enter((__s32)ctx->args[0], 0, ctx->args[3], TT_SOCKTAP_SYS_SENDFILE);
+}
+
+SEC("tracepoint/syscalls/sys_exit_sendfile64")
+int tt_exit_sendfile(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+
+/* A traced process forked: its child is traced too. Thread creation fires
+ * this as well (child_pid is then a thread id): the stray entry is removed
+ * when that thread exits. */
+SEC("tracepoint/sched/sched_process_fork")
+int tt_fork(struct trace_event_raw_sched_process_fork *ctx)
+{
+    if (!filter_tgids) return 0;
+    __u32 parent = bpf_get_current_pid_tgid() >> 32;
+    if (!bpf_map_lookup_elem(&traced_tgids, &parent)) return 0;
+    __u32 child = (__u32)ctx->child_pid;
+    __u8 one = 1;
+    if (bpf_map_update_elem(&traced_tgids, &child, &one, BPF_NOEXIST) == 0) stat_add(TT_SOCKTAP_STAT_CHILDREN, 1);
+    else if (!bpf_map_lookup_elem(&traced_tgids, &child)) stat_add(TT_SOCKTAP_STAT_TGIDS_FULL, 1);
+    return 0;
+}
+
+/* A thread exits: its pending syscall arguments go, and when it is a
+ * thread's own entry or the whole process is gone, its traced entry. */
+SEC("tracepoint/sched/sched_process_exit")
+int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    bpf_map_delete_elem(&args_by_thread, &id);
+    if (!filter_tgids) return 0;
+    __u32 tid = (__u32)id, tgid = id >> 32;
+    if (tid != tgid) bpf_map_delete_elem(&traced_tgids, &tid);
+    if (ctx->group_dead) bpf_map_delete_elem(&traced_tgids, &tgid);
+    return 0;
 }

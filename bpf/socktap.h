@@ -11,10 +11,19 @@
  * TT_SOCKTAP_F_TRUNCATED and the rest of the bytes (total_len - piece_off -
  * copied) are missing; that record may carry no data at all.
  *
- * Records of kind CLOSE, CONNECT and ACCEPT carry no data (copied 0,
+ * Records of kind CLOSE, CONNECT, ACCEPT and EOF carry no data (copied 0,
  * total_len 0): the fd's socket is being closed, or this process connected
  * it (the local end is the client) or accepted it (the local end is the
- * server). */
+ * server), or a read on it returned end of file (dir RECV).
+ *
+ * recvmmsg/sendmmsg: each message is its own group of records (total_len
+ * the message's msg_len, piece_off within it), messages in order; past
+ * TT_SOCKTAP_MAX_MMSG messages, one record without data, flagged truncated,
+ * carries the bytes of all the remaining messages as total_len.
+ * sendfile: one record without data flagged TT_SOCKTAP_F_NOT_COPIED whose
+ * total_len bytes went out without passing through a user buffer.
+ * A DATA record with total_len 0 carries only lost_before (the ring buffer
+ * refused earlier records of that socket and direction; sent before close). */
 #ifndef TT_SOCKTAP_H
 #define TT_SOCKTAP_H
 
@@ -38,11 +47,13 @@ typedef __s64 tt_s64;
 #define TT_SOCKTAP_MAX_COPY 16384u /* data bytes per record; a power of two */
 #define TT_SOCKTAP_MAX_PIECES 8u   /* data records per syscall before truncation */
 #define TT_SOCKTAP_MAX_IOV 8u      /* iovec entries walked per syscall before truncation */
+#define TT_SOCKTAP_MAX_MMSG 8u     /* messages of recvmmsg/sendmmsg copied before truncation */
+#define TT_SOCKTAP_MAX_MMSG_SUM 1024u /* messages whose lengths are summed past that (UIO_MAXIOV) */
 
 /* direction: what the traced thread did with its socket */
 enum tt_socktap_dir {
-    TT_SOCKTAP_DIR_SEND = 0, /* write/sendto: instant taken at syscall enter */
-    TT_SOCKTAP_DIR_RECV = 1  /* read/recvfrom: instant taken at syscall exit */
+    TT_SOCKTAP_DIR_SEND = 0, /* write, sendto, sendmsg, sendmmsg, sendfile...: instant at syscall enter */
+    TT_SOCKTAP_DIR_RECV = 1  /* read, recvfrom, recvmsg, recvmmsg...: instant at syscall exit */
 };
 
 enum tt_socktap_syscall {
@@ -58,6 +69,10 @@ enum tt_socktap_syscall {
     TT_SOCKTAP_SYS_CONNECT,
     TT_SOCKTAP_SYS_ACCEPT,
     TT_SOCKTAP_SYS_ACCEPT4,
+    TT_SOCKTAP_SYS_RECVMMSG,
+    TT_SOCKTAP_SYS_SENDMMSG,
+    TT_SOCKTAP_SYS_SENDFILE,
+    TT_SOCKTAP_SYS_COUNT
 };
 
 /* What a record says. */
@@ -66,6 +81,8 @@ enum tt_socktap_kind {
     TT_SOCKTAP_KIND_CLOSE,    /* close(fd) entered: the connection on fd ends */
     TT_SOCKTAP_KIND_CONNECT,  /* connect(fd) returned 0 or EINPROGRESS: local end is the client */
     TT_SOCKTAP_KIND_ACCEPT,   /* accept/accept4 returned fd: local end is the server */
+    TT_SOCKTAP_KIND_EOF,      /* read, recvfrom, readv or recvmsg asked for bytes and returned 0:
+                                 the peer ended its direction (its FIN was read) */
     TT_SOCKTAP_KIND_COUNT
 };
 
@@ -73,6 +90,8 @@ enum tt_socktap_flags {
     TT_SOCKTAP_F_TRUNCATED = 1u << 0, /* bytes after this piece were not copied */
     TT_SOCKTAP_F_IPV6 = 1u << 1,      /* addresses are IPv6 (else IPv4 in the first 4 bytes) */
     TT_SOCKTAP_F_COPY_FAILED = 1u << 2, /* bpf_probe_read_user failed: copied is 0 */
+    TT_SOCKTAP_F_NOT_COPIED = 1u << 3,  /* sendfile: total_len - piece_off bytes moved, never in a
+                                           user buffer, so not copied (copied is 0) */
 };
 
 /* Indices of the per-CPU counter array `stats`. */
@@ -83,6 +102,10 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_TRUNCATED,       /* syscalls whose bytes were cut */
     TT_SOCKTAP_STAT_TRUNCATED_BYTES, /* bytes not copied because of the cut */
     TT_SOCKTAP_STAT_ARGS_FULL,       /* enter args not kept: map full */
+    TT_SOCKTAP_STAT_NOT_COPIED,      /* syscalls whose bytes are not in user memory (sendfile) */
+    TT_SOCKTAP_STAT_NOT_COPIED_BYTES,
+    TT_SOCKTAP_STAT_CHILDREN,        /* processes added to the traced set when a traced one forked */
+    TT_SOCKTAP_STAT_TGIDS_FULL,      /* forks of traced processes not followed: set full */
     TT_SOCKTAP_STAT_COUNT
 };
 

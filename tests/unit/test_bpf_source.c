@@ -3,7 +3,11 @@
  * lost, truncated and uncopied bytes, a new connection behind a reused fd,
  * END and RELEASE at the finish, close(fd) ending a connection, connect and
  * accept setting the role instead of the guess, iovec pieces with a
- * data-less truncation record, and bad records refused. */
+ * data-less truncation record, recvmmsg messages (one record group per
+ * message, then one record for the messages past the bound), sendfile's
+ * not-copied bytes and lost bytes flushed before a close as gaps, a
+ * read's end of file and close as FIN, bad
+ * records refused, and bad filter options refused by start. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -200,8 +204,11 @@ static void test_connect_role_and_close(void **state)
     n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 30);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 5);
-    assert_int_equal(cli.items[2].kind, TT_CHUNK_END);
+    /* the local end (client) closed: its direction ends cleanly, the other is cut */
+    assert_int_equal(cli.items[2].kind, TT_CHUNK_FIN);
+    assert_int_equal(cli.items[2].dir, TT_DIR_C2S);
     assert_int_equal(cli.items[3].kind, TT_CHUNK_END);
+    assert_int_equal(cli.items[3].dir, TT_DIR_S2C);
     assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
     assert_int_equal(cli.items[4].mono_ns, 30);
     /* the fd reused by accept: a new connection, server, not guessed */
@@ -263,6 +270,137 @@ static void test_iovec_pieces_and_truncation_record(void **state)
     tt_bpf_source_free(s);
 }
 
+static void test_mmsg_sendfile_and_flushed_loss(void **state)
+{
+    log_ctx srv = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+    assert_non_null(s);
+    uint8_t buf[512];
+    /* recvmmsg: message 0 "GET " (4 bytes, copied whole), message 1 of 6
+     * bytes with "/x" copied and the rest cut, then 9 bytes of messages
+     * past the bound */
+    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "GET ", 4, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "/x", 6, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 6, 2, TT_SOCKTAP_F_TRUNCATED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 9, 0, TT_SOCKTAP_F_TRUNCATED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* sendfile of 1000 bytes: a gap, not silence, then a write after it */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 20, "", 1000, 0, TT_SOCKTAP_F_NOT_COPIED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 30, "end", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* bytes the ring buffer refused, owed at close: a record with only lost_before */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 40, "", 0, 0, 0, 77);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 5, 1, 41);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 10);
+    assert_string_equal(srv.items[0].data, "GET ");
+    assert_int_equal(srv.items[1].offset, 4);
+    assert_string_equal(srv.items[1].data, "/x");
+    assert_int_equal(srv.items[2].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[2].offset, 6);
+    assert_int_equal(srv.items[2].len, 4);
+    assert_int_equal(srv.items[3].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[3].offset, 10);
+    assert_int_equal(srv.items[3].len, 9);
+    assert_int_equal(srv.items[4].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[4].dir, TT_DIR_S2C);
+    assert_int_equal(srv.items[4].offset, 0);
+    assert_int_equal(srv.items[4].len, 1000);
+    assert_int_equal(srv.items[4].mono_ns, 20);
+    assert_int_equal(srv.items[5].kind, TT_CHUNK_DATA);
+    assert_int_equal(srv.items[5].offset, 1000);
+    assert_int_equal(srv.items[6].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[6].offset, 1003);
+    assert_int_equal(srv.items[6].len, 77);
+    assert_int_equal(srv.items[7].kind, TT_CHUNK_FIN);
+    assert_int_equal(srv.items[7].dir, TT_DIR_S2C);
+    assert_int_equal(srv.items[8].kind, TT_CHUNK_END);
+    assert_int_equal(srv.items[8].dir, TT_DIR_C2S);
+    assert_int_equal(srv.items[9].kind, TT_CHUNK_RELEASE);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.gaps, 4);
+    assert_int_equal(st.gap_bytes, 4 + 9 + 1000 + 77);
+    assert_int_equal(st.data_bytes, 4 + 2 + 3);
+    /* not copied yet carrying data: refused */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 50, "x", 10, 0, TT_SOCKTAP_F_NOT_COPIED, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    tt_bpf_source_free(s);
+}
+
+static void test_eof_then_close(void **state)
+{
+    log_ctx cli = {0};
+    tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
+    assert_non_null(s);
+    uint8_t buf[512];
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 10, "GET", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 20, "HTTP", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* EOF on another sock behind the same fd, or on an unknown fd: nothing */
+    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xd, 25);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 7, 0xc, 25);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 2);
+    /* the read of the peer's FIN: the server's direction ends cleanly, once */
+    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xc, 30);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 3);
+    assert_int_equal(cli.items[2].kind, TT_CHUNK_FIN);
+    assert_int_equal(cli.items[2].dir, TT_DIR_S2C);
+    assert_int_equal(cli.items[2].mono_ns, 30);
+    /* then close: the client's own direction ends cleanly too, no END */
+    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 40);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 5);
+    assert_int_equal(cli.items[3].kind, TT_CHUNK_FIN);
+    assert_int_equal(cli.items[3].dir, TT_DIR_C2S);
+    assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
+    tt_bpf_source_free(s);
+    assert_int_equal(cli.n, 5);
+}
+
+static void test_start_refuses_bad_filters(void **state)
+{
+    log_ctx srv = {0};
+    char err[256];
+    static const uint32_t no_such_pid[1] = {0x7ffffffe};
+    const tt_bpf_options bad[] = {
+        {.comm = "a-name-longer-than-15"},
+        {.comm = ""},
+        {.cgroup = "/tmp"},
+        {.cgroup = "/nonexistent/cgroup"},
+        {.ring_bytes = 5000},
+        {.ring_bytes = 2048},
+        {.tgids = no_such_pid, .n_tgids = 1},
+    };
+    const char *why[] = {"--comm", "--comm", "cgroup v2", "/nonexistent/cgroup", "power of two", "power of two",
+                         "no process"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+        assert_non_null(s);
+        err[0] = 0;
+        assert_int_equal(tt_bpf_source_start(s, &bad[i], err, sizeof err), -1);
+        assert_true(strlen(err) > 0);
+        /* as root with eBPF at hand, the reason names the bad option */
+        if (!strstr(err, "root") && !strstr(err, "BTF") && !strstr(err, "tracepoint") && !strstr(err, "tracefs") &&
+            !strstr(err, "without eBPF") && !strstr(err, "loading") && !strstr(err, "attaching"))
+            assert_non_null(strstr(err, why[i]));
+        tt_bpf_source_free(s);
+    }
+    assert_int_equal(srv.n, 0);
+}
+
 static void test_bad_records(void **state)
 {
     log_ctx srv = {0};
@@ -302,6 +440,9 @@ int main(void)
         cmocka_unit_test(test_client_and_fd_reuse),
         cmocka_unit_test(test_connect_role_and_close),
         cmocka_unit_test(test_iovec_pieces_and_truncation_record),
+        cmocka_unit_test(test_mmsg_sendfile_and_flushed_loss),
+        cmocka_unit_test(test_eof_then_close),
+        cmocka_unit_test(test_start_refuses_bad_filters),
         cmocka_unit_test(test_bad_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

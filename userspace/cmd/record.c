@@ -29,7 +29,8 @@ static void on_signal(int sig) { record_stop = 1; }
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tokentap record -o DIR [--pid PID]... [--port PORT] [-i IFACE] [--duration S]\n"
+            "usage: tokentap record -o DIR [--pid PID]... [--comm NAME] [--cgroup DIR] [--port PORT]\n"
+            "                       [-i IFACE] [--duration S]\n"
             "\n"
             "Record every vantage of the TCP exchanges of a process into DIR (created 0700):\n"
             "server.pcap and client.pcap (the socket reads and writes traced with eBPF, as\n"
@@ -40,14 +41,19 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  -o, --output DIR     the directory to create (must not exist)\n"
-            "  --pid PID            trace only this process (repeatable; the kernel filter takes\n"
-            "                       one pid, so with several every process is traced: add --port)\n"
+            "  --pid PID            trace this process and its descendants: those alive at start\n"
+            "                       and every process they fork later (repeatable: any of them)\n"
+            "  --comm NAME          only processes named NAME (/proc/PID/comm, 1 to 15 bytes)\n"
+            "  --cgroup DIR         only tasks in this cgroup v2 directory or below it\n"
             "  --port PORT          only sockets with this local or remote port (also the wire filter)\n"
+            "                       (the eBPF filters apply in the kernel before any copy; all given\n"
+            "                       must match; default: every process, every TCP socket)\n"
             "  -i, --iface IFACE    the interface the wire is captured on (default lo)\n"
             "  --duration S         stop after S seconds\n"
             "  -h, --help           this help\n"
             "\n"
-            "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up; 6 DIR not written.\n");
+            "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up (or a filter is invalid:\n"
+            "no such pid, not a cgroup v2 directory); 6 DIR not written.\n");
 }
 
 /* wall - mono, reading the wall clock between two monotonic reads and
@@ -156,6 +162,7 @@ typedef struct record_manifest {
     char (*comms)[32];
     size_t n_pids;
     uint16_t port;
+    const char *comm, *cgroup;
     const char *iface;
     uint64_t start_mono, end_mono, start_wall, end_wall;
     int64_t start_offset, end_offset;
@@ -184,6 +191,8 @@ static int write_manifest(const char *path, const record_manifest *m)
     tt_jw_array_end(&w);
     if (m->port) tt_jw_uint(&w, "port", m->port);
     else tt_jw_null(&w, "port");
+    tt_jw_str_or_null(&w, "comm", m->comm);
+    tt_jw_str_or_null(&w, "cgroup", m->cgroup);
     tt_jw_str(&w, "iface", m->iface);
     tt_jw_uint(&w, "start_mono_ns", m->start_mono);
     tt_jw_uint(&w, "end_mono_ns", m->end_mono);
@@ -219,6 +228,11 @@ static int write_manifest(const char *path, const record_manifest *m)
     tt_jw_uint(&w, "truncated", b->truncated);
     tt_jw_uint(&w, "truncated_bytes", b->truncated_bytes);
     tt_jw_uint(&w, "args_full", b->args_full);
+    tt_jw_uint(&w, "not_copied", b->not_copied);
+    tt_jw_uint(&w, "not_copied_bytes", b->not_copied_bytes);
+    tt_jw_uint(&w, "processes_at_start", b->tgids_at_start);
+    tt_jw_uint(&w, "children_followed", b->children);
+    tt_jw_uint(&w, "children_not_followed", b->tgids_full);
     tt_jw_object_end(&w);
     if (m->wire->have_stats) {
         tt_jw_object_begin(&w, "pcap");
@@ -243,12 +257,16 @@ int tt_cmd_record(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"pid", required_argument, NULL, 'p'},
         {"port", required_argument, NULL, 'P'},   {"iface", required_argument, NULL, 'i'},
         {"duration", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+        {"comm", required_argument, NULL, 'c'},   {"cgroup", required_argument, NULL, 'g'},
+        {"ring-kb", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *iface = "lo";
     uint32_t pids[RECORD_MAX_PIDS];
     size_t n_pids = 0;
     uint16_t port = 0;
+    const char *comm = NULL, *cgroup = NULL;
+    uint32_t ring_bytes = 0;
     double duration_s = 0;
     uint32_t v;
     int c;
@@ -282,6 +300,22 @@ int tt_cmd_record(int argc, char **argv)
                 return TT_EXIT_USAGE;
             }
             break;
+        case 'c':
+            if (!optarg[0] || strlen(optarg) > 15) {
+                fprintf(stderr, "tokentap record: --comm wants a process name of 1 to 15 bytes, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            comm = optarg;
+            break;
+        case 'g': cgroup = optarg; break;
+        case 'R':
+            /* Hidden, for tests: the ring-buffer size in KiB. */
+            if (!tt_parse_u32(optarg, 1u << 20, &v) || v < 4 || (v & (v - 1))) {
+                fprintf(stderr, "tokentap record: --ring-kb wants a power of two from 4 to 1048576, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            ring_bytes = v * 1024;
+            break;
         case 'h': usage(stdout); return TT_EXIT_OK;
         case ':':
             fprintf(stderr, "tokentap record: %s needs a value (try --help)\n", argv[optind - 1]);
@@ -303,10 +337,9 @@ int tt_cmd_record(int argc, char **argv)
     if (!comms) return TT_EXIT_INTERNAL;
     for (size_t i = 0; i < n_pids; i++) read_comm(pids[i], comms[i], sizeof comms[i]);
 
-    tt_bpf_options bopt = {.tgid = n_pids == 1 ? pids[0] : 0, .port = port};
-    if (n_pids > 1)
-        fprintf(stderr, "tokentap record: several --pid: the kernel filter takes one, so every process is traced%s\n",
-                port ? " (on the --port)" : "; add --port to narrow it");
+    tt_bpf_options bopt = {
+        .port = port, .tgids = pids, .n_tgids = n_pids, .comm = comm, .cgroup = cgroup, .ring_bytes = ring_bytes,
+    };
 
     if (mkdir(dir, 0700) < 0) {
         fprintf(stderr, "tokentap record: cannot create %s: %s\n", dir, strerror(errno));
@@ -339,7 +372,9 @@ int tt_cmd_record(int argc, char **argv)
     wire_start(&wire, path[2], iface, port);
     if (wire.skipped[0]) fprintf(stderr, "tokentap record: wire vantage skipped: %s\n", wire.skipped);
 
-    record_manifest m = {.pids = pids, .comms = comms, .n_pids = n_pids, .port = port, .iface = iface};
+    record_manifest m = {
+        .pids = pids, .comms = comms, .n_pids = n_pids, .port = port, .comm = comm, .cgroup = cgroup, .iface = iface,
+    };
     m.start_offset = sample_offset(&m.start_mono, &m.start_wall);
 
     struct sigaction sa = {.sa_handler = on_signal};

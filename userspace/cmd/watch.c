@@ -17,6 +17,8 @@
 #include "source/bpf_source.h"
 #include "timeline/conn_tracker.h"
 
+#define WATCH_MAX_PIDS 64
+
 static volatile sig_atomic_t watch_stop;
 
 static void on_signal(int sig) { watch_stop = 1; }
@@ -24,57 +26,146 @@ static void on_signal(int sig) { watch_stop = 1; }
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tokentap watch [--pid PID] [--port PORT] [--duration S] [--vantage V] [OPTIONS]\n"
+            "usage: tokentap watch [--pid PID]... [--comm NAME] [--cgroup DIR] [--port PORT]\n"
+            "                      [--duration S] [--interval S] [--vantage V] [OPTIONS]\n"
             "\n"
-            "Trace the TCP reads and writes of a process with eBPF (root) and time every\n"
+            "Trace the TCP reads and writes of processes with eBPF (root) and time every\n"
             "token event where the server wrote it (server vantage) or the client read it\n"
-            "(client vantage). A line per finished request as it ends; the full report when\n"
-            "the duration is over or on Ctrl-C.\n"
+            "(client vantage). A line per finished request as it ends, a summary line every\n"
+            "--interval seconds; the full report when the duration is over or on Ctrl-C.\n"
             "\n"
+            "filters (applied in the kernel before any byte is copied; all given must match;\n"
+            "default: every process, every TCP socket):\n"
+            "  --pid PID            this process and its descendants: those alive at start and\n"
+            "                       every process they fork later (repeatable: any of them)\n"
+            "  --comm NAME          only processes named NAME (/proc/PID/comm, 1 to 15 bytes)\n"
+            "  --cgroup DIR         only tasks in this cgroup v2 directory or below it\n"
+            "                       (e.g. /sys/fs/cgroup/system.slice/vllm.service)\n"
+            "  --port PORT          only sockets with this local or remote port\n"
             "options:\n"
-            "  --pid PID            trace only this process (default: every process)\n"
-            "  --port PORT          trace only sockets with this local or remote port\n"
             "  --duration S         stop after S seconds (default: until SIGINT/SIGTERM)\n"
+            "  --interval S         a summary line every S seconds (default 5; 0: none)\n"
             "  --vantage V          report server, client or both (default both; client only\n"
             "                       when it saw a request)\n"
             "  --json               the JSON document (docs/formats.md) instead of text\n"
             "  --events             list every framed event with its instant (with --json: JSON)\n"
             "  --text               include generated text\n"
             "  -o, --output FILE    write the report to FILE (mode 0600) instead of stdout\n"
-            "  -q, --quiet          no per-request lines while watching\n"
+            "  -q, --quiet          no per-request or summary lines while watching\n"
             "  -h, --help           this help\n"
             "\n"
-            "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up; 4 no HTTP exchange seen;\n"
+            "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up (or a filter is\n"
+            "invalid: no such pid, not a cgroup v2 directory); 4 no HTTP exchange seen;\n"
             "6 output not written.\n");
 }
 
-/* One line per request the tracker filed since the last call. */
-static void print_new_requests(tt_tracker *t, tt_vantage v, size_t *shown)
+/* What the summary line needs from the requests filed so far. */
+typedef struct watch_tally {
+    size_t shown;           /* requests already handled */
+    size_t done, incomplete;
+    int64_t *ttft, *itl;
+    size_t n_ttft, cap_ttft, n_itl, cap_itl;
+} watch_tally;
+
+static void push_ns(int64_t **v, size_t *n, size_t *cap, int64_t x)
+{
+    if (*n == *cap) {
+        size_t want = *cap ? 2 * *cap : 256;
+        int64_t *grown = realloc(*v, want * sizeof *grown);
+        if (!grown) return; /* the summary's medians skip it; the report is unaffected */
+        *v = grown;
+        *cap = want;
+    }
+    (*v)[(*n)++] = x;
+}
+
+/* The median (upper middle) of v[0..n), n > 0, reordering v (quickselect). */
+static double median_ns(int64_t *v, size_t n)
+{
+    size_t k = n / 2, lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        for (;;) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i >= j) break;
+            int64_t t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+            i++;
+            j--;
+        }
+        /* v[lo..j] <= pivot <= v[j+1..hi] */
+        if (k <= j) hi = j;
+        else lo = j + 1;
+    }
+    return (double)v[k];
+}
+
+/* Handle the requests the tracker filed since the last call: tally them,
+ * and print one line each unless quiet. */
+static void take_new_requests(tt_tracker *t, tt_vantage v, watch_tally *tally, bool quiet)
 {
     size_t n;
     tt_request *reqs = tt_tracker_requests(t, &n);
-    for (; *shown < n; (*shown)++) {
-        const tt_request *r = &reqs[*shown];
+    for (; tally->shown < n; tally->shown++) {
+        const tt_request *r = &reqs[tally->shown];
         tt_req_metrics m;
         if (tt_req_metrics_compute(r, &m) < 0) return;
-        char client[64], server[64], why[128];
-        fprintf(stderr, "%s %s -> %s %s %s status=%d tokens=%u", tt_vantage_name(v),
-                tt_endpoint_format(&r->client, client, sizeof client),
-                tt_endpoint_format(&r->server, server, sizeof server), r->method, r->path, r->status,
-                r->token_events);
-        if (m.has_ttft) fprintf(stderr, " ttft=%.3fms", (double)m.ttft_ns / 1e6);
-        if (m.has_e2el) fprintf(stderr, " e2el=%.3fms", (double)m.e2el_ns / 1e6);
-        if (!tt_request_complete(r)) fprintf(stderr, " incomplete=%s", tt_incomplete_reasons(r, why, sizeof why));
-        fputc('\n', stderr);
+        tally->done++;
+        if (!tt_request_complete(r)) tally->incomplete++;
+        if (m.has_ttft) push_ns(&tally->ttft, &tally->n_ttft, &tally->cap_ttft, m.ttft_ns);
+        for (uint32_t i = 0; i < m.n_itl; i++) push_ns(&tally->itl, &tally->n_itl, &tally->cap_itl, m.itl_ns[i]);
+        if (!quiet) {
+            char client[64], server[64], why[128];
+            fprintf(stderr, "%s %s -> %s %s %s status=%d tokens=%u", tt_vantage_name(v),
+                    tt_endpoint_format(&r->client, client, sizeof client),
+                    tt_endpoint_format(&r->server, server, sizeof server), r->method, r->path, r->status,
+                    r->token_events);
+            if (m.has_ttft) fprintf(stderr, " ttft=%.3fms", (double)m.ttft_ns / 1e6);
+            if (m.has_e2el) fprintf(stderr, " e2el=%.3fms", (double)m.e2el_ns / 1e6);
+            if (!tt_request_complete(r)) fprintf(stderr, " incomplete=%s", tt_incomplete_reasons(r, why, sizeof why));
+            fputc('\n', stderr);
+        }
         tt_req_metrics_free(&m);
     }
+}
+
+static void print_tally(const char *name, watch_tally *t)
+{
+    fprintf(stderr, " | %s: %zu requests done (%zu incomplete)", name, t->done, t->incomplete);
+    if (t->n_ttft) fprintf(stderr, ", TTFT median %.3f ms", median_ns(t->ttft, t->n_ttft) / 1e6);
+    if (t->n_itl) fprintf(stderr, ", ITL median %.3f ms", median_ns(t->itl, t->n_itl) / 1e6);
+}
+
+/* The rolling summary: requests done and medians so far at the server
+ * vantage (and the client's once it saw a request), and what was lost. */
+static void print_summary(tt_bpf_source *src, double elapsed_s, watch_tally *server, watch_tally *client)
+{
+    tt_bpf_stats bs;
+    tt_bpf_source_stats(src, &bs);
+    fprintf(stderr, "tokentap watch: [%.1fs]", elapsed_s);
+    print_tally("server", server);
+    if (client->done) print_tally("client", client);
+    fprintf(stderr, " | lost: %llu records refused by the ring buffer, %llu gaps (%llu bytes)\n",
+            (unsigned long long)bs.rb_fail, (unsigned long long)bs.gaps, (unsigned long long)bs.gap_bytes);
+    fflush(stderr);
+}
+
+static void tally_free(watch_tally *t)
+{
+    free(t->ttft);
+    free(t->itl);
 }
 
 /* The report of one vantage; returns the number of requests. */
 static size_t report_vantage(FILE *out, tt_tracker *t, tt_vantage v, const tt_bpf_stats *bs, bool json,
                              bool events, bool text, bool *failed)
 {
-    tt_reasm_stats rs = {.connections = tt_tracker_connections(t), .gaps = bs->gaps, .gap_bytes = bs->gap_bytes};
+    tt_reasm_stats rs = {
+        .connections = tt_tracker_connections(t), .gaps = bs->vantage_gaps[v], .gap_bytes = bs->vantage_gap_bytes[v],
+    };
     tt_analysis a = {
         .command = "watch",
         .input = "(eBPF socket syscalls)",
@@ -98,10 +189,13 @@ int tt_cmd_watch(int argc, char **argv)
         {"events", no_argument, NULL, 'e'},      {"text", no_argument, NULL, 't'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
         {"vantage", required_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
+        {"comm", required_argument, NULL, 'c'},  {"cgroup", required_argument, NULL, 'g'},
+        {"interval", required_argument, NULL, 'I'}, {"ring-kb", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     tt_bpf_options bopt = {0};
-    double duration_s = 0;
+    uint32_t pids[WATCH_MAX_PIDS];
+    double duration_s = 0, interval_s = 5;
     bool json = false, events = false, text = false, quiet = false;
     bool want_server = true, want_client = true;
     const char *output = NULL;
@@ -116,7 +210,11 @@ int tt_cmd_watch(int argc, char **argv)
                 fprintf(stderr, "tokentap watch: --pid wants a process id, got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
-            bopt.tgid = v;
+            if (bopt.n_tgids == WATCH_MAX_PIDS) {
+                fprintf(stderr, "tokentap watch: at most %d --pid\n", WATCH_MAX_PIDS);
+                return TT_EXIT_USAGE;
+            }
+            pids[bopt.n_tgids++] = v;
             break;
         case 'P':
             if (!tt_parse_u32(optarg, 65535, &v) || v == 0) {
@@ -125,9 +223,33 @@ int tt_cmd_watch(int argc, char **argv)
             }
             bopt.port = (uint16_t)v;
             break;
+        case 'c':
+            if (!optarg[0] || strlen(optarg) > 15) {
+                fprintf(stderr, "tokentap watch: --comm wants a process name of 1 to 15 bytes, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            bopt.comm = optarg;
+            break;
+        case 'g': bopt.cgroup = optarg; break;
+        case 'R':
+            /* Hidden, for tests: the ring-buffer size in KiB. */
+            if (!tt_parse_u32(optarg, 1u << 20, &v) || v < 4 || (v & (v - 1))) {
+                fprintf(stderr, "tokentap watch: --ring-kb wants a power of two from 4 to 1048576, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            bopt.ring_bytes = v * 1024;
+            break;
         case 'd':
             if (!tt_parse_seconds(optarg, &duration_s)) {
                 fprintf(stderr, "tokentap watch: --duration wants seconds > 0, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            break;
+        case 'I':
+            if (!strcmp(optarg, "0")) {
+                interval_s = 0;
+            } else if (!tt_parse_seconds(optarg, &interval_s)) {
+                fprintf(stderr, "tokentap watch: --interval wants seconds (0: no summary), got '%s'\n", optarg);
                 return TT_EXIT_USAGE;
             }
             break;
@@ -157,6 +279,7 @@ int tt_cmd_watch(int argc, char **argv)
         fprintf(stderr, "tokentap watch: unexpected argument '%s' (try --help)\n", argv[optind]);
         return TT_EXIT_USAGE;
     }
+    bopt.tgids = pids;
 
     tt_tracker_options topt = {.keep_text = text};
     tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt);
@@ -177,36 +300,53 @@ int tt_cmd_watch(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    fprintf(stderr, "tokentap watch: tracing%s%.0u%s%.0u\n", bopt.tgid ? " pid " : "", bopt.tgid,
-            bopt.port ? " port " : "", (unsigned)bopt.port);
+    fprintf(stderr, "tokentap watch: tracing");
+    for (size_t i = 0; i < bopt.n_tgids; i++) fprintf(stderr, "%s%u", i ? "," : " pid ", pids[i]);
+    if (bopt.n_tgids) fprintf(stderr, " (and descendants)");
+    if (bopt.comm) fprintf(stderr, " comm %s", bopt.comm);
+    if (bopt.cgroup) fprintf(stderr, " cgroup %s", bopt.cgroup);
+    if (bopt.port) fprintf(stderr, " port %u", (unsigned)bopt.port);
+    fputc('\n', stderr);
     fflush(stderr);
 
-    uint64_t deadline = duration_s > 0 ? tt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
-    size_t shown_server = 0, shown_client = 0;
+    uint64_t start = tt_clock_ns(CLOCK_MONOTONIC);
+    uint64_t deadline = duration_s > 0 ? start + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
+    uint64_t interval_ns = (uint64_t)(interval_s * 1e9);
+    uint64_t next_summary = interval_ns ? start + interval_ns : UINT64_MAX;
+    watch_tally tally_server = {0}, tally_client = {0};
     int status = TT_EXIT_OK;
-    while (!watch_stop && tt_clock_ns(CLOCK_MONOTONIC) < deadline) {
+    while (!watch_stop) {
+        uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
+        if (now >= deadline) break;
+        if (now >= next_summary) {
+            if (!quiet) print_summary(src, (double)(now - start) / 1e9, &tally_server, &tally_client);
+            while (next_summary <= now) next_summary += interval_ns;
+        }
         if (tt_bpf_source_poll(src, 100, err, sizeof err) < 0) {
             fprintf(stderr, "tokentap watch: %s\n", err);
             status = TT_EXIT_INPUT;
             break;
         }
-        if (!quiet) {
-            print_new_requests(server, TT_VANTAGE_SERVER, &shown_server);
-            print_new_requests(client, TT_VANTAGE_CLIENT, &shown_client);
-        }
+        take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet);
+        take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet);
     }
+    tally_free(&tally_server);
+    tally_free(&tally_client);
     tt_bpf_source_poll(src, 0, err, sizeof err);
     tt_bpf_source_finish(src);
     tt_bpf_stats bs;
     tt_bpf_source_stats(src, &bs);
     fprintf(stderr,
             "tokentap watch: %llu records, %llu connections (%llu closed), %llu bytes; kernel: %llu events, %llu ring-buffer "
-            "drops (%llu bytes), %llu truncated syscalls (%llu bytes), %llu args lost\n",
+            "drops (%llu bytes), %llu truncated syscalls (%llu bytes), %llu args lost, %llu sendfile syscalls "
+            "(%llu bytes not copied), %llu children followed\n",
             (unsigned long long)bs.records, (unsigned long long)bs.connections, (unsigned long long)bs.closes,
             (unsigned long long)bs.data_bytes,
             (unsigned long long)bs.kernel_events, (unsigned long long)bs.rb_fail,
             (unsigned long long)bs.rb_fail_bytes, (unsigned long long)bs.truncated,
-            (unsigned long long)bs.truncated_bytes, (unsigned long long)bs.args_full);
+            (unsigned long long)bs.truncated_bytes, (unsigned long long)bs.args_full,
+            (unsigned long long)bs.not_copied, (unsigned long long)bs.not_copied_bytes,
+            (unsigned long long)bs.children);
 
     FILE *out = tt_open_output(output);
     bool failed = false;

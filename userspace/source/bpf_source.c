@@ -6,8 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../../bpf/socktap.h"
@@ -34,6 +38,7 @@ typedef struct bpf_conn {
     bool local_is_server;
     uint64_t last_ns;   /* latest record instant */
     uint64_t offset[2]; /* next stream offset per tt_direction */
+    bool ended[2];      /* FIN already delivered, per tt_direction */
     struct bpf_conn *next;
 } bpf_conn;
 
@@ -89,6 +94,8 @@ static void emit(tt_bpf_source *s, const bpf_conn *c, tt_direction dir, tt_chunk
     if (kind == TT_CHUNK_GAP) {
         s->st.gaps++;
         s->st.gap_bytes += len;
+        s->st.vantage_gaps[v]++;
+        s->st.vantage_gap_bytes[v] += len;
     } else if (kind == TT_CHUNK_DATA) {
         s->st.data_bytes += len;
     }
@@ -106,10 +113,22 @@ static void emit(tt_bpf_source *s, const bpf_conn *c, tt_direction dir, tt_chunk
     s->fn[v](s->ctx[v], &ch);
 }
 
+/* The direction the local end sends in. */
+static tt_direction send_dir(const bpf_conn *c) { return c->local_is_server ? TT_DIR_S2C : TT_DIR_C2S; }
+
+static void conn_fin(tt_bpf_source *s, bpf_conn *c, tt_direction dir, uint64_t ns)
+{
+    if (c->ended[dir]) return;
+    emit(s, c, dir, TT_CHUNK_FIN, ns, NULL, 0);
+    c->ended[dir] = true;
+}
+
+/* The connection is over: END on each direction not already finished,
+ * then RELEASE. */
 static void conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
 {
-    emit(s, c, TT_DIR_C2S, TT_CHUNK_END, ns, NULL, 0);
-    emit(s, c, TT_DIR_S2C, TT_CHUNK_END, ns, NULL, 0);
+    for (int d = TT_DIR_C2S; d <= TT_DIR_S2C; d++)
+        if (!c->ended[d]) emit(s, c, (tt_direction)d, TT_CHUNK_END, ns, NULL, 0);
     emit(s, c, TT_DIR_C2S, TT_CHUNK_RELEASE, ns, NULL, 0);
     free(c);
 }
@@ -186,14 +205,31 @@ static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
     return c;
 }
 
-/* close(fd): the connection on fd, if it is this sock, ends. */
+/* close(fd): the connection on fd ends; when it is this sock, the local
+ * end's direction ends cleanly (close sends FIN), the other is cut off. */
 static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     bpf_conn *c = conn_unlink(s, ev->tgid, ev->fd);
     if (!c) return;
+    uint64_t ns = ev->ts_ns > c->last_ns ? ev->ts_ns : c->last_ns;
     if (c->sock_id != ev->sock_id) s->st.closes_other_sock++; /* stale: ended all the same */
+    else conn_fin(s, c, send_dir(c), ns);
     s->st.closes++;
-    conn_end(s, c, ev->ts_ns > c->last_ns ? ev->ts_ns : c->last_ns);
+    conn_end(s, c, ns);
+}
+
+/* A read returned end of file: the peer's direction ended cleanly. */
+static void feed_eof(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    unsigned b = conn_bucket(ev->tgid, ev->fd);
+    for (bpf_conn *c = s->buckets[b]; c; c = c->next) {
+        if (c->tgid != ev->tgid || c->fd != ev->fd || c->sock_id != ev->sock_id) continue;
+        uint64_t ns = ev->ts_ns > c->last_ns ? ev->ts_ns : c->last_ns;
+        c->last_ns = ns;
+        tt_direction recv_dir = c->local_is_server ? TT_DIR_C2S : TT_DIR_S2C;
+        conn_fin(s, c, recv_dir, ns);
+        return;
+    }
 }
 
 /* connect or accept: the role of the local end, known rather than guessed.
@@ -219,6 +255,7 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     const uint8_t *data = (const uint8_t *)rec + sizeof ev;
     if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || ev.kind >= TT_SOCKTAP_KIND_COUNT ||
         (uint64_t)ev.piece_off + ev.copied > ev.total_len ||
+        ((ev.flags & TT_SOCKTAP_F_NOT_COPIED) && ev.copied) ||
         (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || ev.total_len || ev.lost_before))) {
         s->st.bad_records++;
         return -1;
@@ -226,6 +263,10 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     s->st.records++;
     if (ev.kind == TT_SOCKTAP_KIND_CLOSE) {
         feed_close(s, &ev);
+        return 0;
+    }
+    if (ev.kind == TT_SOCKTAP_KIND_EOF) {
+        feed_eof(s, &ev);
         return 0;
     }
     if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
@@ -239,7 +280,9 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         c->offset[dir] += ev.lost_before;
     }
     uint64_t missing = 0;
-    if (ev.flags & TT_SOCKTAP_F_COPY_FAILED) {
+    if (ev.flags & TT_SOCKTAP_F_NOT_COPIED) {
+        missing = (uint64_t)ev.total_len - ev.piece_off;
+    } else if (ev.flags & TT_SOCKTAP_F_COPY_FAILED) {
         uint64_t rest = ev.total_len - ev.piece_off;
         missing = rest < TT_SOCKTAP_MAX_COPY ? rest : TT_SOCKTAP_MAX_COPY;
         if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = rest;
@@ -285,12 +328,16 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 static const char *const tracepoints[] = {
-    "sys_enter_write", "sys_exit_write", "sys_enter_read", "sys_exit_read",
-    "sys_enter_sendto", "sys_exit_sendto", "sys_enter_recvfrom", "sys_exit_recvfrom",
-    "sys_enter_writev", "sys_exit_writev", "sys_enter_readv", "sys_exit_readv",
-    "sys_enter_sendmsg", "sys_exit_sendmsg", "sys_enter_recvmsg", "sys_exit_recvmsg",
-    "sys_enter_connect", "sys_exit_connect", "sys_enter_accept", "sys_exit_accept",
-    "sys_enter_accept4", "sys_exit_accept4", "sys_enter_close",
+    "syscalls/sys_enter_write", "syscalls/sys_exit_write", "syscalls/sys_enter_read", "syscalls/sys_exit_read",
+    "syscalls/sys_enter_sendto", "syscalls/sys_exit_sendto", "syscalls/sys_enter_recvfrom",
+    "syscalls/sys_exit_recvfrom", "syscalls/sys_enter_writev", "syscalls/sys_exit_writev",
+    "syscalls/sys_enter_readv", "syscalls/sys_exit_readv", "syscalls/sys_enter_sendmsg",
+    "syscalls/sys_exit_sendmsg", "syscalls/sys_enter_recvmsg", "syscalls/sys_exit_recvmsg",
+    "syscalls/sys_enter_recvmmsg", "syscalls/sys_exit_recvmmsg", "syscalls/sys_enter_sendmmsg",
+    "syscalls/sys_exit_sendmmsg", "syscalls/sys_enter_sendfile64", "syscalls/sys_exit_sendfile64",
+    "syscalls/sys_enter_connect", "syscalls/sys_exit_connect", "syscalls/sys_enter_accept",
+    "syscalls/sys_exit_accept", "syscalls/sys_enter_accept4", "syscalls/sys_exit_accept4",
+    "syscalls/sys_enter_close", "sched/sched_process_fork", "sched/sched_process_exit",
 };
 
 static int check_tracefs(char *err, size_t errlen)
@@ -306,14 +353,165 @@ static int check_tracefs(char *err, size_t errlen)
                                                                        : "/sys/kernel/debug/tracing";
     for (size_t i = 0; i < sizeof tracepoints / sizeof tracepoints[0]; i++) {
         char path[256];
-        snprintf(path, sizeof path, "%s/events/syscalls/%s", root, tracepoints[i]);
+        snprintf(path, sizeof path, "%s/events/%s", root, tracepoints[i]);
         if (access(path, F_OK) != 0) {
-            set_err(err, errlen, "tracepoint syscalls:%s is absent (%s missing; kernel without CONFIG_FTRACE_SYSCALLS?)",
+            set_err(err, errlen, "tracepoint %s is absent (%s missing; kernel without CONFIG_FTRACE_SYSCALLS?)",
                     tracepoints[i], path);
             return -1;
         }
     }
     return 0;
+}
+
+#define CGROUP2_MAGIC 0x63677270
+
+/* The cgroup v2 id of directory path and its level below the hierarchy's
+ * root (the root is level 0), as bpf_get_current_ancestor_cgroup_id counts. */
+static int cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *err, size_t errlen)
+{
+    struct statfs sfs;
+    struct stat st;
+    if (statfs(path, &sfs) != 0 || stat(path, &st) != 0) {
+        set_err(err, errlen, "--cgroup %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if ((unsigned long)sfs.f_type != CGROUP2_MAGIC || !S_ISDIR(st.st_mode)) {
+        set_err(err, errlen, "--cgroup %s is not a cgroup v2 directory (a cgroup2 mount, e.g. /sys/fs/cgroup/...)",
+                path);
+        return -1;
+    }
+    *id = (uint64_t)st.st_ino;
+    struct {
+        struct file_handle fh;
+        uint64_t ino;
+    } h = {.fh.handle_bytes = sizeof(uint64_t)};
+    int mount_id;
+    if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0) == 0 && h.fh.handle_bytes == sizeof(uint64_t))
+        memcpy(id, h.fh.f_handle, sizeof *id);
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        set_err(err, errlen, "--cgroup %s: %s", path, strerror(errno));
+        return -1;
+    }
+    uint32_t depth = 0;
+    for (;;) {
+        char *slash = strrchr(real, '/');
+        if (!slash || slash == real) break;
+        *slash = 0;
+        if (statfs(real, &sfs) != 0 || (unsigned long)sfs.f_type != CGROUP2_MAGIC) break;
+        depth++;
+    }
+    *level = depth;
+    return 0;
+}
+
+typedef struct proc_parent {
+    uint32_t pid, ppid;
+    bool traced;
+} proc_parent;
+
+static int by_pid(const void *a, const void *b)
+{
+    uint32_t x = ((const proc_parent *)a)->pid, y = ((const proc_parent *)b)->pid;
+    return x < y ? -1 : x > y;
+}
+
+static proc_parent *find_proc(proc_parent *v, size_t n, uint32_t pid)
+{
+    proc_parent key = {.pid = pid};
+    return bsearch(&key, v, n, sizeof *v, by_pid);
+}
+
+/* Every process in /proc with its parent, sorted by pid; NULL when /proc
+ * cannot be read or out of memory. */
+static proc_parent *read_proc_parents(size_t *n_out)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return NULL;
+    size_t n = 0, cap = 256;
+    proc_parent *v = malloc(cap * sizeof *v);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        char *end;
+        unsigned long pid = strtoul(de->d_name, &end, 10);
+        if (*end || pid == 0 || pid > UINT32_MAX) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%lu/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (len <= 0) continue;
+        buf[len] = 0;
+        /* pid (comm) state ppid ...: comm may hold anything, so from the last ')' */
+        char *paren = strrchr(buf, ')');
+        unsigned long ppid;
+        char state;
+        if (!paren || sscanf(paren + 1, " %c %lu", &state, &ppid) != 2) continue;
+        if (n == cap) {
+            proc_parent *grown = realloc(v, 2 * cap * sizeof *v);
+            if (!grown) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = grown;
+            cap *= 2;
+        }
+        v[n++] = (proc_parent){.pid = (uint32_t)pid, .ppid = (uint32_t)ppid};
+    }
+    closedir(d);
+    if (v) qsort(v, n, sizeof *v, by_pid);
+    *n_out = n;
+    return v;
+}
+
+static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
+{
+    uint8_t one = 1;
+    if (bpf_map_update_elem(map, &tgid, &one, BPF_ANY) == 0) return 0;
+    set_err(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
+    return -1;
+}
+
+/* Put the requested processes and every descendant alive now into the
+ * kernel's traced set. Returns how many went in, or -1 with err. */
+static int seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen)
+{
+    int map = bpf_map__fd(skel->maps.traced_tgids);
+    size_t n_proc = 0;
+    proc_parent *procs = read_proc_parents(&n_proc);
+    if (!procs) {
+        set_err(err, errlen, "cannot read /proc to find the processes of --pid");
+        return -1;
+    }
+    int added = 0;
+    for (size_t i = 0; i <= opt->n_tgids; i++) {
+        uint32_t pid = i < opt->n_tgids ? opt->tgids[i] : opt->tgid;
+        if (!pid) continue;
+        proc_parent *p = find_proc(procs, n_proc, pid);
+        if (!p) {
+            set_err(err, errlen, "no process with pid %u", pid);
+            free(procs);
+            return -1;
+        }
+        p->traced = true;
+    }
+    /* Descendants: mark the children of marked processes until nothing changes. */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t i = 0; i < n_proc; i++) {
+            if (procs[i].traced) continue;
+            proc_parent *parent = find_proc(procs, n_proc, procs[i].ppid);
+            if (parent && parent->traced) procs[i].traced = grew = true;
+        }
+    }
+    for (size_t i = 0; i < n_proc && added >= 0; i++) {
+        if (!procs[i].traced) continue;
+        added = add_traced(map, procs[i].pid, err, errlen) < 0 ? -1 : added + 1;
+    }
+    free(procs);
+    return added;
 }
 
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
@@ -331,14 +529,34 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         return -1;
     }
     if (check_tracefs(err, errlen) < 0) return -1;
+    bool by_tgid = opt && (opt->tgid || opt->n_tgids);
+    uint64_t cg_id = 0;
+    uint32_t cg_level = 0;
+    if (opt && opt->cgroup && cgroup_id_of(opt->cgroup, &cg_id, &cg_level, err, errlen) < 0) return -1;
+    if (opt && opt->comm && (!opt->comm[0] || strlen(opt->comm) > 15)) {
+        set_err(err, errlen, "--comm wants a process name of 1 to 15 bytes (the kernel's comm), got '%s'", opt->comm);
+        return -1;
+    }
+    uint32_t ring = opt && opt->ring_bytes ? opt->ring_bytes : 0;
+    if (ring && (ring < 4096 || (ring & (ring - 1)))) {
+        set_err(err, errlen, "the ring-buffer size must be a power of two of at least 4096 bytes, got %u", ring);
+        return -1;
+    }
     libbpf_set_print(quiet_libbpf);
     struct socktap *skel = socktap__open();
     if (!skel) {
         set_err(err, errlen, "cannot open the socktap BPF object: %s", strerror(errno));
         return -1;
     }
-    skel->rodata->targ_tgid = opt ? opt->tgid : 0;
+    skel->rodata->filter_tgids = by_tgid;
     skel->rodata->targ_port = opt ? opt->port : 0;
+    skel->rodata->targ_cgroup_id = cg_id;
+    skel->rodata->targ_cgroup_level = cg_level;
+    if (opt && opt->comm) {
+        skel->rodata->filter_comm = true;
+        memcpy((char *)skel->rodata->targ_comm, opt->comm, strlen(opt->comm));
+    }
+    if (ring) bpf_map__set_max_entries(skel->maps.events, ring);
     int rc = socktap__load(skel);
     if (rc) {
         set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",
@@ -346,11 +564,21 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         socktap__destroy(skel);
         return -1;
     }
+    /* Attach first, then seed: a fork between the /proc walk and the
+     * attach would otherwise be missed. */
     rc = socktap__attach(skel);
     if (rc) {
         set_err(err, errlen, "attaching to the syscall tracepoints failed: %s", strerror(-rc));
         socktap__destroy(skel);
         return -1;
+    }
+    if (by_tgid) {
+        int seeded = seed_traced_tgids(skel, opt, err, errlen);
+        if (seeded < 0) {
+            socktap__destroy(skel);
+            return -1;
+        }
+        s->st.tgids_at_start = (uint64_t)seeded;
     }
     s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, s, NULL);
     if (!s->rb) {
@@ -398,6 +626,10 @@ void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
     out->truncated = sums[TT_SOCKTAP_STAT_TRUNCATED];
     out->truncated_bytes = sums[TT_SOCKTAP_STAT_TRUNCATED_BYTES];
     out->args_full = sums[TT_SOCKTAP_STAT_ARGS_FULL];
+    out->not_copied = sums[TT_SOCKTAP_STAT_NOT_COPIED];
+    out->not_copied_bytes = sums[TT_SOCKTAP_STAT_NOT_COPIED_BYTES];
+    out->children = sums[TT_SOCKTAP_STAT_CHILDREN];
+    out->tgids_full = sums[TT_SOCKTAP_STAT_TGIDS_FULL];
 }
 
 #else

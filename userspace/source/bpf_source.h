@@ -16,9 +16,19 @@
 
 typedef struct tt_bpf_source tt_bpf_source;
 
+/* Every filter given must match (and); all are applied in the kernel
+ * before anything is copied. */
 typedef struct tt_bpf_options {
     uint32_t tgid;  /* trace only this process (0: every process) */
     uint16_t port;  /* trace only sockets with this local or remote port (0: any) */
+    /* Added: */
+    const uint32_t *tgids; /* more processes to trace (with tgid, if set); n_tgids of them */
+    size_t n_tgids;        /* with tgid or tgids, their descendants are traced too: the ones
+                              alive at start (from /proc) and every process they fork later */
+    const char *comm;      /* trace only processes of this name (/proc/PID/comm, at most 15
+                              bytes; NULL: any) */
+    const char *cgroup;    /* trace only tasks in this cgroup v2 directory or below it (NULL: any) */
+    uint32_t ring_bytes;   /* ring-buffer size: a power of two >= 4096 (0: 16 MiB) */
 } tt_bpf_options;
 
 typedef struct tt_bpf_stats {
@@ -31,6 +41,12 @@ typedef struct tt_bpf_stats {
     uint64_t closes_other_sock; /* of those, closes naming another sock than the one tracked on fd */
     /* kernel-side counters (summed over CPUs; 0 before load) */
     uint64_t kernel_events, rb_fail, rb_fail_bytes, truncated, truncated_bytes, args_full;
+    /* Added: sendfile bytes sent without a copy (delivered as gaps), and the
+     * processes a traced one forked that were added to the traced set (or
+     * not, the set being full); tgids_at_start: the --pid processes and
+     * their descendants found in /proc at start. */
+    uint64_t not_copied, not_copied_bytes, children, tgids_full, tgids_at_start;
+    uint64_t vantage_gaps[TT_VANTAGE_COUNT], vantage_gap_bytes[TT_VANTAGE_COUNT]; /* gaps by vantage */
 } tt_bpf_stats;
 
 /* A source that delivers chunks to on_server (SERVER vantage) and on_client
@@ -42,7 +58,9 @@ tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chu
 
 /* Check root, BTF and tracefs (mounting it when absent), check every
  * tracepoint, then open, filter, load and attach the programs and set up
- * the ring buffer. 0 on success; -1 with a one-line reason in err. */
+ * the ring buffer. 0 on success; -1 with a one-line reason in err (a bad
+ * option, e.g. a comm too long, a path that is no cgroup v2 directory, a
+ * ring size not a power of two, is reported the same way). */
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen);
 
 /* Wait up to timeout_ms for records and deliver their chunks. Returns the
