@@ -39,9 +39,10 @@ TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+PROBE_SO := $(BUILD)/libtokentap-probe.so
 
 .PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo demo-run bench bench-run clean deps check-one
-all: $(BUILD)/tokentap $(TOOL_BIN)
+all: $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 
 $(BPF_DIR)/vmlinux.h:
 	@mkdir -p $(dir $@)
@@ -55,6 +56,14 @@ $(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
 
 $(BUILD)/obj/userspace/source/bpf_source.o: TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
 $(BUILD)/obj/userspace/source/bpf_source.o: $(BPF_SKEL)
+
+# The LD_PRELOAD probe (probe/README.md): never built with the sanitizers
+# (an ASan library cannot be preloaded into an uninstrumented program), its
+# own flags only, exporting only its hooks.
+$(PROBE_SO): probe/probe.c probe/probe_abi.h probe/probe.map
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -g -fPIC -shared -fvisibility=hidden -fno-sanitize=all \
+		-Wl,--version-script=probe/probe.map -Wl,-z,now -o $@ probe/probe.c -ldl -pthread
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -80,7 +89,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(SUP_LIB) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_LIB) $(BUILD)/libtokentap.a $(LDLIBS)
 
-unit-tests: $(TEST_BIN) $(BUILD)/tokentap $(TOOL_BIN)
+unit-tests: $(TEST_BIN) $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 
 # Run every unit test binary, then the end-to-end scripts, against BUILD.
 test-plain: unit-tests

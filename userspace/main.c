@@ -16,6 +16,7 @@ static void usage(FILE *out)
             "  analyze   reconstruct streams from a capture; per-request TTFT/ITL/TPOT/E2EL\n"
             "  lint      framing and protocol findings that make benchmark clients mis-measure\n"
             "  record    every vantage (server, client, wire) of a live exchange into a directory\n"
+            "  run       run a command with the probe preloaded (no root): its client vantage\n"
             "  serve     a streaming server of known emission instants, for tests\n"
             "  watch     live server/client vantages of a process, from eBPF (root)\n"
             "  version   print the version\n"
@@ -33,6 +34,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "analyze")) return tt_cmd_analyze(argc - 1, argv + 1);
     if (!strcmp(cmd, "lint")) return tt_cmd_lint(argc - 1, argv + 1);
     if (!strcmp(cmd, "record")) return tt_cmd_record(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return tt_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return tt_cmd_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "watch")) return tt_cmd_watch(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

@@ -8,6 +8,7 @@
 int tt_cmd_analyze(int argc, char **argv);
 int tt_cmd_lint(int argc, char **argv);
 int tt_cmd_record(int argc, char **argv);
+int tt_cmd_run(int argc, char **argv);
 int tt_cmd_serve(int argc, char **argv);
 int tt_cmd_watch(int argc, char **argv);
 

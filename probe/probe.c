@@ -1,0 +1,1092 @@
+/* probe.c - libtokentap-probe.so: the client vantage without root.
+ *
+ * Preloaded by `tokentap run`, it wraps the socket calls of the program
+ * (and of every process it forks or execs) and copies the bytes each call
+ * on a TCP socket moved, stamped with CLOCK_MONOTONIC when the real call
+ * returned, into a per-process shared-memory ring (probe_abi.h) that the
+ * collector drains. The program's behaviour never changes: every wrapper
+ * calls the real function with the same arguments and returns its result
+ * with its errno; recording never blocks and never allocates, and a full
+ * ring drops records (counted, and remembered per socket as lost bytes).
+ *
+ * The state here is per process by nature (the process's fd table and its
+ * ring), so it lives in process globals; nothing in it is per stream. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe_abi.h"
+
+#define HOOK __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define FD_TABLE_MAX (1u << 20)
+#define RESERVE_TRIES 64
+
+_Static_assert(sizeof(struct tt_probe_rec) % 8 == 0, "probe record head must stay 8-byte aligned");
+_Static_assert(sizeof(struct tt_probe_ring) <= TT_PROBE_HEADER_SIZE, "ring header too large");
+
+enum { SLOT_UNKNOWN = 0, SLOT_OTHER = 1, SLOT_TCP = 2 };
+
+/* What the probe knows about one fd. */
+typedef struct fd_slot {
+    uint8_t state; /* SLOT_*, read with acquire, written last with release */
+    uint8_t role;  /* enum tt_probe_role, kept across a reclassification */
+    uint8_t v6;
+    uint8_t pad;
+    uint16_t lport, rport;
+    uint64_t sock_id;
+    uint64_t lost[2]; /* bytes dropped per tt_probe_dir, carried by the next record */
+    uint8_t laddr[16], raddr[16];
+} fd_slot;
+
+typedef struct ssl_st SSL;
+
+/* The real functions, bound once. */
+static struct {
+    ssize_t (*read)(int, void *, size_t);
+    ssize_t (*readv)(int, const struct iovec *, int);
+    ssize_t (*recv)(int, void *, size_t, int);
+    ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+    ssize_t (*recvmsg)(int, struct msghdr *, int);
+    int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+    ssize_t (*write)(int, const void *, size_t);
+    ssize_t (*writev)(int, const struct iovec *, int);
+    ssize_t (*send)(int, const void *, size_t, int);
+    ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+    ssize_t (*sendmsg)(int, const struct msghdr *, int);
+    int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+    int (*close)(int);
+    int (*connect)(int, const struct sockaddr *, socklen_t);
+    int (*accept)(int, struct sockaddr *, socklen_t *);
+    int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+    int (*dup)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*socket)(int, int, int);
+    int (*fclose)(FILE *);
+    int (*close_range)(unsigned, unsigned, int);
+    void (*closefrom)(int);
+    ssize_t (*read_chk)(int, void *, size_t, size_t);
+    ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
+    ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+} real;
+
+/* The OpenSSL functions, found when first needed (libssl may be loaded late). */
+static struct {
+    int (*read)(SSL *, void *, int);
+    int (*read_ex)(SSL *, void *, size_t, size_t *);
+    int (*write)(SSL *, const void *, int);
+    int (*write_ex)(SSL *, const void *, size_t, size_t *);
+    int (*get_fd)(const SSL *);
+} real_ssl;
+
+static int reals_state;          /* 0 unbound, 1 binding, 2 bound */
+static bool probe_active;        /* recording: the directory checked, the fd table mapped */
+enum { RING_NONE = 0, RING_CREATING, RING_READY, RING_FAILED };
+static int ring_state;           /* the ring is made at the first record of each process */
+static pid_t owner_pid;          /* the process the ring belongs to */
+static struct tt_probe_ring *ring_head;
+static uint8_t *ring_data;
+static uint64_t ring_mask;
+static size_t ring_map_len;
+static fd_slot *fd_table;
+static size_t fd_table_len;
+static size_t fd_high; /* no slot above this one was ever used */
+static char ring_dir[512];
+static uint64_t ring_bytes;
+static uint64_t seen_consumed; /* the collector's consumed_pos, as last read */
+
+/* Set while this thread is inside the probe's own set-up (dlsym, ring
+ * creation): a wrapped call made from there goes straight to the kernel. */
+static __thread int in_probe __attribute__((tls_model("initial-exec")));
+
+/* Inside SSL_read/SSL_write on this thread: the socket the TLS library
+ * used meanwhile (for SSL objects with their own BIO, no SSL_get_fd), and
+ * the socket each recent SSL object was last seen on. */
+#define SSL_FD_CACHE 16
+static __thread int ssl_depth __attribute__((tls_model("initial-exec")));
+static __thread int ssl_last_fd __attribute__((tls_model("initial-exec")));
+static __thread struct {
+    const void *ssl;
+    int fd;
+} ssl_fd_cache[SSL_FD_CACHE] __attribute__((tls_model("initial-exec")));
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *find_next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+/* Bind every real function once. False while binding is under way (this
+ * thread recursing from dlsym, or another thread binding): the caller then
+ * uses the raw system call. */
+static bool bind_reals(void)
+{
+    int state = __atomic_load_n(&reals_state, __ATOMIC_ACQUIRE);
+    if (state == 2) return true;
+    if (state == 1 || in_probe) return false;
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&reals_state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return false;
+    in_probe++;
+#define BIND(field, name) *(void **)&real.field = find_next(name)
+    BIND(read, "read");
+    BIND(readv, "readv");
+    BIND(recv, "recv");
+    BIND(recvfrom, "recvfrom");
+    BIND(recvmsg, "recvmsg");
+    BIND(recvmmsg, "recvmmsg");
+    BIND(write, "write");
+    BIND(writev, "writev");
+    BIND(send, "send");
+    BIND(sendto, "sendto");
+    BIND(sendmsg, "sendmsg");
+    BIND(sendmmsg, "sendmmsg");
+    BIND(close, "close");
+    BIND(connect, "connect");
+    BIND(accept, "accept");
+    BIND(accept4, "accept4");
+    BIND(dup, "dup");
+    BIND(dup2, "dup2");
+    BIND(dup3, "dup3");
+    BIND(socket, "socket");
+    BIND(fclose, "fclose");
+    BIND(close_range, "close_range");
+    BIND(closefrom, "closefrom");
+    BIND(read_chk, "__read_chk");
+    BIND(recv_chk, "__recv_chk");
+    BIND(recvfrom_chk, "__recvfrom_chk");
+#undef BIND
+    in_probe--;
+    bool complete = real.read && real.readv && real.recv && real.recvfrom && real.recvmsg && real.write &&
+                    real.writev && real.send && real.sendto && real.sendmsg && real.close && real.connect &&
+                    real.accept && real.accept4 && real.dup && real.dup2 && real.dup3 && real.socket &&
+                    real.fclose;
+    __atomic_store_n(&reals_state, complete ? 2 : 0, __ATOMIC_RELEASE);
+    return complete;
+}
+
+#define READY() (LIKELY(__atomic_load_n(&reals_state, __ATOMIC_ACQUIRE) == 2) || bind_reals())
+
+/* ---- the ring ---- */
+
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10); while ((v /= 10) != 0);
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
+/* Create and map this process's ring file. Only system calls (it runs in a
+ * fork child too). Returns true when recording can start. */
+static bool ring_create(void)
+{
+    char path[sizeof ring_dir + 64];
+    size_t dl = strlen(ring_dir);
+    memcpy(path, ring_dir, dl);
+    char *p = path + dl;
+    memcpy(p, "/ring.", 6);
+    p = put_u64(p + 6, (uint64_t)owner_pid);
+    *p++ = '.';
+    uint64_t created = now_ns();
+    p = put_u64(p, created);
+    *p = 0;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    size_t len = TT_PROBE_HEADER_SIZE + ring_bytes;
+    void *map = MAP_FAILED;
+    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0) map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    syscall(SYS_close, fd);
+    if (map == MAP_FAILED) {
+        syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+        return false;
+    }
+    struct tt_probe_ring *h = map;
+    h->version = TT_PROBE_VERSION;
+    h->header_size = TT_PROBE_HEADER_SIZE;
+    h->capacity = ring_bytes;
+    h->pid = (uint32_t)owner_pid;
+    h->ppid = (uint32_t)getppid();
+    h->created_mono_ns = created;
+    __atomic_store_n(&h->magic, TT_PROBE_MAGIC, __ATOMIC_RELEASE);
+    ring_head = h;
+    ring_data = (uint8_t *)map + TT_PROBE_HEADER_SIZE;
+    ring_mask = ring_bytes - 1;
+    ring_map_len = len;
+    return true;
+}
+
+/* This process's ring, made now when it is the first record: a process
+ * that never records (a shell that execs, a fork child that execs) makes
+ * none. False while another thread (or an interrupted one) is making it,
+ * or when it could not be made. */
+static bool ring_ready(void)
+{
+    int state = __atomic_load_n(&ring_state, __ATOMIC_ACQUIRE);
+    if (LIKELY(state == RING_READY)) return true;
+    if (state != RING_NONE) return false;
+    if (!__atomic_compare_exchange_n(&ring_state, &state, RING_CREATING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return false;
+    in_probe++;
+    bool ok = ring_create();
+    in_probe--;
+    __atomic_store_n(&ring_state, ok ? RING_READY : RING_FAILED, __ATOMIC_RELEASE);
+    return ok;
+}
+
+/* Reserve `need` bytes (a multiple of 8, at most half the ring) for a
+ * record. Returns the record's absolute position, or UINT64_MAX when it
+ * does not fit now. Never waits. */
+static uint64_t ring_reserve(uint32_t need, struct tt_probe_rec **out)
+{
+    if (UNLIKELY(!ring_ready())) return UINT64_MAX;
+    struct tt_probe_ring *h = ring_head;
+    uint64_t pos = __atomic_load_n(&h->reserved_pos, __ATOMIC_RELAXED);
+    /* The collector's position is read again only when the last one read
+     * leaves too little room: a stale value is merely conservative. */
+    uint64_t tail = __atomic_load_n(&seen_consumed, __ATOMIC_RELAXED);
+    for (int tries = 0; tries < RESERVE_TRIES; tries++) {
+        uint64_t off = pos & ring_mask;
+        uint64_t room_to_end = ring_bytes - off;
+        uint64_t skip = room_to_end < need ? room_to_end : 0;
+        if (pos + skip + need - tail > ring_bytes) {
+            uint64_t fresh = __atomic_load_n(&h->consumed_pos, __ATOMIC_ACQUIRE);
+            if (fresh == tail) return UINT64_MAX;
+            tail = fresh;
+            __atomic_store_n(&seen_consumed, fresh, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&h->reserved_pos, &pos, pos + skip + need, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            if (skip >= TT_PROBE_REC_MIN) {
+                struct tt_probe_rec *pad = (struct tt_probe_rec *)(ring_data + off);
+                pad->size = (uint32_t)skip;
+                pad->kind = TT_PROBE_KIND_PAD;
+                __atomic_store_n(&pad->commit, pos + 1, __ATOMIC_RELEASE);
+            }
+            *out = (struct tt_probe_rec *)(ring_data + ((pos + skip) & ring_mask));
+            return pos + skip;
+        }
+    }
+    return UINT64_MAX;
+}
+
+static void ring_drop(uint64_t data_bytes)
+{
+    if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != RING_READY) return;
+    __atomic_fetch_add(&ring_head->drop_records, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ring_head->drop_bytes, data_bytes, __ATOMIC_RELAXED);
+}
+
+/* ---- the fd table ---- */
+
+static fd_slot *slot_for(int fd)
+{
+    if (UNLIKELY(fd < 0)) return NULL;
+    if (UNLIKELY((size_t)fd >= fd_table_len)) {
+        if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == RING_READY)
+            __atomic_fetch_add(&ring_head->untracked_fds, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return &fd_table[fd];
+}
+
+/* fd's slot is about to hold something: loops over the table stop at fd_high. */
+static void note_high(int fd)
+{
+    size_t high = __atomic_load_n(&fd_high, __ATOMIC_RELAXED);
+    while ((size_t)fd > high &&
+           !__atomic_compare_exchange_n(&fd_high, &high, (size_t)fd, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}
+}
+
+static void slot_reset(int fd, uint8_t role)
+{
+    if (fd < 0 || (size_t)fd >= fd_table_len) return;
+    if (role) note_high(fd);
+    fd_slot *s = &fd_table[fd];
+    __atomic_store_n(&s->state, SLOT_UNKNOWN, __ATOMIC_RELEASE);
+    s->role = role;
+    __atomic_store_n(&s->lost[0], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->lost[1], 0, __ATOMIC_RELAXED);
+}
+
+static void addr_from(const struct sockaddr_storage *ss, uint8_t out[16], uint16_t *port)
+{
+    memset(out, 0, 16);
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        memcpy(out, &a->sin6_addr, 16);
+        *port = ntohs(a->sin6_port);
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        memcpy(out, &a->sin_addr, 4);
+        *port = ntohs(a->sin_port);
+    }
+}
+
+/* Find out once whether fd is a connected TCP socket, and its endpoints
+ * and identity. Returns the slot's state afterwards. */
+static int slot_classify(int fd, fd_slot *s)
+{
+    int proto = 0;
+    socklen_t l = sizeof proto;
+    note_high(fd);
+    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) < 0) {
+        if (errno == ENOTSOCK) __atomic_store_n(&s->state, SLOT_OTHER, __ATOMIC_RELEASE);
+        return errno == ENOTSOCK ? SLOT_OTHER : SLOT_UNKNOWN;
+    }
+    struct sockaddr_storage la, ra;
+    socklen_t ll = sizeof la, rl = sizeof ra;
+    if (proto != IPPROTO_TCP || getsockname(fd, (struct sockaddr *)&la, &ll) < 0 ||
+        (la.ss_family != AF_INET && la.ss_family != AF_INET6)) {
+        __atomic_store_n(&s->state, SLOT_OTHER, __ATOMIC_RELEASE);
+        return SLOT_OTHER;
+    }
+    struct stat st;
+    if (getpeername(fd, (struct sockaddr *)&ra, &rl) < 0 || fstat(fd, &st) < 0) return SLOT_UNKNOWN;
+    s->v6 = la.ss_family == AF_INET6;
+    addr_from(&la, s->laddr, &s->lport);
+    addr_from(&ra, s->raddr, &s->rport);
+    s->sock_id = (uint64_t)st.st_ino;
+    __atomic_store_n(&s->state, SLOT_TCP, __ATOMIC_RELEASE);
+    return SLOT_TCP;
+}
+
+/* The slot of fd when fd is a tracked TCP socket, else NULL. */
+static fd_slot *tcp_slot(int fd)
+{
+    fd_slot *s = slot_for(fd);
+    if (!s) return NULL;
+    int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+    if (LIKELY(state == SLOT_TCP)) return s;
+    if (state == SLOT_OTHER) return NULL;
+    return slot_classify(fd, s) == SLOT_TCP ? s : NULL;
+}
+
+/* ---- records ---- */
+
+static void rec_fill(struct tt_probe_rec *r, const fd_slot *s, int fd, uint8_t kind, uint8_t dir, uint8_t call,
+                     uint64_t ts, uint64_t enter, int64_t ret)
+{
+    r->kind = kind;
+    r->dir = dir;
+    r->call = call;
+    r->flags = s->v6 ? TT_PROBE_F_IPV6 : 0;
+    r->ts_ns = ts;
+    r->enter_ns = enter;
+    r->sock_id = s->sock_id;
+    r->ret = ret;
+    r->fd = fd;
+    r->layer = TT_PROBE_LAYER_SOCKET;
+    r->role = s->role;
+    r->lport = s->lport;
+    r->rport = s->rport;
+    memcpy(r->laddr, s->laddr, 16);
+    memcpy(r->raddr, s->raddr, 16);
+}
+
+static uint64_t take_lost(fd_slot *s, int d)
+{
+    if (LIKELY(__atomic_load_n(&s->lost[d], __ATOMIC_RELAXED) == 0)) return 0;
+    return __atomic_exchange_n(&s->lost[d], 0, __ATOMIC_ACQ_REL);
+}
+
+/* One data record: the `total` bytes the call moved, gathered from iov
+ * (NULL when the bytes were not handed to the program: MSG_TRUNC). */
+static void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t layer, uint64_t ts, uint64_t enter,
+                        const struct iovec *iov, int iovcnt, uint64_t total, int64_t ret)
+{
+    uint64_t copy = iov ? total : 0;
+    uint64_t max_copy = ring_bytes / 2 - TT_PROBE_REC_MIN;
+    if (max_copy > TT_PROBE_MAX_COPY) max_copy = TT_PROBE_MAX_COPY;
+    if (copy > max_copy) copy = max_copy;
+    uint32_t need = (uint32_t)((TT_PROBE_REC_MIN + copy + 7) & ~7ull);
+    uint64_t lost[2] = {take_lost(s, 0), take_lost(s, 1)};
+    struct tt_probe_rec *r;
+    uint64_t pos = ring_reserve(need, &r);
+    if (UNLIKELY(pos == UINT64_MAX)) {
+        lost[dir] += total;
+        for (int d = 0; d < 2; d++)
+            if (lost[d]) __atomic_fetch_add(&s->lost[d], lost[d], __ATOMIC_RELAXED);
+        ring_drop(total);
+        return;
+    }
+    r->size = need;
+    rec_fill(r, s, fd, TT_PROBE_KIND_DATA, dir, call, ts, enter, ret);
+    r->layer = layer;
+    r->lost[0] = lost[0];
+    r->lost[1] = lost[1];
+    r->len = (uint32_t)copy;
+    r->total_len = (uint32_t)(total > UINT32_MAX ? UINT32_MAX : total);
+    if (copy < total) r->flags |= TT_PROBE_F_TRUNCATED;
+    uint8_t *dst = (uint8_t *)(r + 1);
+    uint64_t left = copy;
+    for (int i = 0; i < iovcnt && left; i++) {
+        size_t n = iov[i].iov_len < left ? iov[i].iov_len : (size_t)left;
+        memcpy(dst, iov[i].iov_base, n);
+        dst += n;
+        left -= n;
+    }
+    __atomic_store_n(&r->commit, pos + 1, __ATOMIC_RELEASE);
+}
+
+/* A record without data (CLOSE). */
+static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t call, uint64_t ts)
+{
+    struct tt_probe_rec *r;
+    uint64_t lost[2] = {take_lost(s, 0), take_lost(s, 1)};
+    uint64_t pos = ring_reserve(TT_PROBE_REC_MIN, &r);
+    if (pos == UINT64_MAX) {
+        ring_drop(0);
+        return;
+    }
+    r->size = TT_PROBE_REC_MIN;
+    rec_fill(r, s, fd, kind, 0, call, ts, 0, 0);
+    r->lost[0] = lost[0];
+    r->lost[1] = lost[1];
+    r->len = 0;
+    r->total_len = 0;
+    __atomic_store_n(&r->commit, pos + 1, __ATOMIC_RELEASE);
+}
+
+/* Bytes moved on fd by a call that returned `moved` > 0 (or a sum of
+ * them); enter is the entry instant for sends, 0 otherwise. */
+static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov, int iovcnt, uint64_t moved,
+                      uint64_t enter, int64_t ret)
+{
+    fd_slot *s = slot_for(fd);
+    if (!s || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_OTHER) return;
+    uint64_t ts = now_ns();
+    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_TCP && slot_classify(fd, s) != SLOT_TCP) return;
+    if (UNLIKELY(ssl_depth)) ssl_last_fd = fd;
+    record_data(s, fd, dir, call, TT_PROBE_LAYER_SOCKET, ts, enter, iov, iovcnt, moved, ret);
+}
+
+static bool slot_in_use(const fd_slot *s)
+{
+    return s && (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_UNKNOWN || s->role != 0);
+}
+
+/* The fd is going away (close, or replaced by dup2/dup3): a CLOSE record
+ * when it was a tracked socket, and the slot forgets it. A vfork child
+ * (sharing the parent's memory) leaves the parent's table alone. */
+static void note_fd_gone(int fd, uint8_t call)
+{
+    fd_slot *s = slot_for(fd);
+    if (!slot_in_use(s)) return;
+    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_TCP) {
+        if (getpid() != owner_pid) return;
+        record_control(s, fd, TT_PROBE_KIND_CLOSE, call, now_ns());
+    }
+    slot_reset(fd, TT_PROBE_ROLE_UNKNOWN);
+}
+
+/* ---- set-up ---- */
+
+static void on_fork_child(void)
+{
+    if (!probe_active) return;
+    if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == RING_READY) munmap(ring_head, ring_map_len);
+    ring_head = NULL;
+    seen_consumed = 0;
+    owner_pid = getpid();
+    size_t high = fd_high < fd_table_len ? fd_high + 1 : fd_table_len;
+    for (size_t i = 0; i < high; i++) {
+        if (fd_table[i].lost[0] | fd_table[i].lost[1]) {
+            fd_table[i].lost[0] = 0;
+            fd_table[i].lost[1] = 0;
+        }
+    }
+    __atomic_store_n(&ring_state, RING_NONE, __ATOMIC_RELEASE);
+}
+
+static void on_exit_mark(void)
+{
+    if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == RING_READY && getpid() == owner_pid)
+        __atomic_store_n(&ring_head->exited, 1, __ATOMIC_RELEASE);
+}
+
+/* Active only when TOKENTAP_PROBE_DIR names a directory `tokentap run`
+ * made: owned by this user, mode 0700, with the marker file in it. */
+__attribute__((constructor)) static void probe_init(void)
+{
+    bind_reals();
+    const char *dir = getenv(TT_PROBE_DIR_ENV);
+    if (!dir || !*dir || strlen(dir) >= sizeof ring_dir) return;
+    in_probe++;
+    struct stat st;
+    char marker[sizeof ring_dir + sizeof TT_PROBE_MARKER + 2];
+    snprintf(marker, sizeof marker, "%s/%s", dir, TT_PROBE_MARKER);
+    bool ok = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 0777) == 0700 &&
+              stat(marker, &st) == 0 && S_ISREG(st.st_mode);
+    if (ok) {
+        strcpy(ring_dir, dir);
+        uint64_t bytes = TT_PROBE_DEFAULT_RING;
+        const char *kb = getenv(TT_PROBE_RING_ENV);
+        if (kb && *kb) {
+            char *end;
+            unsigned long long v = strtoull(kb, &end, 10);
+            if (!*end && v) bytes = (uint64_t)v << 10;
+        }
+        if (bytes < TT_PROBE_MIN_RING) bytes = TT_PROBE_MIN_RING;
+        if (bytes > TT_PROBE_MAX_RING) bytes = TT_PROBE_MAX_RING;
+        uint64_t pow2 = TT_PROBE_MIN_RING;
+        while (pow2 < bytes) pow2 <<= 1;
+        ring_bytes = pow2;
+        struct rlimit rl;
+        size_t n = 65536;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > n) n = rl.rlim_cur;
+        if (n > FD_TABLE_MAX) n = FD_TABLE_MAX;
+        void *t = mmap(NULL, n * sizeof(fd_slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (t != MAP_FAILED) {
+            fd_table = t;
+            fd_table_len = n;
+            owner_pid = getpid();
+            pthread_atfork(NULL, NULL, on_fork_child);
+            atexit(on_exit_mark);
+            __atomic_store_n(&probe_active, true, __ATOMIC_RELEASE);
+        }
+    }
+    in_probe--;
+}
+
+#define ACTIVE() LIKELY(__atomic_load_n(&probe_active, __ATOMIC_RELAXED) && !in_probe)
+
+/* ---- the hooks ---- */
+
+HOOK ssize_t read(int fd, void *buf, size_t n)
+{
+    if (!READY()) return syscall(SYS_read, fd, buf, n);
+    ssize_t r = real.read(fd, buf, n);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {buf, (size_t)r};
+        note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    if (!READY() || !real.read_chk) return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_read, fd, buf, n);
+    ssize_t r = real.read_chk(fd, buf, n, buflen);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {buf, (size_t)r};
+        note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    if (!READY()) return syscall(SYS_readv, fd, iov, iovcnt);
+    ssize_t r = real.readv(fd, iov, iovcnt);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READV, iov, iovcnt, (uint64_t)r, 0, r);
+        errno = e;
+    }
+    return r;
+}
+
+/* A receive of `r` bytes with flags: peeked bytes were not delivered and
+ * are not counted; MSG_TRUNC bytes were delivered but not copied (a gap). */
+static void note_recv(int fd, uint8_t call, int flags, const struct iovec *iov, int iovcnt, ssize_t r)
+{
+    if (flags & MSG_PEEK) return;
+    note_data(fd, TT_PROBE_DIR_RECV, call, (flags & MSG_TRUNC) ? NULL : iov, iovcnt, (uint64_t)r, 0, r);
+}
+
+HOOK ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    if (!READY()) return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+    ssize_t r = real.recv(fd, buf, n, flags);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {buf, (size_t)r};
+        note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+    if (!READY() || !real.recv_chk)
+        return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+    ssize_t r = real.recv_chk(fd, buf, n, buflen, flags);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {buf, (size_t)r};
+        note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
+{
+    if (!READY()) return syscall(SYS_recvfrom, fd, buf, n, flags, addr, alen);
+    ssize_t r = real.recvfrom(fd, buf, n, flags, addr, alen);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {buf, (size_t)r};
+        note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+                            socklen_t *alen)
+{
+    if (!READY() || !real.recvfrom_chk)
+        return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_recvfrom, fd, buf, n, flags, addr, alen);
+    ssize_t r = real.recvfrom_chk(fd, buf, n, buflen, flags, addr, alen);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {buf, (size_t)r};
+        note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    if (!READY()) return syscall(SYS_recvmsg, fd, msg, flags);
+    ssize_t r = real.recvmsg(fd, msg, flags);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_recv(fd, TT_PROBE_CALL_RECVMSG, flags, msg->msg_iov, (int)msg->msg_iovlen, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout)
+{
+    if (!READY() || !real.recvmmsg) return (int)syscall(SYS_recvmmsg, fd, vec, vlen, flags, timeout);
+    int r = real.recvmmsg(fd, vec, vlen, flags, timeout);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        for (int i = 0; i < r; i++)
+            if (vec[i].msg_len)
+                note_recv(fd, TT_PROBE_CALL_RECVMMSG, flags, vec[i].msg_hdr.msg_iov, (int)vec[i].msg_hdr.msg_iovlen,
+                          (ssize_t)vec[i].msg_len);
+        errno = e;
+    }
+    return r;
+}
+
+/* Entry instants are not taken (enter_ns stays 0): every instant is the
+ * real call's return, and the clock read is saved. */
+static uint64_t send_enter(int fd) { return 0; }
+
+/* A send with MSG_FASTOPEN connects an unconnected socket: the client end. */
+static void note_fastopen(int fd, int flags)
+{
+    if (!(flags & MSG_FASTOPEN)) return;
+    fd_slot *s = slot_for(fd);
+    if (s && __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_UNKNOWN) s->role = TT_PROBE_ROLE_CLIENT;
+}
+
+HOOK ssize_t write(int fd, const void *buf, size_t n)
+{
+    if (!READY()) return syscall(SYS_write, fd, buf, n);
+    uint64_t enter = send_enter(fd);
+    ssize_t r = real.write(fd, buf, n);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {(void *)buf, (size_t)r};
+        note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_WRITE, &v, 1, (uint64_t)r, enter, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    if (!READY()) return syscall(SYS_writev, fd, iov, iovcnt);
+    uint64_t enter = send_enter(fd);
+    ssize_t r = real.writev(fd, iov, iovcnt);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_WRITEV, iov, iovcnt, (uint64_t)r, enter, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    if (!READY()) return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+    uint64_t enter = send_enter(fd);
+    ssize_t r = real.send(fd, buf, n, flags);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        struct iovec v = {(void *)buf, (size_t)r};
+        note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SEND, &v, 1, (uint64_t)r, enter, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen)
+{
+    if (!READY()) return syscall(SYS_sendto, fd, buf, n, flags, addr, alen);
+    uint64_t enter = send_enter(fd);
+    ssize_t r = real.sendto(fd, buf, n, flags, addr, alen);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_fastopen(fd, flags);
+        struct iovec v = {(void *)buf, (size_t)r};
+        note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDTO, &v, 1, (uint64_t)r, enter, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    if (!READY()) return syscall(SYS_sendmsg, fd, msg, flags);
+    uint64_t enter = send_enter(fd);
+    ssize_t r = real.sendmsg(fd, msg, flags);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_fastopen(fd, flags);
+        note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDMSG, msg->msg_iov, (int)msg->msg_iovlen, (uint64_t)r,
+                  enter, r);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+    if (!READY() || !real.sendmmsg) return (int)syscall(SYS_sendmmsg, fd, vec, vlen, flags);
+    uint64_t enter = send_enter(fd);
+    int r = real.sendmmsg(fd, vec, vlen, flags);
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        for (int i = 0; i < r; i++)
+            if (vec[i].msg_len)
+                note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDMMSG, vec[i].msg_hdr.msg_iov,
+                          (int)vec[i].msg_hdr.msg_iovlen, vec[i].msg_len, enter, (int64_t)vec[i].msg_len);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int close(int fd)
+{
+    if (!READY()) return (int)syscall(SYS_close, fd);
+    if (ACTIVE()) {
+        int e = errno;
+        note_fd_gone(fd, TT_PROBE_CALL_CLOSE);
+        errno = e;
+    }
+    return real.close(fd);
+}
+
+HOOK int fclose(FILE *f)
+{
+    if (!READY()) {
+        int (*direct)(FILE *) = (int (*)(FILE *))dlsym(RTLD_NEXT, "fclose");
+        return direct ? direct(f) : EOF;
+    }
+    if (f && ACTIVE()) {
+        int e = errno;
+        note_fd_gone(fileno(f), TT_PROBE_CALL_CLOSE);
+        errno = e;
+    }
+    return real.fclose(f);
+}
+
+/* Every fd in [first, last] forgotten (close_range, closefrom). */
+static void note_range_gone(unsigned first, unsigned last)
+{
+    size_t high = __atomic_load_n(&fd_high, __ATOMIC_ACQUIRE);
+    for (size_t fd = first; fd <= high && fd < fd_table_len && fd <= last; fd++)
+        if (slot_in_use(&fd_table[fd])) note_fd_gone((int)fd, TT_PROBE_CALL_CLOSE);
+}
+
+HOOK int close_range(unsigned first, unsigned last, int flags)
+{
+    if (!READY() || !real.close_range) return (int)syscall(SYS_close_range, first, last, flags);
+    int r = real.close_range(first, last, flags);
+    if (r == 0 && ACTIVE() && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        int e = errno;
+        note_range_gone(first, last);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK void closefrom(int lowfd)
+{
+    if (!READY() || !real.closefrom) {
+        syscall(SYS_close_range, (unsigned)lowfd, ~0u, 0);
+        return;
+    }
+    if (ACTIVE() && lowfd >= 0) {
+        int e = errno;
+        note_range_gone((unsigned)lowfd, ~0u);
+        errno = e;
+    }
+    real.closefrom(lowfd);
+}
+
+HOOK int connect(int fd, const struct sockaddr *addr, socklen_t alen)
+{
+    if (!READY()) return (int)syscall(SYS_connect, fd, addr, alen);
+    int r = real.connect(fd, addr, alen);
+    if (ACTIVE()) {
+        int e = errno;
+        if (r == 0 || e == EINPROGRESS) slot_reset(fd, TT_PROBE_ROLE_CLIENT);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+    if (!READY()) return (int)syscall(SYS_accept4, fd, addr, alen, 0);
+    int r = real.accept(fd, addr, alen);
+    if (r >= 0 && ACTIVE()) slot_reset(r, TT_PROBE_ROLE_SERVER);
+    return r;
+}
+
+HOOK int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+    if (!READY()) return (int)syscall(SYS_accept4, fd, addr, alen, flags);
+    int r = real.accept4(fd, addr, alen, flags);
+    if (r >= 0 && ACTIVE()) slot_reset(r, TT_PROBE_ROLE_SERVER);
+    return r;
+}
+
+HOOK int socket(int domain, int type, int protocol)
+{
+    if (!READY()) return (int)syscall(SYS_socket, domain, type, protocol);
+    int r = real.socket(domain, type, protocol);
+    if (r >= 0 && ACTIVE()) slot_reset(r, TT_PROBE_ROLE_UNKNOWN);
+    return r;
+}
+
+/* newfd now names what oldfd names: its slot becomes a copy. */
+static void slot_copy(int oldfd, int newfd)
+{
+    fd_slot *from = slot_for(oldfd), *to = slot_for(newfd);
+    if (!to) return;
+    note_high(newfd);
+    if (!from) {
+        slot_reset(newfd, TT_PROBE_ROLE_UNKNOWN);
+        return;
+    }
+    uint8_t state = __atomic_load_n(&from->state, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&to->state, SLOT_UNKNOWN, __ATOMIC_RELEASE);
+    to->role = from->role;
+    to->v6 = from->v6;
+    to->lport = from->lport;
+    to->rport = from->rport;
+    to->sock_id = from->sock_id;
+    memcpy(to->laddr, from->laddr, 16);
+    memcpy(to->raddr, from->raddr, 16);
+    __atomic_store_n(&to->lost[0], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->lost[1], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->state, state, __ATOMIC_RELEASE);
+}
+
+HOOK int dup(int fd)
+{
+    if (!READY()) return (int)syscall(SYS_dup, fd);
+    int r = real.dup(fd);
+    if (r >= 0 && ACTIVE()) slot_copy(fd, r);
+    return r;
+}
+
+HOOK int dup2(int oldfd, int newfd)
+{
+    if (!READY()) return (int)syscall(SYS_dup3, oldfd, newfd, 0);
+    if (oldfd != newfd && ACTIVE()) {
+        int e = errno;
+        if (slot_in_use(slot_for(newfd)) && fcntl(oldfd, F_GETFD) >= 0) note_fd_gone(newfd, TT_PROBE_CALL_DUP2);
+        errno = e;
+    }
+    int r = real.dup2(oldfd, newfd);
+    if (r >= 0 && oldfd != newfd && ACTIVE()) slot_copy(oldfd, newfd);
+    return r;
+}
+
+HOOK int dup3(int oldfd, int newfd, int flags)
+{
+    if (!READY()) return (int)syscall(SYS_dup3, oldfd, newfd, flags);
+    if (oldfd != newfd && ACTIVE()) {
+        int e = errno;
+        if (slot_in_use(slot_for(newfd)) && fcntl(oldfd, F_GETFD) >= 0) note_fd_gone(newfd, TT_PROBE_CALL_DUP2);
+        errno = e;
+    }
+    int r = real.dup3(oldfd, newfd, flags);
+    if (r >= 0 && ACTIVE()) slot_copy(oldfd, newfd);
+    return r;
+}
+
+/* ---- OpenSSL: the tls vantage ---- */
+
+static void *find_ssl(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    static const char *const libs[] = {"libssl.so.3", "libssl.so.1.1", "libssl.so"};
+    for (size_t i = 0; !f && i < sizeof libs / sizeof libs[0]; i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            f = dlsym(h, name);
+            dlclose(h);
+        }
+    }
+    return f;
+}
+
+#define SSL_REAL(field, name)                                                                     \
+    (__atomic_load_n(&real_ssl.field, __ATOMIC_ACQUIRE)                                           \
+         ? real_ssl.field                                                                         \
+         : (in_probe++, __atomic_store_n((void **)&real_ssl.field, find_ssl(name), __ATOMIC_RELEASE), \
+            in_probe--, real_ssl.field))
+
+/* Around the real SSL call: note which socket it used. */
+static void ssl_enter(void)
+{
+    if (ssl_depth++ == 0) ssl_last_fd = -1;
+}
+
+static void ssl_leave(void) { ssl_depth--; }
+
+/* The socket under ssl: SSL_get_fd, else the one the TLS library just read
+ * or wrote (a custom BIO, e.g. curl's), else the one ssl was last seen on. */
+static int ssl_socket(SSL *ssl)
+{
+    int (*get_fd)(const SSL *) = SSL_REAL(get_fd, "SSL_get_fd");
+    int fd = get_fd ? get_fd(ssl) : -1;
+    if (fd < 0) fd = ssl_last_fd;
+    unsigned slot = (unsigned)(((uintptr_t)ssl >> 4) % SSL_FD_CACHE);
+    if (fd >= 0) {
+        ssl_fd_cache[slot].ssl = ssl;
+        ssl_fd_cache[slot].fd = fd;
+    } else if (ssl_fd_cache[slot].ssl == ssl) {
+        fd = ssl_fd_cache[slot].fd;
+    }
+    return fd;
+}
+
+/* Plaintext moved through an SSL object: keyed by the socket under it. */
+static void note_tls(SSL *ssl, uint8_t dir, uint8_t call, const void *buf, uint64_t n, uint64_t enter)
+{
+    uint64_t ts = now_ns();
+    int fd = ssl_socket(ssl);
+    fd_slot *s = tcp_slot(fd);
+    if (!s) return;
+    struct iovec v = {(void *)buf, (size_t)n};
+    record_data(s, fd, dir, call, TT_PROBE_LAYER_TLS, ts, enter, &v, 1, n, (int64_t)n);
+}
+
+HOOK int SSL_read(SSL *ssl, void *buf, int num)
+{
+    int (*f)(SSL *, void *, int) = SSL_REAL(read, "SSL_read");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    ssl_enter();
+    int r = f(ssl, buf, num);
+    ssl_leave();
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_tls(ssl, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, buf, (uint64_t)r, 0);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *got)
+{
+    int (*f)(SSL *, void *, size_t, size_t *) = SSL_REAL(read_ex, "SSL_read_ex");
+    if (!f) {
+        errno = ENOSYS;
+        return 0;
+    }
+    ssl_enter();
+    int r = f(ssl, buf, num, got);
+    ssl_leave();
+    if (r == 1 && got && *got && ACTIVE()) {
+        int e = errno;
+        note_tls(ssl, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, buf, *got, 0);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int SSL_write(SSL *ssl, const void *buf, int num)
+{
+    int (*f)(SSL *, const void *, int) = SSL_REAL(write, "SSL_write");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    uint64_t enter = 0;
+    ssl_enter();
+    int r = f(ssl, buf, num);
+    ssl_leave();
+    if (r > 0 && ACTIVE()) {
+        int e = errno;
+        note_tls(ssl, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SSL_WRITE, buf, (uint64_t)r, enter);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *put)
+{
+    int (*f)(SSL *, const void *, size_t, size_t *) = SSL_REAL(write_ex, "SSL_write_ex");
+    if (!f) {
+        errno = ENOSYS;
+        return 0;
+    }
+    uint64_t enter = 0;
+    ssl_enter();
+    int r = f(ssl, buf, num, put);
+    ssl_leave();
+    if (r == 1 && put && *put && ACTIVE()) {
+        int e = errno;
+        note_tls(ssl, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SSL_WRITE, buf, *put, enter);
+        errno = e;
+    }
+    return r;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# tokentap run, the tls vantage: curl (OpenSSL, its own BIO) streams from a
+# small Python HTTPS SSE server; the probe's SSL_read/SSL_write hooks give
+# the plaintext: the request is reported at the tls vantage with the 6
+# token events the server wrote, curl's output is the same as without the
+# probe, and the client vantage holds only ciphertext (no HTTP request).
+set -eu
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || skip "curl not installed"
+command -v openssl >/dev/null || skip "openssl not installed"
+curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
+[ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
+    > /dev/null 2>&1 || fail "openssl could not make a certificate"
+cat > "$work/srv.py" <<'PY'
+import ssl, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for i in range(6):
+            self.wfile.write(b'data: {"choices":[{"index":0,"delta":{"content":"t%d"}}]}\n\n' % i)
+            self.wfile.flush()
+            time.sleep(0.005)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+    def log_message(self, *a):
+        pass
+srv = HTTPServer(("127.0.0.1", 0), Handler)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+PY
+/usr/bin/python3 "$work/srv.py" "$work/c.pem" "$work/k.pem" > "$work/port" 2> "$work/srv.err" &
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+port=$(cat "$work/port"); [ -n "$port" ] || fail "the HTTPS server did not start: $(cat "$work/srv.err")"
+get() { curl -sS -N -k --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: $1" \
+        -d '{"model":"m","stream":true}' "https://127.0.0.1:$port/v1/chat/completions"; }
+get tls-0 > "$work/plain.out"
+export -f get; export port
+"$TT" run --json --events --report "$work/events.json" -- bash -c "get tls-1" > "$work/probe.out" 2> "$work/run.err" \
+    || fail "run exit $?: $(cat "$work/run.err")"
+cmp "$work/plain.out" "$work/probe.out" || fail "curl's output differs under the probe"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+text, dec, docs, i = open(f"{work}/events.json").read(), json.JSONDecoder(), [], 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    d, i = dec.raw_decode(text, i)
+    docs.append(d)
+by_v = {d["vantage"]: d for d in docs}
+assert "tls" in by_v, sorted(by_v)
+reqs = by_v["tls"]["requests"]
+assert [r["request_id"] for r in reqs] == ["tls-1"], reqs
+toks = [e for e in reqs[0]["events"] if e["kind"] == "TOKEN"]
+assert len(toks) == 6, len(toks)
+assert not by_v.get("client", {}).get("requests"), "HTTP parsed out of ciphertext at the client vantage"
+print("tokentap run: curl over TLS, 6 token events at the tls vantage from SSL_read, output unchanged")
+PY

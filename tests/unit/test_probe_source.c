@@ -1,0 +1,423 @@
+/* test_probe_source.c - probe records and ring files -> chunks.
+ *
+ * Records are built here the way probe/probe.c writes them; ring files are
+ * written by a small producer that follows the same reservation rules (a
+ * PAD record or an implicit skip at the ring's end), then read after the
+ * fact. Damaged rings must be refused or abandoned, never trusted. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../probe/probe_abi.h"
+#include "golden.h"
+#include "source/probe_source.h"
+
+static const char *vname(tt_vantage v)
+{
+    static const char *const names[] = {"wire", "server", "client", "tls"};
+    return v < TT_VANTAGE_COUNT ? names[v] : "?";
+}
+
+static const char *kname(tt_chunk_kind k)
+{
+    static const char *const names[] = {"DATA", "GAP", "FIN", "RST", "END", "RELEASE"};
+    return names[k];
+}
+
+/* Every chunk as one trace line. */
+static void trace_chunk(void *ctx, const tt_chunk *c)
+{
+    tt_strbuf *b = ctx;
+    char cl[64], sv[64];
+    tt_sb_printf(b, "%s conn=%llu %s %s %s%s off=%llu len=%zu ns=%llu", vname(c->vantage),
+                 (unsigned long long)c->conn->conn_id, tt_endpoint_format(&c->conn->client, cl, sizeof cl),
+                 tt_endpoint_format(&c->conn->server, sv, sizeof sv), c->dir == TT_DIR_C2S ? "c2s" : "s2c",
+                 c->conn->orientation_guessed ? " guessed" : "", (unsigned long long)c->offset, c->len,
+                 (unsigned long long)c->mono_ns);
+    tt_sb_printf(b, " %s", kname(c->kind));
+    if (c->kind == TT_CHUNK_DATA) {
+        tt_sb_printf(b, " \"");
+        tt_sb_escaped(b, (const char *)c->data, c->len);
+        tt_sb_printf(b, "\"");
+    }
+    tt_sb_printf(b, "\n");
+}
+
+/* A record as the probe writes it: 10.0.0.1:40000 -> 10.0.0.2:8000 locally. */
+static size_t make_rec(uint8_t *out, uint8_t kind, uint8_t dir, uint8_t role, uint8_t layer, int fd, uint64_t sock,
+                       uint64_t ts, const char *data, uint32_t total)
+{
+    struct tt_probe_rec r;
+    memset(&r, 0, sizeof r);
+    uint32_t len = data ? (uint32_t)strlen(data) : 0;
+    r.kind = kind;
+    r.dir = dir;
+    r.role = role;
+    r.layer = layer;
+    r.fd = fd;
+    r.sock_id = sock;
+    r.ts_ns = ts;
+    r.len = len;
+    r.total_len = total ? total : len;
+    if (r.total_len > len) r.flags |= TT_PROBE_F_TRUNCATED;
+    r.lport = 40000;
+    r.rport = 8000;
+    memcpy(r.laddr, (uint8_t[]){10, 0, 0, 1}, 4);
+    memcpy(r.raddr, (uint8_t[]){10, 0, 0, 2}, 4);
+    r.size = (uint32_t)((sizeof r + len + 7) & ~(size_t)7);
+    memcpy(out, &r, sizeof r);
+    if (len) memcpy(out + sizeof r, data, len);
+    return r.size;
+}
+
+static int feed(tt_probe_source *s, uint32_t pid, const uint8_t *rec, size_t n)
+{
+    uint8_t *g = tt_guard_copy(rec, n);
+    int rc = tt_probe_source_feed(s, pid, g, n);
+    tt_guard_free(g, n);
+    return rc;
+}
+
+static void test_client_connection(void **state)
+{
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
+    uint8_t rec[512];
+    size_t n;
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 100, "GET /", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 200, "HTTP", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* 10 bytes moved, 2 copied: the rest is a gap */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 300, "/1", 10);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* 3 bytes lost to a full ring before the next record */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 400, "ok", 0);
+    ((struct tt_probe_rec *)rec)->lost[TT_PROBE_DIR_RECV] = 3;
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* dup'd fd 6: same socket, same connection; the close of 5 does not end it */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 6, 77, 500, "!", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 600, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 6, 77, 700, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    const char *want =
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=5 ns=100 DATA \"GET /\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=200 DATA \"HTTP\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=4 len=2 ns=300 DATA \"/1\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=6 len=8 ns=300 GAP\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=14 len=3 ns=400 GAP\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=17 len=2 ns=400 DATA \"ok\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=19 len=1 ns=500 DATA \"!\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=5 len=0 ns=700 END\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=20 len=0 ns=700 END\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=5 len=0 ns=700 RELEASE\n";
+    assert_string_equal(b.s, want);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.connections, 1);
+    assert_int_equal(st.closes, 1);
+    assert_int_equal(st.gaps, 2);
+    assert_int_equal(st.gap_bytes, 11);
+    assert_int_equal(st.data_bytes, 14);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+}
+
+static void test_roles_layers_and_processes(void **state)
+{
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
+    uint8_t rec[512];
+    size_t n;
+    /* accepted: server vantage; the local end is the server */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_SERVER, 0, 3, 1, 10, "req", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* no role, read first: guessed server */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_UNKNOWN, 0, 4, 2, 20, "x", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* TLS plaintext of a connected socket, and the same socket in a forked child */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 1, 5, 3, 30, "hi", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 3, 40, "yo", 0);
+    assert_int_equal(feed(s, 2, rec, n), 0);
+    /* close ends both layers of that socket in that process only */
+    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 3, 50, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    const char *want =
+        "server conn=1 10.0.0.2:8000 10.0.0.1:40000 c2s off=0 len=3 ns=10 DATA \"req\"\n"
+        "server conn=2 10.0.0.2:8000 10.0.0.1:40000 c2s guessed off=0 len=1 ns=20 DATA \"x\"\n"
+        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=30 DATA \"hi\"\n"
+        "client conn=4 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=40 DATA \"yo\"\n"
+        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 END\n"
+        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=0 ns=50 END\n"
+        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 RELEASE\n";
+    assert_string_equal(b.s, want);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.processes, 2);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+}
+
+static void test_bad_records(void **state)
+{
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    uint8_t rec[512];
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 1, "abcd", 0);
+    assert_int_equal(feed(s, 1, rec, sizeof(struct tt_probe_rec) - 1), -1); /* short */
+    assert_int_equal(feed(s, 1, rec, sizeof(struct tt_probe_rec) + 2), -1); /* data beyond the record */
+    struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
+    r->kind = TT_PROBE_KIND_COUNT;
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    r->kind = TT_PROBE_KIND_DATA;
+    r->dir = 2;
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    r->dir = 0;
+    r->total_len = 2; /* fewer moved than copied */
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    r->total_len = 9; /* more moved than copied without the flag */
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    r->total_len = 4;
+    r->layer = 7;
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    r->layer = 0;
+    r->role = 9;
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.bad_records, 8);
+    assert_int_equal(st.records, 0);
+    assert_null(b.s);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+}
+
+/* ---- ring files ---- */
+
+typedef struct ring_writer {
+    uint8_t *map;
+    size_t len;
+    uint64_t cap, pos;
+} ring_writer;
+
+static void ring_writer_open(ring_writer *w, const char *dir, uint32_t pid, uint64_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ring.%u.123", dir, pid);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    w->len = TT_PROBE_HEADER_SIZE + cap;
+    assert_int_equal(ftruncate(fd, (off_t)w->len), 0);
+    w->map = mmap(NULL, w->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    assert_true(w->map != MAP_FAILED);
+    close(fd);
+    struct tt_probe_ring *h = (struct tt_probe_ring *)w->map;
+    h->magic = TT_PROBE_MAGIC;
+    h->version = TT_PROBE_VERSION;
+    h->header_size = TT_PROBE_HEADER_SIZE;
+    h->capacity = cap;
+    h->pid = pid;
+    w->cap = cap;
+    w->pos = 0;
+}
+
+/* Append one record the way the probe reserves space; commit unless told. */
+static void ring_put(ring_writer *w, const uint8_t *rec, size_t n, bool commit)
+{
+    struct tt_probe_ring *h = (struct tt_probe_ring *)w->map;
+    uint8_t *data = w->map + TT_PROBE_HEADER_SIZE;
+    uint64_t off = w->pos % w->cap, room = w->cap - off;
+    if (room < n) {
+        if (room >= TT_PROBE_REC_MIN) {
+            struct tt_probe_rec pad;
+            memset(&pad, 0xEE, sizeof pad); /* stale bytes: only size, kind, commit count */
+            pad.size = (uint32_t)room;
+            pad.kind = TT_PROBE_KIND_PAD;
+            pad.commit = w->pos + 1;
+            memcpy(data + off, &pad, sizeof pad);
+        }
+        w->pos += room;
+        off = 0;
+    }
+    memcpy(data + off, rec, n);
+    ((struct tt_probe_rec *)(data + off))->commit = commit ? w->pos + 1 : 0;
+    w->pos += n;
+    h->reserved_pos = w->pos;
+}
+
+static void ring_writer_close(ring_writer *w) { munmap(w->map, w->len); }
+
+static char *make_dir(void)
+{
+    char *dir = strdup("/tmp/tt_probe_src.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static void remove_dir(char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(dir);
+}
+
+/* Records crossing the ring's end (a PAD, then an implicit skip), read as
+ * they come; the producer reuses the space the collector handed back. */
+static void test_ring_wraps(void **state)
+{
+    char *dir = make_dir();
+    ring_writer w;
+    ring_writer_open(&w, dir, (uint32_t)getpid(), TT_PROBE_MIN_RING); /* alive: never retired */
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
+    static uint8_t rec[8192];
+    char data[2049];
+    memset(data, 'a', 2048);
+    data[2048] = 0;
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
+    uint64_t total = 0;
+    for (int round = 0; round < 3; round++) {
+        /* fill most of the ring, read it, and go round again */
+        for (int i = 0; i < 25; i++) {
+            ring_put(&w, rec, n, true);
+            total += 2048;
+        }
+        assert_int_equal(tt_probe_source_poll(s), 25);
+        struct tt_probe_ring *h = (struct tt_probe_ring *)w.map;
+        assert_int_equal(h->consumed_pos, w.pos);
+    }
+    /* a tail shorter than a record head: skipped without a PAD */
+    size_t small_n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, "z", 0);
+    while (w.cap - w.pos % w.cap >= 400) {
+        ring_put(&w, rec, small_n, true);
+        total += 1;
+    }
+    uint64_t room = w.cap - w.pos % w.cap;
+    if (room >= 184) {
+        size_t len = room - 64 - sizeof(struct tt_probe_rec);
+        memset(data, 'b', len);
+        data[len] = 0;
+        ring_put(&w, rec, make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, data, 0),
+                 true);
+        total += len;
+        small_n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, "z", 0);
+    }
+    assert_true(w.cap - w.pos % w.cap < TT_PROBE_REC_MIN);
+    ring_put(&w, rec, small_n, true);
+    total += 1;
+    tt_probe_source_poll(s);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.data_bytes, total);
+    assert_int_equal(st.bad_records, 0);
+    assert_int_equal(st.bad_rings, 0);
+    assert_int_equal(st.rings, 1);
+    ring_writer_close(&w);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+    remove_dir(dir);
+}
+
+static void test_ring_unfinished_and_damaged(void **state)
+{
+    char *dir = make_dir();
+    ring_writer w;
+    ring_writer_open(&w, dir, 100, TT_PROBE_MIN_RING);
+    uint8_t rec[512];
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "one", 0);
+    ring_put(&w, rec, n, true);
+    ring_put(&w, rec, n, false); /* the process died mid-record */
+    ring_put(&w, rec, n, true);  /* after it: never reachable */
+    ring_writer_close(&w);
+
+    ring_writer_open(&w, dir, 101, TT_PROBE_MIN_RING);
+    ring_put(&w, rec, n, true);
+    struct tt_probe_rec *second = (struct tt_probe_rec *)(w.map + TT_PROBE_HEADER_SIZE + n);
+    ring_put(&w, rec, n, true);
+    second->size = 1u << 30; /* beyond the ring */
+    ring_writer_close(&w);
+
+    ring_writer_open(&w, dir, 102, TT_PROBE_MIN_RING);
+    ((struct tt_probe_ring *)w.map)->reserved_pos = 10 * TT_PROBE_MIN_RING; /* ahead by more than the ring */
+    ring_writer_close(&w);
+
+    ring_writer_open(&w, dir, 103, TT_PROBE_MIN_RING);
+    ((struct tt_probe_ring *)w.map)->capacity = 3 * 4096; /* not a power of two */
+    ring_writer_close(&w);
+
+    ring_writer_open(&w, dir, 104, TT_PROBE_MIN_RING);
+    ((struct tt_probe_ring *)w.map)->pid = 7; /* not the pid in its name */
+    ring_writer_close(&w);
+
+    ring_writer_open(&w, dir, 105, TT_PROBE_MIN_RING);
+    ((struct tt_probe_ring *)w.map)->magic = 0; /* still being created: tried again later */
+    ring_writer_close(&w);
+
+    char path[512];
+    ring_writer_open(&w, dir, 106, TT_PROBE_MIN_RING); /* shorter than its capacity says */
+    ring_writer_close(&w);
+    char from[512];
+    snprintf(from, sizeof from, "%s/ring.106.123", dir);
+    assert_int_equal(truncate(from, TT_PROBE_HEADER_SIZE + 4096), 0);
+    snprintf(path, sizeof path, "%s/not-a-ring", dir);
+    FILE *f = fopen(path, "w");
+    fputs("x", f);
+    fclose(f);
+
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
+    tt_probe_source_poll(s);
+    tt_probe_source_poll(s);
+    tt_probe_source_finish(s);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.records, 2);           /* the first of 100 and of 101 */
+    assert_int_equal(st.unfinished_bytes, 2 * n);
+    assert_int_equal(st.bad_rings, 5);         /* 101, 102, 103, 104, 106 */
+    assert_int_equal(st.rings, 3);             /* 100, 101, 102 mapped */
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+    remove_dir(dir);
+}
+
+static void test_open_dir_errors(void **state)
+{
+    tt_probe_source *s = tt_probe_source_new(NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, "/nonexistent/tokentap", false, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/tokentap"));
+    assert_int_equal(tt_probe_source_poll(s), 0);
+    tt_probe_source_free(s);
+    tt_probe_source_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_connection),
+        cmocka_unit_test(test_roles_layers_and_processes),
+        cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_ring_wraps),
+        cmocka_unit_test(test_ring_unfinished_and_damaged),
+        cmocka_unit_test(test_open_dir_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

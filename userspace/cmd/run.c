@@ -1,0 +1,671 @@
+/* run.c - `tokentap run -- CMD ARGS...`: start CMD with the LD_PRELOAD probe
+ * (probe/), follow it and its children, and report the client vantage (and,
+ * as root, the server vantage from eBPF and the wire from libpcap) when CMD
+ * exits. CMD's exit status is passed through. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../probe/probe_abi.h"
+#include "cmd/commands.h"
+#include "core/util.h"
+#include "metrics/metrics.h"
+#include "report/json_writer.h"
+#include "report/pcap_synth.h"
+#include "report/recording_dir.h"
+#include "report/report.h"
+#include "report/report_multi.h"
+#include "source/bpf_source.h"
+#include "source/pcap_source.h"
+#include "source/probe_source.h"
+#include "timeline/conn_tracker.h"
+
+static volatile sig_atomic_t run_child_pid;
+static volatile sig_atomic_t run_interrupted;
+
+/* SIGTERM/SIGHUP to tokentap go on to CMD; SIGINT and SIGQUIT reach CMD
+ * from the terminal by themselves, so tokentap only notes them and keeps
+ * collecting until CMD exits. */
+static void on_signal(int sig)
+{
+    run_interrupted = 1;
+    if ((sig == SIGTERM || sig == SIGHUP) && run_child_pid > 0) kill((pid_t)run_child_pid, sig);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tokentap run [OPTIONS] [--] CMD [ARGS...]\n"
+            "\n"
+            "Run CMD with the tokentap probe preloaded (LD_PRELOAD, no root needed): every\n"
+            "read and write CMD, its threads and the processes it forks or execs make on a\n"
+            "TCP socket is recorded with its CLOCK_MONOTONIC instant, and when CMD exits the\n"
+            "report of its streams is printed at the client vantage (sockets it connected;\n"
+            "tls: the plaintext of OpenSSL's SSL_read/SSL_write; server: sockets it accepted).\n"
+            "As root, --server-pid/--server-port also take the server vantage with eBPF and\n"
+            "the wire with libpcap; otherwise one line says which vantages were not taken.\n"
+            "See docs/probe.md.\n"
+            "\n"
+            "options:\n"
+            "  -o, --output DIR     also record the run into DIR like `tokentap record`\n"
+            "                       (client.pcap, server.pcap, tls.pcap, wire.pcap, manifest.json),\n"
+            "                       for `tokentap analyze DIR`\n"
+            "  --server-pid PID     (root) the server's process: its vantage from eBPF\n"
+            "  --server-port PORT   (root) the server's port: eBPF server vantage and wire filter\n"
+            "  -i, --iface IFACE    (root) the interface the wire is captured on (default lo)\n"
+            "  --report FILE        write the report to FILE (mode 0600) instead of stdout\n"
+            "  --json               the JSON document (docs/formats.md) instead of text\n"
+            "  --events             list every framed event with its instant (with --json: JSON)\n"
+            "  --text               include generated text\n"
+            "  --ring-kb N          each process's ring in KiB (default 16384): full -> records dropped\n"
+            "  -h, --help           this help\n"
+            "\n"
+            "The probe library is found next to the tokentap binary (libtokentap-probe.so)\n"
+            "or at $TOKENTAP_PROBE.\n"
+            "\n"
+            "exit status: CMD's own (128+N when a signal N killed it; 127 when it could not be\n"
+            "started); 2 bad usage and 3 the probe or its directory could not be set up, both\n"
+            "before CMD starts. A report that could not be written is said on stderr.\n");
+}
+
+/* Sends a vantage's chunks to its tracker and, when recording, its pcap. */
+typedef struct vantage_sink {
+    tt_tracker *tracker;
+    tt_synth *synth;       /* NULL when not recording (or not yet opened) */
+    char synth_path[4096]; /* opened on the first chunk ("" when not recording) */
+    bool synth_failed;
+    uint64_t chunks;
+} vantage_sink;
+
+static void sink_chunk(void *ctx, const tt_chunk *c)
+{
+    vantage_sink *v = ctx;
+    v->chunks++;
+    tt_tracker_chunk(v->tracker, c);
+    if (!v->synth && v->synth_path[0] && !v->synth_failed) {
+        char err[256];
+        v->synth = tt_synth_open(v->synth_path, err, sizeof err);
+        if (!v->synth) {
+            fprintf(stderr, "tokentap run: %s\n", err);
+            v->synth_failed = true;
+        }
+    }
+    if (v->synth) tt_synth_chunk(v->synth, c);
+}
+
+/* The probe library: $TOKENTAP_PROBE, else next to this binary. */
+static int find_probe(char *out, size_t cap)
+{
+    const char *env = getenv("TOKENTAP_PROBE");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+    } else {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) return -1;
+        self[n] = 0;
+        snprintf(out, cap, "%s/libtokentap-probe.so", dirname(self));
+    }
+    return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+/* A fresh 0700 directory for the rings, in shared memory when there is one. */
+static int make_ring_dir(char *out, size_t cap)
+{
+    const char *base = "/dev/shm";
+    if (access(base, W_OK | X_OK) != 0) {
+        base = getenv("TMPDIR");
+        if (!base || !*base) base = "/tmp";
+    }
+    snprintf(out, cap, "%s/tokentap-run.XXXXXX", base);
+    if (!mkdtemp(out)) return -1;
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s/%s", out, TT_PROBE_MARKER);
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rmdir(out);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* Delete the ring directory and what is left in it (rings, marker, wire). */
+static void remove_ring_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* LD_PRELOAD for CMD: the probe first, then whatever was preloaded already. */
+static char *preload_value(const char *probe)
+{
+    const char *old = getenv("LD_PRELOAD");
+    size_t n = strlen(probe) + (old ? strlen(old) + 1 : 0) + 1;
+    char *v = malloc(n);
+    if (!v) return NULL;
+    if (old && *old) snprintf(v, n, "%s:%s", probe, old);
+    else snprintf(v, n, "%s", probe);
+    return v;
+}
+
+static void print_command(FILE *out, char **argv)
+{
+    for (int i = 0; argv[i]; i++) fprintf(out, "%s%s", i ? " " : "", argv[i]);
+}
+
+typedef struct run_options {
+    const char *record_dir, *report_path, *iface;
+    uint32_t server_pid;
+    uint16_t server_port;
+    uint32_t ring_kb;
+    bool json, events, text;
+} run_options;
+
+/* Everything collected during the run. */
+typedef struct run_state {
+    vantage_sink client, server, tls, ebpf_server;
+    tt_probe_source *probe;
+    tt_bpf_source *bpf;
+    tt_recdir_wire wire;
+    char wire_path[4200];
+    const char *bpf_skipped; /* why the eBPF server vantage was not taken (NULL: taken or not asked) */
+    char bpf_err[256];
+} run_state;
+
+static int sink_init(vantage_sink *v, bool keep_text, const char *dir, const char *file)
+{
+    tt_tracker_options topt = {.keep_text = keep_text};
+    v->tracker = tt_tracker_new(&topt);
+    if (dir) snprintf(v->synth_path, sizeof v->synth_path, "%s/%s", dir, file);
+    return v->tracker ? 0 : -1;
+}
+
+static bool sink_close(vantage_sink *v)
+{
+    bool ok = !v->synth_failed;
+    if (v->synth && tt_synth_close(v->synth) < 0) ok = false;
+    v->synth = NULL;
+    return ok;
+}
+
+/* One analysed vantage for the report. */
+typedef struct run_analysis {
+    tt_analysis a;
+    tt_reasm_stats rs;
+    tt_pcap_source *wire_src;
+    tt_reasm *wire_reasm;
+    tt_tracker *wire_tracker;
+    char input[4300];
+    bool filled;
+} run_analysis;
+
+static int analysis_of(run_analysis *ra, tt_tracker *t, tt_vantage v, const char *input, const tt_probe_stats *ps,
+                       const tt_bpf_stats *bs, bool text)
+{
+    ra->rs.connections = tt_tracker_connections(t);
+    ra->rs.gaps = bs ? bs->gaps : ps->gaps;
+    ra->rs.gap_bytes = bs ? bs->gap_bytes : ps->gap_bytes;
+    snprintf(ra->input, sizeof ra->input, "%s", input);
+    ra->a = (tt_analysis){
+        .command = "run",
+        .input = ra->input,
+        .vantage = v,
+        .clock = TT_CLOCK_MONOTONIC,
+        .reasm = &ra->rs,
+        .with_text = text,
+    };
+    const double pct[1] = {99};
+    int rc = tt_analysis_fill(&ra->a, t, pct, 1);
+    ra->filled = true;
+    return rc;
+}
+
+/* The wire vantage: the capture read back, converted to CLOCK_MONOTONIC. */
+static int wire_analysis(run_analysis *ra, const char *path, int64_t offset, bool text)
+{
+    char err[512];
+    ra->wire_src = tt_pcap_source_open(path, err, sizeof err);
+    if (!ra->wire_src) {
+        fprintf(stderr, "tokentap run: wire: %s\n", err);
+        return -1;
+    }
+    tt_pcap_source_set_mono_offset(ra->wire_src, offset);
+    tt_tracker_options topt = {.keep_text = text};
+    ra->wire_tracker = tt_tracker_new(&topt);
+    ra->wire_reasm = ra->wire_tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, ra->wire_tracker) : NULL;
+    if (!ra->wire_reasm) return -1;
+    if (tt_pcap_source_run(ra->wire_src, ra->wire_reasm, NULL, NULL, err, sizeof err) < 0)
+        fprintf(stderr, "tokentap run: wire: %s\n", err);
+    snprintf(ra->input, sizeof ra->input, "%s", path);
+    ra->a = (tt_analysis){
+        .command = "run",
+        .input = ra->input,
+        .vantage = TT_VANTAGE_WIRE,
+        .clock = tt_pcap_source_clock(ra->wire_src),
+        .has_mono_offset = true,
+        .mono_offset_ns = offset,
+        .pcap = tt_pcap_source_stats(ra->wire_src),
+        .reasm = tt_reasm_get_stats(ra->wire_reasm),
+        .with_text = text,
+    };
+    const double pct[1] = {99};
+    int rc = tt_analysis_fill(&ra->a, ra->wire_tracker, pct, 1);
+    ra->filled = true;
+    return rc;
+}
+
+static void analysis_free(run_analysis *ra)
+{
+    if (ra->filled) tt_analysis_release(&ra->a);
+    tt_reasm_free(ra->wire_reasm);
+    tt_tracker_free(ra->wire_tracker);
+    tt_pcap_source_close(ra->wire_src);
+}
+
+static void write_probe_stats(tt_jw *w, const tt_probe_stats *p)
+{
+    tt_jw_object_begin(w, "probe");
+    tt_jw_uint(w, "processes", p->processes);
+    tt_jw_uint(w, "rings", p->rings);
+    tt_jw_uint(w, "bad_rings", p->bad_rings);
+    tt_jw_uint(w, "records", p->records);
+    tt_jw_uint(w, "bad_records", p->bad_records);
+    tt_jw_uint(w, "connections", p->connections);
+    tt_jw_uint(w, "data_bytes", p->data_bytes);
+    tt_jw_uint(w, "gaps", p->gaps);
+    tt_jw_uint(w, "gap_bytes", p->gap_bytes);
+    tt_jw_uint(w, "ring_full_drops", p->drop_records);
+    tt_jw_uint(w, "ring_full_drop_bytes", p->drop_bytes);
+    tt_jw_uint(w, "unfinished_bytes", p->unfinished_bytes);
+    tt_jw_uint(w, "untracked_fds", p->untracked_fds);
+    tt_jw_object_end(w);
+}
+
+static int write_run_manifest(const char *dir, const run_state *st, const tt_recdir_clock *clock, char **cmd_argv,
+                              pid_t child, int exit_status, const tt_probe_stats *ps, const tt_bpf_stats *bs)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    tt_jw w;
+    FILE *out = tt_recdir_manifest_open(path, &w, "run", clock);
+    if (!out) return -1;
+    tt_jw_array_begin(&w, "argv");
+    for (int i = 0; cmd_argv[i]; i++) tt_jw_str(&w, NULL, cmd_argv[i]);
+    tt_jw_array_end(&w);
+    tt_jw_array_begin(&w, "pids");
+    tt_jw_uint(&w, NULL, (uint64_t)child);
+    tt_jw_array_end(&w);
+    tt_jw_int(&w, "exit_status", exit_status);
+    tt_jw_object_begin(&w, "files");
+    tt_jw_str_or_null(&w, "client", st->client.synth_path[0] && access(st->client.synth_path, F_OK) == 0 ? "client.pcap" : NULL);
+    bool server_file = access(st->ebpf_server.synth_path, F_OK) == 0 || access(st->server.synth_path, F_OK) == 0;
+    tt_jw_str_or_null(&w, "server", server_file ? "server.pcap" : NULL);
+    tt_jw_str_or_null(&w, "tls", access(st->tls.synth_path, F_OK) == 0 ? "tls.pcap" : NULL);
+    tt_jw_str_or_null(&w, "wire", st->wire.skipped[0] ? NULL : "wire.pcap");
+    tt_jw_str_or_null(&w, "wire_skipped", st->wire.skipped[0] ? st->wire.skipped : NULL);
+    tt_jw_str_or_null(&w, "server_skipped", st->bpf_skipped);
+    tt_jw_object_end(&w);
+    tt_jw_object_begin(&w, "drops");
+    write_probe_stats(&w, ps);
+    if (bs) {
+        tt_jw_object_begin(&w, "ebpf");
+        tt_jw_uint(&w, "records", bs->records);
+        tt_jw_uint(&w, "gaps", bs->gaps);
+        tt_jw_uint(&w, "gap_bytes", bs->gap_bytes);
+        tt_jw_uint(&w, "ringbuf_drops", bs->rb_fail);
+        tt_jw_uint(&w, "ringbuf_drop_bytes", bs->rb_fail_bytes);
+        tt_jw_uint(&w, "truncated", bs->truncated);
+        tt_jw_uint(&w, "truncated_bytes", bs->truncated_bytes);
+        tt_jw_object_end(&w);
+    } else {
+        tt_jw_null(&w, "ebpf");
+    }
+    tt_recdir_wire_stats_json(&w, "pcap", &st->wire);
+    tt_jw_object_end(&w);
+    return tt_recdir_manifest_close(out, &w);
+}
+
+static int parse_args(int argc, char **argv, run_options *o, int *cmd_index)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},     {"server-pid", required_argument, NULL, 'p'},
+        {"server-port", required_argument, NULL, 'P'}, {"iface", required_argument, NULL, 'i'},
+        {"report", required_argument, NULL, 'r'},     {"json", no_argument, NULL, 'j'},
+        {"events", no_argument, NULL, 'e'},           {"text", no_argument, NULL, 't'},
+        {"ring-kb", required_argument, NULL, 'k'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint32_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:o:i:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->record_dir = optarg; break;
+        case 'i': o->iface = optarg; break;
+        case 'r': o->report_path = optarg; break;
+        case 'j': o->json = true; break;
+        case 'e': o->events = true; break;
+        case 't': o->text = true; break;
+        case 'p':
+            if (!tt_parse_u32(optarg, 0x7fffffff, &v) || v == 0) {
+                fprintf(stderr, "tokentap run: --server-pid wants a process id, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            o->server_pid = v;
+            break;
+        case 'P':
+            if (!tt_parse_u32(optarg, 65535, &v) || v == 0) {
+                fprintf(stderr, "tokentap run: --server-port wants 1..65535, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            o->server_port = (uint16_t)v;
+            break;
+        case 'k':
+            if (!tt_parse_u32(optarg, TT_PROBE_MAX_RING >> 10, &v) || v < (TT_PROBE_MIN_RING >> 10)) {
+                fprintf(stderr, "tokentap run: --ring-kb wants %u..%u, got '%s'\n", TT_PROBE_MIN_RING >> 10,
+                        TT_PROBE_MAX_RING >> 10, optarg);
+                return TT_EXIT_USAGE;
+            }
+            o->ring_kb = v;
+            break;
+        case 'h': usage(stdout); return TT_EXIT_OK;
+        case ':':
+            fprintf(stderr, "tokentap run: %s needs a value (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        default:
+            fprintf(stderr, "tokentap run: unknown option '%s' (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "tokentap run: no command to run (try --help)\n");
+        return TT_EXIT_USAGE;
+    }
+    *cmd_index = optind;
+    return -1;
+}
+
+/* The exec side of the fork: never returns. */
+static void exec_command(char **cmd_argv, const char *preload, const char *ring_dir, uint32_t ring_kb)
+{
+    char kb[32];
+    snprintf(kb, sizeof kb, "%u", ring_kb);
+    if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv(TT_PROBE_DIR_ENV, ring_dir, 1) < 0 ||
+        (ring_kb && setenv(TT_PROBE_RING_ENV, kb, 1) < 0)) {
+        fprintf(stderr, "tokentap run: cannot set the environment: %s\n", strerror(errno));
+        _exit(126);
+    }
+    execvp(cmd_argv[0], cmd_argv);
+    int e = errno;
+    fprintf(stderr, "tokentap run: cannot run %s: %s\n", cmd_argv[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Start the root-only vantages, or say why they are not taken. */
+static void start_root_vantages(run_state *st, const run_options *o, const char *ring_dir, bool keep_text)
+{
+    bool asked = o->server_pid || o->server_port;
+    if (geteuid() != 0) {
+        fprintf(stderr, "tokentap run: not root: the server vantage (eBPF) and the wire vantage (libpcap) are not "
+                        "taken; reporting the client vantage\n");
+        st->bpf_skipped = "not root";
+        snprintf(st->wire.skipped, sizeof st->wire.skipped, "not root: no wire capture");
+        return;
+    }
+    if (!asked) {
+        st->bpf_skipped = "no --server-pid or --server-port";
+        snprintf(st->wire.skipped, sizeof st->wire.skipped, "no --server-pid or --server-port");
+        return;
+    }
+    tt_bpf_options bopt = {.tgid = o->server_pid, .port = o->server_port};
+    st->bpf = tt_bpf_source_new(sink_chunk, &st->ebpf_server, NULL, NULL);
+    if (!st->bpf || tt_bpf_source_start(st->bpf, &bopt, st->bpf_err, sizeof st->bpf_err) < 0) {
+        if (!st->bpf) snprintf(st->bpf_err, sizeof st->bpf_err, "out of memory");
+        fprintf(stderr, "tokentap run: server vantage not taken: %s\n", st->bpf_err);
+        st->bpf_skipped = st->bpf_err;
+        tt_bpf_source_free(st->bpf);
+        st->bpf = NULL;
+    }
+    snprintf(st->wire_path, sizeof st->wire_path, "%s/wire.pcap", o->record_dir ? o->record_dir : ring_dir);
+    tt_recdir_wire_start(&st->wire, st->wire_path, o->iface, o->server_port);
+    if (st->wire.skipped[0]) fprintf(stderr, "tokentap run: wire vantage not taken: %s\n", st->wire.skipped);
+    (void)keep_text;
+}
+
+/* Poll every source until CMD exits; returns its wait status. */
+static int collect(run_state *st, pid_t child)
+{
+    int wstatus = 0;
+    char err[256];
+    for (;;) {
+        pid_t w = waitpid(child, &wstatus, WNOHANG);
+        if (w == child) break;
+        if (w < 0 && errno != EINTR) {
+            wstatus = 0;
+            break;
+        }
+        size_t n = tt_probe_source_poll(st->probe);
+        if (st->bpf && tt_bpf_source_poll(st->bpf, n ? 0 : 5, err, sizeof err) < 0) {
+            fprintf(stderr, "tokentap run: server vantage: %s\n", err);
+            tt_bpf_source_free(st->bpf);
+            st->bpf = NULL;
+        }
+        tt_recdir_wire_drain(&st->wire);
+        if (!n && !st->bpf) {
+            struct timespec pause = {0, 2 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return wstatus;
+}
+
+static int exit_status_of(int wstatus)
+{
+    if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+    return TT_EXIT_INTERNAL;
+}
+
+/* The report: every vantage that saw a request (the client's always). */
+static bool write_report(const run_options *o, run_state *st, char **cmd_argv, const tt_probe_stats *ps,
+                         const tt_bpf_stats *bs, int64_t offset)
+{
+    char input[512] = "";
+    size_t used = 0;
+    for (int i = 0; cmd_argv[i] && used < sizeof input - 1; i++)
+        used += (size_t)snprintf(input + used, sizeof input - used, "%s%s", i ? " " : "", cmd_argv[i]);
+    if (used >= sizeof input) used = sizeof input - 1;
+    run_analysis ra[5];
+    memset(ra, 0, sizeof ra);
+    const tt_analysis *as[5];
+    size_t n = 0, n_reqs = 0;
+    bool ok = true;
+    struct { vantage_sink *sink; tt_vantage v; bool always; } order[4] = {
+        {&st->ebpf_server, TT_VANTAGE_SERVER, false},
+        {&st->server, TT_VANTAGE_SERVER, false},
+        {&st->client, TT_VANTAGE_CLIENT, true},
+        {&st->tls, TT_VANTAGE_TLS, false},
+    };
+    for (int i = 0; i < 4; i++) {
+        size_t nr;
+        tt_tracker_requests(order[i].sink->tracker, &nr);
+        if (!nr && !order[i].always) continue;
+        bool from_bpf = order[i].sink == &st->ebpf_server;
+        if (analysis_of(&ra[n], order[i].sink->tracker, order[i].v, input, ps, from_bpf ? bs : NULL, o->text) < 0) {
+            ok = false;
+            continue;
+        }
+        n_reqs += ra[n].a.n_reqs;
+        as[n] = &ra[n].a;
+        n++;
+    }
+    if (!st->wire.skipped[0] && st->wire_path[0]) {
+        if (wire_analysis(&ra[n], st->wire_path, offset, o->text) == 0 && ra[n].a.n_reqs) {
+            n_reqs += ra[n].a.n_reqs;
+            as[n] = &ra[n].a;
+            n++;
+        } else {
+            analysis_free(&ra[n]);
+            memset(&ra[n], 0, sizeof ra[n]);
+        }
+    }
+    FILE *out = NULL;
+    if (n_reqs == 0) {
+        fprintf(stderr, "tokentap run: no HTTP/1.1 exchange seen at any vantage: no report\n");
+    } else if (!(out = tt_open_output(o->report_path))) {
+        fprintf(stderr, "tokentap run: cannot write %s: %s\n", o->report_path, strerror(errno));
+        ok = false;
+    } else {
+        if (n > 1 && o->json && !o->events) {
+            tt_report_json_multi(out, input, as, n);
+        } else {
+            for (size_t k = 0; k < n; k++) {
+                if (k && !o->json) fputc('\n', out);
+                tt_report_write(out, as[k], o->json, o->events);
+            }
+        }
+        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
+            fprintf(stderr, "tokentap run: writing %s failed: %s\n", o->report_path ? o->report_path : "stdout",
+                    strerror(errno));
+            ok = false;
+        }
+    }
+    for (size_t k = 0; k < 5; k++) analysis_free(&ra[k]);
+    return ok;
+}
+
+int tt_cmd_run(int argc, char **argv)
+{
+    run_options o = {.iface = "lo"};
+    int cmd_index = 0;
+    int rc = parse_args(argc, argv, &o, &cmd_index);
+    if (rc >= 0) return rc;
+    char **cmd_argv = argv + cmd_index;
+
+    char probe_path[4096], ring_dir[4096];
+    if (find_probe(probe_path, sizeof probe_path) < 0) {
+        fprintf(stderr, "tokentap run: the probe library %s is missing (build it with make, or set TOKENTAP_PROBE)\n",
+                probe_path);
+        return TT_EXIT_INPUT;
+    }
+    if (o.record_dir && mkdir(o.record_dir, 0700) < 0) {
+        fprintf(stderr, "tokentap run: cannot create %s: %s\n", o.record_dir, strerror(errno));
+        return TT_EXIT_OUTPUT;
+    }
+    if (make_ring_dir(ring_dir, sizeof ring_dir) < 0) {
+        fprintf(stderr, "tokentap run: cannot create the ring directory %s: %s\n", ring_dir, strerror(errno));
+        return TT_EXIT_INPUT;
+    }
+    char *preload = preload_value(probe_path);
+    run_state st;
+    memset(&st, 0, sizeof st);
+    if (!preload || sink_init(&st.client, o.text, o.record_dir, "client.pcap") < 0 ||
+        sink_init(&st.server, o.text, o.record_dir, "server.pcap") < 0 ||
+        sink_init(&st.tls, o.text, o.record_dir, "tls.pcap") < 0 ||
+        sink_init(&st.ebpf_server, o.text, o.record_dir, "server.pcap") < 0) {
+        fprintf(stderr, "tokentap run: out of memory\n");
+        remove_ring_dir(ring_dir);
+        return TT_EXIT_INTERNAL;
+    }
+    start_root_vantages(&st, &o, ring_dir, o.text);
+    /* With the eBPF server vantage, a server socket of CMD's is that vantage's. */
+    st.probe = tt_probe_source_new(sink_chunk, &st.client, st.bpf ? NULL : sink_chunk, &st.server, sink_chunk, &st.tls);
+    char err[512];
+    if (!st.probe || tt_probe_source_open_dir(st.probe, ring_dir, true, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap run: %s\n", st.probe ? err : "out of memory");
+        remove_ring_dir(ring_dir);
+        return TT_EXIT_INTERNAL;
+    }
+
+    tt_recdir_clock clock;
+    clock.start_offset = tt_recdir_sample_offset(&clock.start_mono, &clock.start_wall);
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_quit, old_term, old_hup;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGQUIT, &sa, &old_quit);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "tokentap run: fork: %s\n", strerror(errno));
+        remove_ring_dir(ring_dir);
+        return TT_EXIT_INTERNAL;
+    }
+    if (child == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+        exec_command(cmd_argv, preload, ring_dir, o.ring_kb);
+    }
+    run_child_pid = child;
+    free(preload);
+    int wstatus = collect(&st, child);
+    int status = exit_status_of(wstatus);
+    run_child_pid = 0;
+
+    tt_probe_source_finish(st.probe);
+    if (st.bpf) {
+        tt_bpf_source_poll(st.bpf, 0, err, sizeof err);
+        tt_bpf_source_finish(st.bpf);
+    }
+    clock.end_offset = tt_recdir_sample_offset(&clock.end_mono, &clock.end_wall);
+    bool failed = tt_recdir_wire_stop(&st.wire) < 0;
+    tt_probe_stats ps;
+    tt_probe_source_stats(st.probe, &ps);
+    tt_bpf_stats bs;
+    if (st.bpf) tt_bpf_source_stats(st.bpf, &bs);
+    fprintf(stderr,
+            "tokentap run: ");
+    print_command(stderr, cmd_argv);
+    fprintf(stderr,
+            " exited %d; probe: %llu process images, %llu connections, %llu records, %llu bytes; ring full: %llu records "
+            "(%llu bytes) dropped; %llu gaps (%llu bytes)\n",
+            status, (unsigned long long)ps.rings, (unsigned long long)ps.connections,
+            (unsigned long long)ps.records, (unsigned long long)ps.data_bytes, (unsigned long long)ps.drop_records,
+            (unsigned long long)ps.drop_bytes, (unsigned long long)ps.gaps, (unsigned long long)ps.gap_bytes);
+    if (ps.bad_rings || ps.bad_records || ps.unfinished_bytes)
+        fprintf(stderr, "tokentap run: probe: %llu rings and %llu records refused as inconsistent, %llu bytes unfinished\n",
+                (unsigned long long)ps.bad_rings, (unsigned long long)ps.bad_records,
+                (unsigned long long)ps.unfinished_bytes);
+
+    if (!write_report(&o, &st, cmd_argv, &ps, st.bpf ? &bs : NULL, clock.start_offset)) failed = true;
+    bool synth_ok = sink_close(&st.client) & sink_close(&st.server) & sink_close(&st.tls) & sink_close(&st.ebpf_server);
+    if (o.record_dir) {
+        if (!synth_ok ||
+            write_run_manifest(o.record_dir, &st, &clock, cmd_argv, child, status, &ps, st.bpf ? &bs : NULL) < 0) {
+            fprintf(stderr, "tokentap run: writing %s failed\n", o.record_dir);
+            failed = true;
+        }
+    }
+    tt_probe_source_free(st.probe);
+    tt_bpf_source_free(st.bpf);
+    remove_ring_dir(ring_dir);
+    tt_tracker_free(st.client.tracker);
+    tt_tracker_free(st.server.tracker);
+    tt_tracker_free(st.tls.tracker);
+    tt_tracker_free(st.ebpf_server.tracker);
+    (void)failed;
+    return status;
+}

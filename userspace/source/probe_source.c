@@ -1,0 +1,560 @@
+/* probe_source.c - probe ring files -> tt_chunk (see probe_source.h). */
+#include "source/probe_source.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../probe/probe_abi.h"
+
+#define CONN_BUCKETS 1024u
+#define CONN_MAX_FDS 4
+/* The probe makes its ring file sparse: the collector allocates its pages
+ * ahead of the producers, so that the traced program's first writes into
+ * them cost a minor fault instead of a page allocation. */
+#define ALLOC_AHEAD (2u << 20)
+#define ALLOC_STEP (1u << 20)
+
+typedef struct probe_conn {
+    tt_conn_info info;
+    uint32_t pid;
+    uint64_t sock_id;
+    uint8_t layer;
+    bool local_is_server;
+    int32_t fds[CONN_MAX_FDS]; /* fds seen naming the socket; -1 free */
+    bool fds_overflow;         /* more fds than kept: closes never end it */
+    uint64_t last_ns;
+    uint64_t offset[2];        /* next stream offset per tt_direction */
+    struct probe_conn *next;
+} probe_conn;
+
+typedef struct probe_ring {
+    char path[4096];
+    uint32_t pid;
+    uint8_t *map;
+    size_t map_len;
+    bool writable;
+    int fd;             /* kept to allocate the ring's pages ahead of the producers; -1 when read-only */
+    uint64_t allocated; /* ring bytes allocated so far (the producers' first lap) */
+    uint64_t capacity, tail;
+    bool broken, done;
+    struct probe_ring *next;
+} probe_ring;
+
+typedef struct seen_pid {
+    uint32_t pid;
+    struct seen_pid *next;
+} seen_pid;
+
+struct tt_probe_source {
+    tt_chunk_fn fn[TT_VANTAGE_COUNT];
+    void *ctx[TT_VANTAGE_COUNT];
+    probe_conn *buckets[CONN_BUCKETS];
+    uint64_t next_conn_id;
+    tt_probe_stats st;
+    char dir[4096];
+    bool have_dir, remove_done, finished;
+    probe_ring *rings;
+    seen_pid *pids;
+    uint64_t done_drop_records, done_drop_bytes, done_untracked; /* counters of unmapped rings */
+};
+
+tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
+                                     void *server_ctx, tt_chunk_fn on_tls, void *tls_ctx)
+{
+    tt_probe_source *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->fn[TT_VANTAGE_CLIENT] = on_client;
+    s->ctx[TT_VANTAGE_CLIENT] = client_ctx;
+    s->fn[TT_VANTAGE_SERVER] = on_server;
+    s->ctx[TT_VANTAGE_SERVER] = server_ctx;
+    s->fn[TT_VANTAGE_TLS] = on_tls;
+    s->ctx[TT_VANTAGE_TLS] = tls_ctx;
+    s->next_conn_id = 1;
+    return s;
+}
+
+/* ---- records -> chunks ---- */
+
+static unsigned conn_bucket(uint32_t pid, uint64_t sock_id, uint8_t layer)
+{
+    uint64_t h = (sock_id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)pid << 1 | layer) * 0xC2B2AE3D27D4EB4Full;
+    return (unsigned)(h >> 40) % CONN_BUCKETS;
+}
+
+static tt_vantage conn_vantage(const probe_conn *c)
+{
+    if (c->layer == TT_PROBE_LAYER_TLS) return TT_VANTAGE_TLS;
+    return c->local_is_server ? TT_VANTAGE_SERVER : TT_VANTAGE_CLIENT;
+}
+
+static void emit(tt_probe_source *s, probe_conn *c, tt_direction dir, tt_chunk_kind kind, uint64_t ns,
+                 const uint8_t *data, size_t len)
+{
+    tt_vantage v = conn_vantage(c);
+    if (kind == TT_CHUNK_GAP) {
+        s->st.gaps++;
+        s->st.gap_bytes += len;
+    } else if (kind == TT_CHUNK_DATA) {
+        s->st.data_bytes += len;
+    }
+    if (s->fn[v]) {
+        tt_chunk ch = {
+            .conn = &c->info,
+            .vantage = v,
+            .dir = dir,
+            .kind = kind,
+            .mono_ns = ns,
+            .offset = c->offset[dir],
+            .data = kind == TT_CHUNK_DATA ? data : NULL,
+            .len = len,
+        };
+        s->fn[v](s->ctx[v], &ch);
+    }
+    if (kind == TT_CHUNK_DATA || kind == TT_CHUNK_GAP) c->offset[dir] += len;
+}
+
+static void conn_end(tt_probe_source *s, probe_conn *c, uint64_t ns)
+{
+    emit(s, c, TT_DIR_C2S, TT_CHUNK_END, ns, NULL, 0);
+    emit(s, c, TT_DIR_S2C, TT_CHUNK_END, ns, NULL, 0);
+    emit(s, c, TT_DIR_C2S, TT_CHUNK_RELEASE, ns, NULL, 0);
+    free(c);
+}
+
+static void endpoint_from(tt_endpoint *ep, const uint8_t addr[16], uint16_t port, bool ipv6)
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memset(ep, 0, sizeof *ep);
+    ep->port = port;
+    if (ipv6 && memcmp(addr, v4_mapped, sizeof v4_mapped) != 0) {
+        ep->family = 6;
+        memcpy(ep->addr, addr, 16);
+    } else {
+        ep->family = 4;
+        memcpy(ep->addr, ipv6 ? addr + 12 : addr, 4);
+    }
+}
+
+static void note_pid(tt_probe_source *s, uint32_t pid)
+{
+    for (seen_pid *p = s->pids; p; p = p->next)
+        if (p->pid == pid) return;
+    seen_pid *p = malloc(sizeof *p);
+    if (!p) return;
+    p->pid = pid;
+    p->next = s->pids;
+    s->pids = p;
+    s->st.processes++;
+}
+
+static probe_conn *conn_find(tt_probe_source *s, uint32_t pid, uint64_t sock_id, uint8_t layer, probe_conn ***link)
+{
+    unsigned b = conn_bucket(pid, sock_id, layer);
+    for (probe_conn **pp = &s->buckets[b]; *pp; pp = &(*pp)->next) {
+        probe_conn *c = *pp;
+        if (c->pid == pid && c->sock_id == sock_id && c->layer == layer) {
+            if (link) *link = pp;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static void conn_add_fd(probe_conn *c, int32_t fd)
+{
+    int free_at = -1;
+    for (int i = 0; i < CONN_MAX_FDS; i++) {
+        if (c->fds[i] == fd) return;
+        if (c->fds[i] < 0 && free_at < 0) free_at = i;
+    }
+    if (free_at >= 0) c->fds[free_at] = fd;
+    else c->fds_overflow = true;
+}
+
+/* The connection a data record belongs to, made on first sight. */
+static probe_conn *conn_for(tt_probe_source *s, uint32_t pid, const struct tt_probe_rec *r)
+{
+    probe_conn *c = conn_find(s, pid, r->sock_id, r->layer, NULL);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) return NULL;
+        c->pid = pid;
+        c->sock_id = r->sock_id;
+        c->layer = r->layer;
+        for (int i = 0; i < CONN_MAX_FDS; i++) c->fds[i] = -1;
+        bool guessed = r->role == TT_PROBE_ROLE_UNKNOWN;
+        c->local_is_server = guessed ? r->dir == TT_PROBE_DIR_RECV : r->role == TT_PROBE_ROLE_SERVER;
+        bool v6 = (r->flags & TT_PROBE_F_IPV6) != 0;
+        tt_endpoint local, remote;
+        endpoint_from(&local, r->laddr, r->lport, v6);
+        endpoint_from(&remote, r->raddr, r->rport, v6);
+        c->info.client = c->local_is_server ? remote : local;
+        c->info.server = c->local_is_server ? local : remote;
+        c->info.orientation_guessed = guessed;
+        c->info.conn_id = s->next_conn_id++;
+        c->info.first_seen_ns = r->ts_ns;
+        unsigned b = conn_bucket(pid, r->sock_id, r->layer);
+        c->next = s->buckets[b];
+        s->buckets[b] = c;
+        s->st.connections++;
+        note_pid(s, pid);
+    }
+    conn_add_fd(c, r->fd);
+    if (r->ts_ns > c->last_ns) c->last_ns = r->ts_ns;
+    return c;
+}
+
+static tt_direction conn_dir(const probe_conn *c, uint8_t probe_dir)
+{
+    bool sent = probe_dir == TT_PROBE_DIR_SEND;
+    return sent == c->local_is_server ? TT_DIR_S2C : TT_DIR_C2S;
+}
+
+static void emit_lost(tt_probe_source *s, probe_conn *c, const struct tt_probe_rec *r)
+{
+    for (uint8_t d = 0; d < 2; d++)
+        if (r->lost[d]) emit(s, c, conn_dir(c, d), TT_CHUNK_GAP, r->ts_ns, NULL, r->lost[d]);
+}
+
+/* close(fd): the fd leaves each layer's connection of that socket; the
+ * connection ends with its last fd. */
+static void feed_close(tt_probe_source *s, uint32_t pid, const struct tt_probe_rec *r)
+{
+    for (uint8_t layer = 0; layer < 2; layer++) {
+        probe_conn **link;
+        probe_conn *c = conn_find(s, pid, r->sock_id, layer, &link);
+        if (!c) continue;
+        if (layer == r->layer) emit_lost(s, c, r);
+        bool left = c->fds_overflow;
+        for (int i = 0; i < CONN_MAX_FDS; i++) {
+            if (c->fds[i] == r->fd) c->fds[i] = -1;
+            else if (c->fds[i] >= 0) left = true;
+        }
+        if (left) continue;
+        *link = c->next;
+        s->st.closes++;
+        conn_end(s, c, r->ts_ns > c->last_ns ? r->ts_ns : c->last_ns);
+    }
+}
+
+int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size_t len)
+{
+    struct tt_probe_rec r;
+    if (len < sizeof r) {
+        s->st.bad_records++;
+        return -1;
+    }
+    memcpy(&r, rec, sizeof r);
+    const uint8_t *data = (const uint8_t *)rec + sizeof r;
+    bool data_kind = r.kind == TT_PROBE_KIND_DATA;
+    if (r.kind >= TT_PROBE_KIND_COUNT || r.dir > TT_PROBE_DIR_RECV || r.layer > TT_PROBE_LAYER_TLS ||
+        r.role > TT_PROBE_ROLE_SERVER || r.len > len - sizeof r || r.len > r.total_len ||
+        (!data_kind && (r.len || r.total_len)) || r.lost[0] > UINT32_MAX * 64ull || r.lost[1] > UINT32_MAX * 64ull ||
+        (data_kind && r.total_len == 0) || (data_kind && r.len < r.total_len && !(r.flags & TT_PROBE_F_TRUNCATED))) {
+        s->st.bad_records++;
+        return -1;
+    }
+    s->st.records++;
+    if (r.kind == TT_PROBE_KIND_PAD) return 0;
+    if (r.kind == TT_PROBE_KIND_CLOSE) {
+        feed_close(s, pid, &r);
+        return 0;
+    }
+    if (!data_kind) return 0; /* CONNECT/ACCEPT: the role rides on every data record */
+    probe_conn *c = conn_for(s, pid, &r);
+    if (!c) return -1;
+    emit_lost(s, c, &r);
+    tt_direction dir = conn_dir(c, r.dir);
+    if (r.len) emit(s, c, dir, TT_CHUNK_DATA, r.ts_ns, data, r.len);
+    if (r.total_len > r.len) emit(s, c, dir, TT_CHUNK_GAP, r.ts_ns, NULL, (size_t)r.total_len - r.len);
+    return 0;
+}
+
+/* ---- ring files ---- */
+
+static uint64_t load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+/* Map a ring file; NULL when it is not (yet) a ring: a file whose magic
+ * is still 0 is being created and is tried again at the next poll. */
+static probe_ring *ring_open(tt_probe_source *s, const char *path, uint32_t pid, bool *retry)
+{
+    *retry = false;
+    bool writable = true;
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        writable = false;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)TT_PROBE_HEADER_SIZE) {
+        *retry = st.st_size < (off_t)TT_PROBE_HEADER_SIZE && S_ISREG(st.st_mode);
+        close(fd);
+        return NULL;
+    }
+    size_t len = (size_t)st.st_size;
+    void *map = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, writable ? MAP_SHARED : MAP_PRIVATE,
+                     fd, 0);
+    if (map == MAP_FAILED || !writable) {
+        close(fd);
+        fd = -1;
+    }
+    if (map == MAP_FAILED) return NULL;
+    struct tt_probe_ring *h = map;
+    uint64_t magic = load_u64(&h->magic);
+    uint64_t cap = h->capacity;
+    if (magic == 0) {
+        munmap(map, len);
+        if (fd >= 0) close(fd);
+        *retry = true;
+        return NULL;
+    }
+    if (magic != TT_PROBE_MAGIC || h->version != TT_PROBE_VERSION || h->header_size != TT_PROBE_HEADER_SIZE ||
+        cap < TT_PROBE_MIN_RING || cap > TT_PROBE_MAX_RING || (cap & (cap - 1)) != 0 ||
+        len < TT_PROBE_HEADER_SIZE + cap || h->pid != pid) {
+        munmap(map, len);
+        if (fd >= 0) close(fd);
+        s->st.bad_rings++;
+        return NULL;
+    }
+    probe_ring *r = calloc(1, sizeof *r);
+    if (!r) {
+        munmap(map, len);
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    r->fd = fd;
+    snprintf(r->path, sizeof r->path, "%s", path);
+    r->pid = pid;
+    r->map = map;
+    r->map_len = len;
+    r->writable = writable;
+    r->capacity = cap;
+    r->tail = load_u64(&h->consumed_pos);
+    s->st.rings++;
+    return r;
+}
+
+/* Allocate the ring's pages up to ALLOC_AHEAD past the producers. */
+static void ring_allocate_ahead(probe_ring *r, uint64_t head)
+{
+    if (r->fd < 0 || r->allocated >= r->capacity) return;
+    uint64_t want = head + ALLOC_AHEAD < r->capacity ? head + ALLOC_AHEAD : r->capacity;
+    while (r->allocated < want) {
+        uint64_t step = r->capacity - r->allocated < ALLOC_STEP ? r->capacity - r->allocated : ALLOC_STEP;
+        if (fallocate(r->fd, 0, (off_t)(TT_PROBE_HEADER_SIZE + r->allocated), (off_t)step) != 0) {
+            r->allocated = r->capacity; /* not supported here: the producers fault pages in themselves */
+            break;
+        }
+        r->allocated += step;
+    }
+}
+
+/* Deliver the complete records of ring r in order. */
+static size_t ring_drain(tt_probe_source *s, probe_ring *r)
+{
+    if (r->broken || r->done) return 0;
+    struct tt_probe_ring *h = (struct tt_probe_ring *)r->map;
+    const uint8_t *data = r->map + TT_PROBE_HEADER_SIZE;
+    uint64_t mask = r->capacity - 1;
+    size_t handled = 0;
+    uint64_t head = load_u64(&h->reserved_pos);
+    if (head - r->tail > r->capacity) r->broken = true;
+    ring_allocate_ahead(r, head);
+    /* One read of the producers' position and one store of ours per batch:
+     * the shared lines move between cores once, not once per record. */
+    while (!r->broken && r->tail != head) {
+        uint64_t off = r->tail & mask, room = r->capacity - off;
+        if (room < TT_PROBE_REC_MIN) {
+            if (head - r->tail < room) {
+                r->broken = true;
+                break;
+            }
+            r->tail += room;
+            continue;
+        }
+        const struct tt_probe_rec *rec = (const struct tt_probe_rec *)(data + off);
+        if (load_u64(&rec->commit) != r->tail + 1) break; /* reserved, not yet complete */
+        uint32_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
+        if (size < TT_PROBE_REC_MIN || size % 8 || size > room || size > head - r->tail) {
+            r->broken = true;
+            break;
+        }
+        if (__atomic_load_n(&rec->kind, __ATOMIC_RELAXED) != TT_PROBE_KIND_PAD &&
+            tt_probe_source_feed(s, r->pid, rec, size) == 0)
+            handled++;
+        r->tail += size;
+        if (handled % 256 == 255 && r->writable) __atomic_store_n(&h->consumed_pos, r->tail, __ATOMIC_RELEASE);
+    }
+    if (r->writable) __atomic_store_n(&h->consumed_pos, r->tail, __ATOMIC_RELEASE);
+    if (r->broken) s->st.bad_rings++;
+    return handled;
+}
+
+static void ring_counters(const probe_ring *r, uint64_t *drops, uint64_t *drop_bytes, uint64_t *untracked)
+{
+    const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;
+    *drops += load_u64(&h->drop_records);
+    *drop_bytes += load_u64(&h->drop_bytes);
+    *untracked += load_u64(&h->untracked_fds);
+}
+
+/* A drained ring whose process is gone is unmapped (and deleted when the
+ * directory is ours). */
+static void ring_retire_if_done(tt_probe_source *s, probe_ring *r)
+{
+    if (r->done || r->broken) return;
+    struct tt_probe_ring *h = (struct tt_probe_ring *)r->map;
+    if (load_u64(&h->reserved_pos) != r->tail) return;
+    if (kill((pid_t)r->pid, 0) == 0 || errno != ESRCH) return;
+    ring_counters(r, &s->done_drop_records, &s->done_drop_bytes, &s->done_untracked);
+    munmap(r->map, r->map_len);
+    r->map = NULL;
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
+    r->done = true;
+    if (s->remove_done) unlink(r->path);
+}
+
+static bool ring_known(const tt_probe_source *s, const char *path)
+{
+    for (const probe_ring *r = s->rings; r; r = r->next)
+        if (!strcmp(r->path, path)) return true;
+    return false;
+}
+
+/* "ring.<pid>.<digits>" -> pid */
+static bool ring_name(const char *name, uint32_t *pid)
+{
+    if (strncmp(name, "ring.", 5) != 0) return false;
+    const char *p = name + 5;
+    uint64_t v = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++) v = v * 10 + (uint64_t)(*p - '0');
+    if (!digits || *p != '.' || v == 0 || v > 0x7fffffff) return false;
+    for (p++, digits = 0; *p >= '0' && *p <= '9'; p++) digits++;
+    if (!digits || *p) return false;
+    *pid = (uint32_t)v;
+    return true;
+}
+
+static void scan_dir(tt_probe_source *s)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) return;
+    struct dirent *e;
+    probe_ring **tail = &s->rings;
+    while (*tail) tail = &(*tail)->next;
+    while ((e = readdir(d)) != NULL) {
+        uint32_t pid;
+        if (!ring_name(e->d_name, &pid)) continue;
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name) >= sizeof path) continue;
+        if (ring_known(s, path)) continue;
+        bool retry;
+        probe_ring *r = ring_open(s, path, pid, &retry);
+        if (!r && retry) continue;
+        if (!r) {
+            /* remember a refused file so it is not tried again */
+            r = calloc(1, sizeof *r);
+            if (!r) continue;
+            snprintf(r->path, sizeof r->path, "%s", path);
+            r->fd = -1;
+            r->broken = true;
+        }
+        *tail = r;
+        tail = &r->next;
+    }
+    closedir(d);
+}
+
+int tt_probe_source_open_dir(tt_probe_source *s, const char *dir, bool remove_done, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: %s", dir, errno ? strerror(errno) : "not a directory");
+        return -1;
+    }
+    if (strlen(dir) >= sizeof s->dir - 64) {
+        snprintf(err, errlen, "%s: path too long", dir);
+        return -1;
+    }
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    s->have_dir = true;
+    s->remove_done = remove_done;
+    return 0;
+}
+
+size_t tt_probe_source_poll(tt_probe_source *s)
+{
+    if (!s->have_dir || s->finished) return 0;
+    scan_dir(s);
+    size_t n = 0;
+    for (probe_ring *r = s->rings; r; r = r->next) {
+        n += ring_drain(s, r);
+        ring_retire_if_done(s, r);
+    }
+    return n;
+}
+
+void tt_probe_source_finish(tt_probe_source *s)
+{
+    if (s->finished) return;
+    tt_probe_source_poll(s);
+    for (probe_ring *r = s->rings; r; r = r->next) {
+        if (r->done || r->broken || !r->map) continue;
+        const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;
+        uint64_t head = load_u64(&h->reserved_pos);
+        if (head != r->tail && head - r->tail <= r->capacity) s->st.unfinished_bytes += head - r->tail;
+    }
+    s->finished = true;
+    for (unsigned b = 0; b < CONN_BUCKETS; b++) {
+        probe_conn *c = s->buckets[b];
+        s->buckets[b] = NULL;
+        while (c) {
+            probe_conn *next = c->next;
+            conn_end(s, c, c->last_ns);
+            c = next;
+        }
+    }
+}
+
+void tt_probe_source_stats(const tt_probe_source *s, tt_probe_stats *out)
+{
+    *out = s->st;
+    out->drop_records = s->done_drop_records;
+    out->drop_bytes = s->done_drop_bytes;
+    out->untracked_fds = s->done_untracked;
+    for (const probe_ring *r = s->rings; r; r = r->next)
+        if (r->map) ring_counters(r, &out->drop_records, &out->drop_bytes, &out->untracked_fds);
+}
+
+void tt_probe_source_free(tt_probe_source *s)
+{
+    if (!s) return;
+    tt_probe_source_finish(s);
+    probe_ring *r = s->rings;
+    while (r) {
+        probe_ring *next = r->next;
+        if (r->map) munmap(r->map, r->map_len);
+        if (r->fd >= 0) close(r->fd);
+        if (s->remove_done && !r->broken) unlink(r->path);
+        free(r);
+        r = next;
+    }
+    seen_pid *p = s->pids;
+    while (p) {
+        seen_pid *next = p->next;
+        free(p);
+        p = next;
+    }
+    free(s);
+}

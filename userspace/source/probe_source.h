@@ -1,0 +1,75 @@
+/* probe_source.h - the client (and tls) vantage from the LD_PRELOAD probe
+ * (probe/probe.c, probe/probe_abi.h).
+ *
+ * Reads the ring files the probe writes into one directory (one per
+ * process image), live while the program runs or after the fact, and turns
+ * every record into tt_chunk records: CLIENT vantage for a socket the
+ * process connected, SERVER vantage for one it accepted, TLS vantage for
+ * the plaintext of SSL_read/SSL_write on either. A socket first seen
+ * mid-life (neither connect nor accept traced) gets its role guessed,
+ * orientation_guessed set: read first = server, wrote first = client.
+ *
+ * One connection per (pid, socket inode, layer): dup'd fds of one socket
+ * share it, a forked child gets its own. It ends when the last fd the
+ * probe saw naming it is closed (END both ways, then RELEASE), or at
+ * finish. Bytes the probe dropped (ring full) or did not copy become
+ * TT_CHUNK_GAP chunks, never silence.
+ *
+ * The rings are shared with the traced program: every record is checked
+ * against the ring's bounds before use, and a ring that contradicts itself
+ * is abandoned (counted in bad_rings), never trusted. */
+#ifndef TT_PROBE_SOURCE_H
+#define TT_PROBE_SOURCE_H
+
+#include "core/tt_types.h"
+
+typedef struct tt_probe_source tt_probe_source;
+
+typedef struct tt_probe_stats {
+    uint64_t rings;           /* ring files read */
+    uint64_t bad_rings;       /* ring files refused or abandoned as inconsistent */
+    uint64_t records;         /* records handled */
+    uint64_t bad_records;     /* records inconsistent with themselves (skipped) */
+    uint64_t unfinished_bytes;/* ring bytes reserved but never completed when read for the last time */
+    uint64_t connections;     /* connection instances seen */
+    uint64_t data_bytes;      /* bytes delivered as TT_CHUNK_DATA */
+    uint64_t gaps, gap_bytes; /* TT_CHUNK_GAP chunks delivered */
+    uint64_t closes;          /* connections ended by the close of their last fd */
+    /* the probes' own counters, summed over rings (read at each poll) */
+    uint64_t drop_records;    /* records that did not fit in a full ring */
+    uint64_t drop_bytes;      /* data bytes in those records */
+    uint64_t untracked_fds;   /* calls on fds beyond the probe's fd table */
+    uint64_t processes;       /* distinct pids seen */
+} tt_probe_stats;
+
+/* A source delivering CLIENT chunks to on_client, SERVER chunks to
+ * on_server and TLS chunks to on_tls; any fn may be NULL to drop that
+ * vantage. NULL when out of memory. */
+tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
+                                     void *server_ctx, tt_chunk_fn on_tls, void *tls_ctx);
+
+/* Read the ring files of dir (each poll looks for new ones). With
+ * remove_done, a ring whose process is gone is deleted once drained (the
+ * collector of a live run owns the directory). 0, or -1 with a reason. */
+int tt_probe_source_open_dir(tt_probe_source *s, const char *dir, bool remove_done, char *err, size_t errlen);
+
+/* Look for new ring files, then deliver every complete record of every
+ * ring and hand the space back to the producers. Never blocks. Returns the
+ * number of records handled. */
+size_t tt_probe_source_poll(tt_probe_source *s);
+
+/* Handle one record (struct tt_probe_rec + data) of process pid, as the
+ * poller does; exposed for tests. 0, or -1 for a bad record. */
+int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size_t len);
+
+/* A last poll, then: bytes reserved but never completed are counted as
+ * unfinished, and every open connection ends (END both ways, RELEASE). */
+void tt_probe_source_finish(tt_probe_source *s);
+
+/* Counters so far. */
+void tt_probe_source_stats(const tt_probe_source *s, tt_probe_stats *out);
+
+/* Finish if not done, unmap every ring and free. NULL is fine. */
+void tt_probe_source_free(tt_probe_source *s);
+
+#endif
