@@ -120,13 +120,13 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
 
-demo-run: $(BUILD)/tokentap $(TOOL_BIN)
+demo-run: $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 	@BUILD=$(BUILD) tests/demo.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: $(BUILD)/tokentap $(TOOL_BIN)
+bench-run: $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 	@BUILD=$(BUILD) tests/bench/run.sh
 
 # Installs the Debian packages when any is missing (needs root then); quick otherwise.

@@ -12,7 +12,9 @@
 #    against its due instant read from serve's --log.
 # 3. The eBPF vantage (tests/bench/bpf.sh): added cost per traced syscall,
 #    and the highest token-event rate traced with zero drops.
-# BENCH_ONLY=NAME (analyze, serve, bpf; several separated by commas) reruns
+# 4. The LD_PRELOAD probe (tests/bench/probe.sh): added cost per
+#    intercepted call, and the call rate held with zero drops.
+# BENCH_ONLY=NAME (analyze, serve, bpf, probe; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -51,11 +53,12 @@ trap stop_started EXIT
 # section's heading, trailing blank lines dropped.
 serve_heading="## tokentap serve"
 bpf_heading="## eBPF vantage"
+probe_heading="## The LD_PRELOAD probe (tokentap run)"
 old_section() {
     [ -f docs/performance.md ] || return 0
-    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" '
+    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" '
         NR == 1 { cur = "analyze" }
-        $0 == s { cur = "serve" } $0 == b { cur = "bpf" }
+        $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" }
         cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
@@ -288,8 +291,12 @@ bpf_section() {
     BUILD=$BUILD BPFBENCH_DIR="$work/bpf" tests/bench/bpf.sh > "$work/bpf.md"
 }
 
+probe_section() {
+    BUILD=$BUILD tests/bench/probe.sh > "$work/probe.md"
+}
+
 wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-sections="analyze serve bpf"
+sections="analyze serve bpf probe"
 for name in $sections; do
     if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
 done
