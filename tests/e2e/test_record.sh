@@ -5,7 +5,10 @@
 # request at all three vantages with every token counted; server-vantage
 # token instants within 50 us (median) of serve's logged write instants; the
 # wire (converted with the manifest's offset) within 1 ms (median) of the
-# server vantage. Root; skipped when the BPF programs cannot load.
+# server vantage. The DIR reports carry the lint findings: JSON "findings"
+# holds what `tokentap lint --json DIR` finds, each item naming its vantage
+# and its joined request; the text lists each finding once per request with
+# the vantages that saw it. Root; skipped when the BPF programs cannot load.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF tracing needs root"
@@ -46,6 +49,9 @@ if command -v tshark >/dev/null; then
     done
 fi
 "$TT" analyze --json "$dir" > "$work/multi.json" || fail "analyze DIR exit $?"
+"$TT" analyze "$dir" > "$work/multi.txt" || fail "analyze DIR (text) exit $?"
+rc=0; "$TT" lint --json --fail-on none "$dir" > "$work/lint.json" || rc=$?
+[ $rc = 0 ] || fail "lint DIR exit $rc"
 off=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wall_to_mono_offset_ns"]["start"])' "$dir/manifest.json")
 "$TT" analyze --json --events "$dir/server.pcap" > "$work/server-events.json"
 "$TT" analyze --json --events --wall-to-mono-offset "$off" "$dir/wire.pcap" > "$work/wire-events.json"
@@ -78,9 +84,31 @@ for rid in sorted(want):
     d_wire += [w - s for w, s in zip(wire[rid], server[rid])]
     first = reqs[rid]["vantages"]
     assert first["server"]["first_token_mono_ns"] == server[rid][0], rid
+
+# findings: the same as lint's, each with its vantage and joined request
+def key(f):
+    return (f["vantage"], f["request_id"], f["id"], f["count"], f["event_index"], f["offset"], f["mono_ns"])
+lint = json.load(open(f"{work}/lint.json"))
+got, want_f = sorted(map(key, multi["findings"])), sorted(map(key, lint["findings"]))
+assert got == want_f, (got, want_f)
+for f in multi["findings"]:
+    r = multi["requests"][f["joined_request"]]
+    assert r["request_id"] == f["request_id"] and f["vantage"] in r["vantages"], (f, r["request_id"])
+for v in ("server", "client", "wire"):
+    s = multi["per_vantage"][v]["findings_summary"]
+    assert s["findings"] == sum(1 for f in multi["findings"] if f["vantage"] == v), (v, s)
+role = {(f["request_id"], f["vantage"]) for f in multi["findings"] if f["id"] == "role-only-first-chunk"}
+assert role == {(rid, v) for rid in want for v in ("server", "client", "wire")}, sorted(role)
+text = open(f"{work}/multi.txt").read()
+section = text[text.index("- Disagreements -"):]
+section = section[section.index("- Findings -"):section.index("\ntokentap analyze ")]
+block = section[section.index("[info] role-only-first-chunk: 3 requests\n"):].split("\n")[1:4]
+assert sorted(l.split()[0] for l in block) == sorted(want), block
+assert all(l.split(None, 1)[1] == "client x1, wire x1, server x1" for l in block), block
+
 med_log, med_wire = statistics.median(d_log), statistics.median(d_wire)
 print(f"record: 3 streams x 20 tokens at server, client and wire; server minus serve log median {med_log/1e3:.1f} us; "
-      f"wire minus server median {med_wire/1e3:.1f} us")
+      f"wire minus server median {med_wire/1e3:.1f} us; {len(got)} findings as lint's, joined")
 assert abs(med_log) <= 50_000, med_log
 assert abs(med_wire) <= 1_000_000, med_wire
 PY

@@ -2,6 +2,8 @@
 #include "cmd/cmd_input.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,35 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
     if (total)
         fprintf(stderr, "\r%s: %3u%% (%llu of %llu MB)", command, (unsigned)(done * 100 / total),
                 (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+}
+
+int tt_cmd_input_parse_offset(tt_cmd_input_options *opt, const char *arg)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end) {
+        fprintf(stderr, "tokentap %s: --wall-to-mono-offset wants an integer of nanoseconds, got '%s'\n", opt->command,
+                arg);
+        return TT_EXIT_USAGE;
+    }
+    opt->have_offset = true;
+    opt->mono_offset_ns = v;
+    return TT_EXIT_OK;
+}
+
+int tt_cmd_option_error(const char *command, int c, char **argv)
+{
+    if (c == ':') fprintf(stderr, "tokentap %s: %s needs a value (try --help)\n", command, argv[optind - 1]);
+    else fprintf(stderr, "tokentap %s: unknown option '%s' (try --help)\n", command, argv[optind - 1]);
+    return TT_EXIT_USAGE;
+}
+
+const char *tt_cmd_input_operand(const char *command, int argc, char **argv)
+{
+    if (optind == argc - 1) return argv[optind];
+    fprintf(stderr, "tokentap %s: expected exactly one capture file or recording directory (try --help)\n", command);
+    return NULL;
 }
 
 bool tt_cmd_input_is_recording(const char *path)
@@ -156,6 +187,8 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
         fprintf(stderr, "tokentap %s: %s\n", opt->command, err);
         return TT_EXIT_INPUT;
     }
+    in->has_mono_offset = true;
+    in->mono_offset_ns = offset;
     int status = TT_EXIT_OK;
     size_t requests = 0;
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
@@ -195,10 +228,17 @@ int tt_cmd_input_load(const char *path, const tt_cmd_input_options *opt, tt_cmd_
         fprintf(stderr, "tokentap %s: out of memory\n", opt->command);
         return TT_EXIT_INTERNAL;
     }
+    /* Connections come and go while requests accumulate: keep freed heap
+     * instead of returning it to the kernel and faulting it back in. */
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    mallopt(M_TOP_PAD, 16 << 20);
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
     if (tt_cmd_input_is_recording(path)) {
         in->recording = true;
         return load_recording(path, opt, in);
     }
+    in->has_mono_offset = opt->have_offset;
+    in->mono_offset_ns = opt->have_offset ? opt->mono_offset_ns : 0;
     tt_input_run *v = &in->runs[0];
     int rc = run_one(v, path, TT_VANTAGE_WIRE, opt->have_offset, opt->mono_offset_ns, false, opt);
     if (rc != TT_EXIT_OK && rc != TT_EXIT_DAMAGED) return rc;
@@ -212,10 +252,27 @@ int tt_cmd_input_load(const char *path, const tt_cmd_input_options *opt, tt_cmd_
     return rc;
 }
 
+tt_join_options tt_cmd_input_join_options(const tt_cmd_input *in)
+{
+    bool mono = in->recording || (in->n && in->analyses[0]->clock == TT_CLOCK_MONOTONIC);
+    return (tt_join_options){
+        .clock_is_mono = mono, .has_wall_to_mono = in->has_mono_offset, .wall_to_mono_ns = in->mono_offset_ns};
+}
+
 void tt_cmd_input_free(tt_cmd_input *in)
 {
     if (in->runs)
         for (size_t i = 0; i < TT_VANTAGE_COUNT; i++) run_free(&in->runs[i]);
     free(in->runs);
     memset(in, 0, sizeof *in);
+}
+
+int tt_cmd_output_close(const char *command, FILE *out, const char *path)
+{
+    if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
+        fprintf(stderr, "tokentap %s: writing %s failed: %s\n", command, path ? path : "stdout",
+                strerror(errno));
+        return TT_EXIT_OUTPUT;
+    }
+    return TT_EXIT_OK;
 }

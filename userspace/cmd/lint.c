@@ -100,9 +100,10 @@ int tt_cmd_lint(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {"wall-to-mono-offset", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false, text = false, have_offset = false;
+    static const double pct[] = {99};
+    tt_cmd_input_options opt = {.command = "lint", .keep_body = true, .pct = pct, .n_pct = 1, .progress = true};
+    bool json = false, text = false;
     const char *output = NULL;
-    long long mono_offset = 0;
     tt_lint_severity fail_on = TT_LINT_ERROR;
     int c;
     optind = 1;
@@ -118,43 +119,16 @@ int tt_cmd_lint(int argc, char **argv)
                 return TT_EXIT_USAGE;
             }
             break;
-        case 'W': {
-            char *end;
-            errno = 0;
-            mono_offset = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end) {
-                fprintf(stderr, "tokentap lint: --wall-to-mono-offset wants an integer of nanoseconds, got '%s'\n",
-                        optarg);
-                return TT_EXIT_USAGE;
-            }
-            have_offset = true;
+        case 'W':
+            if (tt_cmd_input_parse_offset(&opt, optarg) != TT_EXIT_OK) return TT_EXIT_USAGE;
             break;
-        }
         case 'h': usage(stdout); return TT_EXIT_OK;
-        case ':':
-            fprintf(stderr, "tokentap lint: %s needs a value (try --help)\n", argv[optind - 1]);
-            return TT_EXIT_USAGE;
-        default:
-            fprintf(stderr, "tokentap lint: unknown option '%s' (try --help)\n", argv[optind - 1]);
-            return TT_EXIT_USAGE;
+        default: return tt_cmd_option_error("lint", c, argv);
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "tokentap lint: expected exactly one capture file or recording directory (try --help)\n");
-        return TT_EXIT_USAGE;
-    }
-    const char *path = argv[optind];
-    static const double pct[] = {99};
-    tt_cmd_input_options opt = {
-        .command = "lint",
-        .keep_text = text,
-        .keep_body = true,
-        .have_offset = have_offset,
-        .mono_offset_ns = mono_offset,
-        .pct = pct,
-        .n_pct = 1,
-        .progress = true,
-    };
+    const char *path = tt_cmd_input_operand("lint", argc, argv);
+    if (!path) return TT_EXIT_USAGE;
+    opt.keep_text = text;
     tt_cmd_input in;
     int status = tt_cmd_input_load(path, &opt, &in);
     if (status != TT_EXIT_OK && status != TT_EXIT_DAMAGED && status != TT_EXIT_NO_HTTP) {
@@ -172,10 +146,8 @@ int tt_cmd_lint(int argc, char **argv)
     } else {
         if (json) write_json(out, path, &in, text, fail_on, failed);
         else write_text(out, path, &in, text, fail_on);
-        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
-            fprintf(stderr, "tokentap lint: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
-            status = TT_EXIT_OUTPUT;
-        }
+        int closed = tt_cmd_output_close("lint", out, output);
+        if (closed != TT_EXIT_OK) status = closed;
     }
     if (failed && status == TT_EXIT_FINDINGS)
         fprintf(stderr, "tokentap lint: findings at or above '%s' (exit 1)\n", tt_lint_severity_name(fail_on));

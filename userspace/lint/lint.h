@@ -109,6 +109,8 @@ typedef struct tt_lint_view {
     bool with_text;           /* show excerpts as escaped bytes; otherwise length and hash */
     bool detailed;            /* text: every finding; otherwise a summary per id */
     const char *vantage;      /* JSON: named in each finding when non-NULL */
+    const size_t *joined;     /* JSON: when non-NULL, joined[request] is written as "joined_request"
+                                 (null for SIZE_MAX): the request's index in a multi-vantage document */
 } tt_lint_view;
 
 /* The "Findings" section of a text report: a summary per id, or with
@@ -123,6 +125,11 @@ void tt_lint_write_json(tt_jw *w, const char *key, const tt_lint_result *res, co
 void tt_lint_write_json_items(tt_jw *w, const tt_lint_result *res, const tt_lint_view *v);
 /* A JSON object under key: findings per severity and requests per id. */
 void tt_lint_write_json_summary(tt_jw *w, const char *key, const tt_lint_result *res);
+
+/* The findings filed for request index request (consecutive in res, in
+ * catalogue order): a pointer to the first and their number in *n; NULL
+ * with *n 0 when none (or res NULL). */
+const tt_lint_finding *tt_lint_findings_of(const tt_lint_result *res, size_t request, size_t *n);
 
 /* FNV-1a 64 of n bytes (the excerpt hash). */
 uint64_t tt_lint_fnv1a64(const uint8_t *p, size_t n);

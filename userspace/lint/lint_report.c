@@ -146,6 +146,8 @@ static void write_finding_json(tt_jw *w, const tt_lint_finding *f, const tt_lint
     tt_jw_str(w, "severity", tt_lint_severity_name(e->severity));
     if (v->vantage) tt_jw_str(w, "vantage", v->vantage);
     tt_jw_uint(w, "request_index", f->request);
+    if (v->joined && v->joined[f->request] != SIZE_MAX) tt_jw_uint(w, "joined_request", v->joined[f->request]);
+    else if (v->joined) tt_jw_null(w, "joined_request");
     tt_jw_str_or_null(w, "request_id", r->request_id);
     tt_jw_object_begin(w, "connection");
     tt_jw_str(w, "client", tt_endpoint_format(&r->client, ep, sizeof ep));
@@ -189,6 +191,22 @@ void tt_lint_write_json(tt_jw *w, const char *key, const tt_lint_result *res, co
     tt_jw_array_begin(w, key);
     tt_lint_write_json_items(w, res, v);
     tt_jw_array_end(w);
+}
+
+const tt_lint_finding *tt_lint_findings_of(const tt_lint_result *res, size_t request, size_t *n)
+{
+    *n = 0;
+    if (!res) return NULL;
+    size_t lo = 0, hi = res->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (res->findings[mid].request < request) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t end = lo;
+    while (end < res->n && res->findings[end].request == request) end++;
+    *n = end - lo;
+    return *n ? &res->findings[lo] : NULL;
 }
 
 void tt_lint_write_json_summary(tt_jw *w, const char *key, const tt_lint_result *res)

@@ -7,10 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lint/lint.h"
 #include "report/report_multi.h"
 
 #define MAX_COLUMNS (TT_VANTAGE_COUNT + 1)
 #define MAX_DISAGREEMENTS_LISTED 10
+#define MAX_FINDINGS_LISTED 10
+
+_Static_assert(TT_LINT_COUNT <= 32, "a request's finding ids are kept as bits of a uint32_t");
+
+/* The order vantages are named in, as in the side-by-side columns. */
+static const tt_vantage column_order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
+#define N_COLUMN_VANTAGES (sizeof column_order / sizeof *column_order)
 
 typedef struct column {
     const char *name;
@@ -73,12 +81,11 @@ static void side_by_side(FILE *out, const tt_breakdown *b)
         c[n++] = (column){.name = "reported", .ok = b->reported_ok, .failed = b->reported_failed,
                           .tokens = b->reported_output_tokens, .ttft = &b->reported_ttft, .tpot = &b->reported_tpot,
                           .itl = &b->reported_itl, .e2el = &b->reported_e2el};
-    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
-    for (size_t k = 0; k < 3; k++) {
-        const tt_analysis *a = b->join.by_vantage[order[k]];
+    for (size_t k = 0; k < N_COLUMN_VANTAGES; k++) {
+        const tt_analysis *a = b->join.by_vantage[column_order[k]];
         if (!a) continue;
         const tt_summary *s = &a->summary;
-        c[n++] = (column){.name = tt_vantage_name(order[k]), .ok = s->complete, .failed = s->incomplete + s->http_errors,
+        c[n++] = (column){.name = tt_vantage_name(column_order[k]), .ok = s->complete, .failed = s->incomplete + s->http_errors,
                           .tokens = s->output_tokens, .ttft = &s->ttft, .tpot = &s->tpot, .itl = &s->itl,
                           .e2el = &s->e2el};
     }
@@ -302,12 +309,99 @@ static void disagreements(FILE *out, const tt_breakdown *b)
     }
 }
 
+/* The finding id of group g at vantage v, or NULL when v did not see g or filed no such finding. */
+static const tt_lint_finding *finding_at(const tt_breakdown *b, const tt_joined *g, tt_vantage v, tt_lint_id id)
+{
+    const tt_analysis *a = b->join.by_vantage[v];
+    if (!a || g->at[v] == TT_JOIN_ABSENT) return NULL;
+    size_t n;
+    const tt_lint_finding *f = tt_lint_findings_of(a->lint, g->at[v], &n);
+    for (size_t i = 0; i < n; i++)
+        if (f[i].id == id) return &f[i];
+    return NULL;
+}
+
+/* The finding ids filed for group g at any vantage, as bits. */
+static uint32_t finding_ids(const tt_breakdown *b, const tt_joined *g)
+{
+    uint32_t ids = 0;
+    for (size_t k = 0; k < N_COLUMN_VANTAGES; k++) {
+        tt_vantage v = column_order[k];
+        const tt_analysis *a = b->join.by_vantage[v];
+        if (!a || g->at[v] == TT_JOIN_ABSENT) continue;
+        size_t n;
+        const tt_lint_finding *f = tt_lint_findings_of(a->lint, g->at[v], &n);
+        for (size_t i = 0; i < n; i++) ids |= 1u << f[i].id;
+    }
+    return ids;
+}
+
+static void finding_line(FILE *out, const tt_breakdown *b, const tt_joined *g, tt_lint_id id)
+{
+    char name[160];
+    const char *detail = NULL, *detail_sep = " ";
+    fprintf(out, "  %-28s", request_name(b, g, name, sizeof name));
+    for (size_t k = 0; k < N_COLUMN_VANTAGES; k++) {
+        const tt_lint_finding *f = finding_at(b, g, column_order[k], id);
+        if (!f) continue;
+        fprintf(out, "%s%s x%u", detail_sep, tt_vantage_name(column_order[k]), f->count);
+        detail_sep = ", ";
+        if (!detail && f->detail[0]) detail = f->detail;
+    }
+    if (detail) fprintf(out, "  (%s)", detail);
+    putc('\n', out);
+}
+
+/* Each finding once per joined request, with the vantages that filed it
+ * and how often it occurred there. */
+static void findings(FILE *out, const tt_breakdown *b)
+{
+    putc('\n', out);
+    rule(out, " Findings ", '-');
+    uint32_t *ids = calloc(b->join.n + 1, sizeof *ids);
+    if (!ids) {
+        fputs("(out of memory listing the findings)\n", out);
+        return;
+    }
+    size_t requests[TT_LINT_COUNT] = {0}, by_severity[3] = {0}, total = 0;
+    for (size_t i = 0; i < b->join.n; i++) {
+        ids[i] = finding_ids(b, &b->join.reqs[i]);
+        for (int id = 0; id < TT_LINT_COUNT; id++)
+            if (ids[i] & (1u << id)) {
+                requests[id]++;
+                by_severity[tt_lint_entry_of((tt_lint_id)id)->severity]++;
+                total++;
+            }
+    }
+    if (!total) {
+        fputs("none\n", out);
+        free(ids);
+        return;
+    }
+    fprintf(out, "%zu findings, each once per request with the vantages that saw it: %zu error, %zu warn, %zu info\n",
+            total, by_severity[TT_LINT_ERROR], by_severity[TT_LINT_WARN], by_severity[TT_LINT_INFO]);
+    for (int id = 0; id < TT_LINT_COUNT; id++) {
+        if (!requests[id]) continue;
+        const tt_lint_entry *e = tt_lint_entry_of((tt_lint_id)id);
+        fprintf(out, "[%s] %s: %zu request%s\n", tt_lint_severity_name(e->severity), e->name, requests[id],
+                requests[id] == 1 ? "" : "s");
+        size_t shown = 0;
+        for (size_t i = 0; i < b->join.n && shown < MAX_FINDINGS_LISTED; i++)
+            if (ids[i] & (1u << id)) {
+                finding_line(out, b, &b->join.reqs[i], (tt_lint_id)id);
+                shown++;
+            }
+        if (requests[id] > shown) fprintf(out, "  (%zu more: --json lists every one)\n", requests[id] - shown);
+    }
+    fputs("(tokentap lint shows each finding's bytes and what it does to known clients)\n", out);
+    free(ids);
+}
+
 void tt_report_breakdown_text(FILE *out, const char *input, const tt_breakdown *b)
 {
     fprintf(out, "tokentap breakdown %s\nvantages:", input);
-    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
-    for (size_t k = 0; k < 3; k++)
-        if (b->join.by_vantage[order[k]]) fprintf(out, " %s", tt_vantage_name(order[k]));
+    for (size_t k = 0; k < N_COLUMN_VANTAGES; k++)
+        if (b->join.by_vantage[column_order[k]]) fprintf(out, " %s", tt_vantage_name(column_order[k]));
     fprintf(out, "   requests: %zu (%zu seen at more than one vantage)\n", b->join.n, b->join.multi_vantage);
     if (b->join.bench) {
         const tt_bench_result *br = b->join.bench;
@@ -326,6 +420,7 @@ void tt_report_breakdown_text(FILE *out, const char *input, const tt_breakdown *
     overhead_table(out, b, true);
     itl_section(out, b);
     disagreements(out, b);
+    findings(out, b);
 }
 
 int tt_breakdown_report(FILE *out, const char *input, const tt_analysis *const *as, size_t n,

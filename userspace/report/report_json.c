@@ -585,6 +585,47 @@ static void benchmark_block(tt_jw *w, const tt_breakdown *b)
     tt_jw_object_end(w);
 }
 
+/* The vantages of as[0..n) that saw group g, into grp_as and grp_idx (their
+ * request indices); returns how many (0: the group is not written). */
+static size_t group_members(const tt_joined *g, const tt_analysis *const *as, size_t n, const tt_analysis **grp_as,
+                            size_t *grp_idx)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (g->at[as[k]->vantage] != TT_JOIN_ABSENT) {
+            grp_as[m] = as[k];
+            grp_idx[m++] = g->at[as[k]->vantage];
+        }
+    return m;
+}
+
+/* "findings": every vantage's findings in as[] order, each naming its
+ * vantage and its request's index in the document's "requests". */
+static void joined_findings(tt_jw *w, const tt_breakdown *b, const tt_analysis *const *as, size_t n)
+{
+    tt_jw_array_begin(w, "findings");
+    for (size_t k = 0; k < n; k++) {
+        const tt_analysis *a = as[k];
+        size_t *joined = malloc((a->n_reqs + 1) * sizeof *joined);
+        if (joined) {
+            for (size_t i = 0; i < a->n_reqs; i++) joined[i] = SIZE_MAX;
+            const tt_analysis *grp_as[TT_VANTAGE_COUNT];
+            size_t grp_idx[TT_VANTAGE_COUNT], written = 0;
+            for (size_t i = 0; i < b->join.n; i++) {
+                const tt_joined *g = &b->join.reqs[i];
+                if (!group_members(g, as, n, grp_as, grp_idx)) continue;
+                if (g->at[a->vantage] < a->n_reqs) joined[g->at[a->vantage]] = written;
+                written++;
+            }
+        }
+        tt_lint_view v = {.reqs = a->reqs, .with_text = a->with_text, .vantage = tt_vantage_name(a->vantage),
+                          .joined = joined};
+        tt_lint_write_json_items(w, a->lint, &v);
+        free(joined);
+    }
+    tt_jw_array_end(w);
+}
+
 void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *b)
 {
     const tt_analysis *as[TT_VANTAGE_COUNT];
@@ -611,6 +652,7 @@ void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *
         source_fields(&w, as[k]);
         summary(&w, as[k]);
         notes(&w, as[k]);
+        tt_lint_write_json_summary(&w, "findings_summary", as[k]->lint);
         tt_jw_object_end(&w);
     }
     tt_jw_object_end(&w);
@@ -642,17 +684,14 @@ void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *
     for (size_t i = 0; i < b->join.n; i++) {
         const tt_joined *g = &b->join.reqs[i];
         const tt_analysis *grp_as[TT_VANTAGE_COUNT];
-        size_t grp_idx[TT_VANTAGE_COUNT], m = 0;
-        for (size_t k = 0; k < n; k++)
-            if (g->at[as[k]->vantage] != TT_JOIN_ABSENT) {
-                grp_as[m] = as[k];
-                grp_idx[m++] = g->at[as[k]->vantage];
-            }
+        size_t grp_idx[TT_VANTAGE_COUNT];
+        size_t m = group_members(g, as, n, grp_as, grp_idx);
         if (!m) continue;
         multi_ctx ctx = {.b = b, .g = g, .pb = &b->per[i]};
         one_request_at(&w, grp_as, grp_idx, m, m > 1, request_extra, &ctx);
     }
     tt_jw_array_end(&w);
+    joined_findings(&w, b, as, n);
     tt_jw_object_end(&w);
     tt_jw_end(&w);
 }
