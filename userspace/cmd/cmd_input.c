@@ -174,7 +174,8 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
     static const struct {
         const char *file;
         tt_vantage vantage;
-    } files[] = {{"server.pcap", TT_VANTAGE_SERVER}, {"client.pcap", TT_VANTAGE_CLIENT}, {"wire.pcap", TT_VANTAGE_WIRE}};
+    } files[] = {{"server.pcap", TT_VANTAGE_SERVER}, {"client.pcap", TT_VANTAGE_CLIENT}, {"wire.pcap", TT_VANTAGE_WIRE},
+                   {"tls.pcap", TT_VANTAGE_TLS}};
     char path[4096], err[8192];
     int64_t offset = 0;
     if (opt->have_offset) {
@@ -209,7 +210,7 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
     }
     if (in->n == 0) {
         if (status == TT_EXIT_OK)
-            fprintf(stderr, "tokentap %s: %s: no vantage file (server.pcap, client.pcap, wire.pcap)\n", opt->command,
+            fprintf(stderr, "tokentap %s: %s: no vantage file (server.pcap, client.pcap, wire.pcap, tls.pcap)\n", opt->command,
                     dir);
         return TT_EXIT_INPUT;
     }
