@@ -60,7 +60,7 @@ $(BUILD)/obj/userspace/source/bpf_source.o: $(BPF_SKEL)
 # The LD_PRELOAD probe (probe/README.md): never built with the sanitizers
 # (an ASan library cannot be preloaded into an uninstrumented program), its
 # own flags only, exporting only its hooks.
-$(PROBE_SO): probe/probe.c probe/probe_abi.h probe/probe.map
+$(PROBE_SO): probe/probe.c $(wildcard probe/*.h) probe/probe.map
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -g -fPIC -shared -fvisibility=hidden -fno-sanitize=all \
 		-Wl,--version-script=probe/probe.map -Wl,-z,now -o $@ probe/probe.c -ldl -pthread

@@ -32,12 +32,12 @@
 #include <unistd.h>
 
 #include "probe_abi.h"
+#include "probe_ring.h"
 
 #define HOOK __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FD_TABLE_MAX (1u << 20)
-#define RESERVE_TRIES 64
 
 _Static_assert(sizeof(struct tt_probe_rec) % 8 == 0, "probe record head must stay 8-byte aligned");
 _Static_assert(sizeof(struct tt_probe_ring) <= TT_PROBE_HEADER_SIZE, "ring header too large");
@@ -99,19 +99,14 @@ static struct {
 
 static int reals_state;          /* 0 unbound, 1 binding, 2 bound */
 static bool probe_active;        /* recording: the directory checked, the fd table mapped */
-enum { RING_NONE = 0, RING_CREATING, RING_READY, RING_FAILED };
-static int ring_state;           /* the ring is made at the first record of each process */
+static tt_probe_producer producer; /* this process's ring, made at its first record */
 static pid_t owner_pid;          /* the process the ring belongs to */
-static struct tt_probe_ring *ring_head;
-static uint8_t *ring_data;
-static uint64_t ring_mask;
 static size_t ring_map_len;
 static fd_slot *fd_table;
 static size_t fd_table_len;
 static size_t fd_high; /* no slot above this one was ever used */
 static char ring_dir[512];
 static uint64_t ring_bytes;
-static uint64_t seen_consumed; /* the collector's consumed_pos, as last read */
 
 /* Set while this thread is inside the probe's own set-up (dlsym, ring
  * creation): a wrapped call made from there goes straight to the kernel. */
@@ -234,9 +229,7 @@ static bool ring_create(void)
     h->ppid = (uint32_t)getppid();
     h->created_mono_ns = created;
     __atomic_store_n(&h->magic, TT_PROBE_MAGIC, __ATOMIC_RELEASE);
-    ring_head = h;
-    ring_data = (uint8_t *)map + TT_PROBE_HEADER_SIZE;
-    ring_mask = ring_bytes - 1;
+    tt_producer_attach(&producer, h, (uint8_t *)map + TT_PROBE_HEADER_SIZE, ring_bytes);
     ring_map_len = len;
     return true;
 }
@@ -247,61 +240,29 @@ static bool ring_create(void)
  * or when it could not be made. */
 static bool ring_ready(void)
 {
-    int state = __atomic_load_n(&ring_state, __ATOMIC_ACQUIRE);
-    if (LIKELY(state == RING_READY)) return true;
-    if (state != RING_NONE) return false;
-    if (!__atomic_compare_exchange_n(&ring_state, &state, RING_CREATING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    int state = __atomic_load_n(&producer.state, __ATOMIC_ACQUIRE);
+    if (LIKELY(state == TT_PRODUCER_READY)) return true;
+    if (state != TT_PRODUCER_NONE) return false;
+    if (!__atomic_compare_exchange_n(&producer.state, &state, TT_PRODUCER_CREATING, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
         return false;
     in_probe++;
     bool ok = ring_create();
     in_probe--;
-    __atomic_store_n(&ring_state, ok ? RING_READY : RING_FAILED, __ATOMIC_RELEASE);
+    if (ok) tt_producer_publish(&producer);
+    else __atomic_store_n(&producer.state, TT_PRODUCER_FAILED, __ATOMIC_RELEASE);
     return ok;
 }
 
-/* Reserve `need` bytes (a multiple of 8, at most half the ring) for a
- * record. Returns the record's absolute position, or UINT64_MAX when it
- * does not fit now. Never waits. */
+/* Reserve space for a record (see tt_producer_reserve); UINT64_MAX when
+ * there is no ring (yet) or no room. */
 static uint64_t ring_reserve(uint32_t need, struct tt_probe_rec **out)
 {
     if (UNLIKELY(!ring_ready())) return UINT64_MAX;
-    struct tt_probe_ring *h = ring_head;
-    uint64_t pos = __atomic_load_n(&h->reserved_pos, __ATOMIC_RELAXED);
-    /* The collector's position is read again only when the last one read
-     * leaves too little room: a stale value is merely conservative. */
-    uint64_t tail = __atomic_load_n(&seen_consumed, __ATOMIC_RELAXED);
-    for (int tries = 0; tries < RESERVE_TRIES; tries++) {
-        uint64_t off = pos & ring_mask;
-        uint64_t room_to_end = ring_bytes - off;
-        uint64_t skip = room_to_end < need ? room_to_end : 0;
-        if (pos + skip + need - tail > ring_bytes) {
-            uint64_t fresh = __atomic_load_n(&h->consumed_pos, __ATOMIC_ACQUIRE);
-            if (fresh == tail) return UINT64_MAX;
-            tail = fresh;
-            __atomic_store_n(&seen_consumed, fresh, __ATOMIC_RELAXED);
-            continue;
-        }
-        if (__atomic_compare_exchange_n(&h->reserved_pos, &pos, pos + skip + need, true, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            if (skip >= TT_PROBE_REC_MIN) {
-                struct tt_probe_rec *pad = (struct tt_probe_rec *)(ring_data + off);
-                pad->size = (uint32_t)skip;
-                pad->kind = TT_PROBE_KIND_PAD;
-                __atomic_store_n(&pad->commit, pos + 1, __ATOMIC_RELEASE);
-            }
-            *out = (struct tt_probe_rec *)(ring_data + ((pos + skip) & ring_mask));
-            return pos + skip;
-        }
-    }
-    return UINT64_MAX;
+    return tt_producer_reserve(&producer, need, out);
 }
 
-static void ring_drop(uint64_t data_bytes)
-{
-    if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != RING_READY) return;
-    __atomic_fetch_add(&ring_head->drop_records, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&ring_head->drop_bytes, data_bytes, __ATOMIC_RELAXED);
-}
+static void ring_drop(uint64_t data_bytes) { tt_producer_drop(&producer, data_bytes); }
 
 /* ---- the fd table ---- */
 
@@ -309,8 +270,8 @@ static fd_slot *slot_for(int fd)
 {
     if (UNLIKELY(fd < 0)) return NULL;
     if (UNLIKELY((size_t)fd >= fd_table_len)) {
-        if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == RING_READY)
-            __atomic_fetch_add(&ring_head->untracked_fds, 1, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) == TT_PRODUCER_READY)
+            __atomic_fetch_add(&producer.head->untracked_fds, 1, __ATOMIC_RELAXED);
         return NULL;
     }
     return &fd_table[fd];
@@ -452,7 +413,7 @@ static void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t l
         dst += n;
         left -= n;
     }
-    __atomic_store_n(&r->commit, pos + 1, __ATOMIC_RELEASE);
+    tt_producer_commit(r, pos);
 }
 
 /* A record without data (CLOSE). */
@@ -471,7 +432,7 @@ static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t call, uint6
     r->lost[1] = lost[1];
     r->len = 0;
     r->total_len = 0;
-    __atomic_store_n(&r->commit, pos + 1, __ATOMIC_RELEASE);
+    tt_producer_commit(r, pos);
 }
 
 /* Bytes moved on fd by a call that returned `moved` > 0 (or a sum of
@@ -511,9 +472,15 @@ static void note_fd_gone(int fd, uint8_t call)
 static void on_fork_child(void)
 {
     if (!probe_active) return;
-    if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == RING_READY) munmap(ring_head, ring_map_len);
-    ring_head = NULL;
-    seen_consumed = 0;
+    /* Not READY first: a signal handler running meanwhile must not touch
+     * the parent's ring while it is unmapped. */
+    int state = __atomic_exchange_n(&producer.state, TT_PRODUCER_CREATING, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&producer.early_drop_records, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&producer.early_drop_bytes, 0, __ATOMIC_SEQ_CST);
+    if (state == TT_PRODUCER_READY) munmap(producer.head, ring_map_len);
+    producer.head = NULL;
+    producer.data = NULL;
+    producer.seen_consumed = 0;
     owner_pid = getpid();
     size_t high = fd_high < fd_table_len ? fd_high + 1 : fd_table_len;
     for (size_t i = 0; i < high; i++) {
@@ -522,13 +489,13 @@ static void on_fork_child(void)
             fd_table[i].lost[1] = 0;
         }
     }
-    __atomic_store_n(&ring_state, RING_NONE, __ATOMIC_RELEASE);
+    __atomic_store_n(&producer.state, TT_PRODUCER_NONE, __ATOMIC_RELEASE);
 }
 
 static void on_exit_mark(void)
 {
-    if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == RING_READY && getpid() == owner_pid)
-        __atomic_store_n(&ring_head->exited, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) == TT_PRODUCER_READY && getpid() == owner_pid)
+        __atomic_store_n(&producer.head->exited, 1, __ATOMIC_RELEASE);
 }
 
 /* Active only when TOKENTAP_PROBE_DIR names a directory `tokentap run`
@@ -893,11 +860,19 @@ HOOK int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
     return r;
 }
 
+/* A process making a TCP socket makes its ring now, before it can have
+ * threads racing to record on it: a record made while another thread is
+ * still making the ring is dropped (counted), never waited for. */
 HOOK int socket(int domain, int type, int protocol)
 {
     if (!READY()) return (int)syscall(SYS_socket, domain, type, protocol);
     int r = real.socket(domain, type, protocol);
-    if (r >= 0 && ACTIVE()) slot_reset(r, TT_PROBE_ROLE_UNKNOWN);
+    if (r >= 0 && ACTIVE()) {
+        int e = errno;
+        slot_reset(r, TT_PROBE_ROLE_UNKNOWN);
+        if ((domain == AF_INET || domain == AF_INET6) && (type & 0xf) == SOCK_STREAM) ring_ready();
+        errno = e;
+    }
     return r;
 }
 

@@ -13,6 +13,13 @@
 #   it could not take and why.
 # - Not root, no curl, or no capture possible (or DEMO_GENERATED=1): the
 #   generated capture (the fixture writer's streams with known instants).
+# Then, root or not, the benchmark story (tokentap run, docs/probe.md): a
+# vllm-like python3 client (tests/e2e/vllm_like_client.py, which waits
+# 1 ms after each read before stamping a token: its own overhead) streams
+# from a fresh `tokentap serve` under `tokentap run --bench-result`, with
+# --server-port as root (server and wire vantages too), and the breakdown
+# of the TTFT it reported is printed (send lag, uplink, server, downlink,
+# client lag).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -30,12 +37,43 @@ generated_demo() { # why
     "$TT" analyze --percentiles 50,90,99 "$out/demo.pcap"
 }
 
+# The benchmark under `tokentap run`: its own serve, the client's result
+# file, the breakdown (the text report up to the E2EL part).
+bench_demo() {
+    [ -x /usr/bin/python3 ] || { echo "demo: /usr/bin/python3 is missing: no benchmark under tokentap run"; return 0; }
+    local args="--profile vllm --ttft-ms uniform:40:80 --itl-ms uniform:5:10 --seed 7"
+    "$TT" serve --listen 127.0.0.1:0 $args --log "$out/bench-serve.log" > "$out/bench-serve.out" 2> "$out/bench-serve.err" &
+    local spid=$! bport=""
+    for _ in $(seq 100); do grep -q '^listening on ' "$out/bench-serve.out" 2>/dev/null && break; sleep 0.05; done
+    bport=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out/bench-serve.out")
+    [ -n "$bport" ] || { echo "demo: tokentap serve did not start: $(cat "$out/bench-serve.err")" >&2; return 1; }
+    local server=() why=""
+    if [ "$(id -u)" != 0 ]; then why=" (not root: the client vantage only)"
+    elif [ -n "${DEMO_NO_BPF:-}" ]; then why=" (DEMO_NO_BPF is set: the client vantage only)"
+    else server=(--server-port "$bport"); fi
+    rm -f "$out/bench.json"
+    echo
+    echo "demo: the benchmark under the probe$why:"
+    echo "demo: tokentap run ${server[*]:+${server[*]} }--bench-result $out/bench.json -- python3 vllm_like_client.py $bport 1000000 $out/bench.json 6 demo-"
+    local rc=0
+    "$TT" run "${server[@]}" --bench-result "$out/bench.json" --report "$out/run_report.txt" -- \
+        /usr/bin/python3 tests/e2e/vllm_like_client.py "$bport" 1000000 "$out/bench.json" 6 demo- \
+        2> "$out/run.err" || rc=$?
+    kill -TERM "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
+    [ $rc = 0 ] || { echo "demo: tokentap run exited $rc: $(cat "$out/run.err")" >&2; return 1; }
+    grep -v '^tokentap run: not root' "$out/run.err" | sed 's/^tokentap run: .* exited /demo: the client exited /'
+    echo
+    awk '/E2EL breakdown/ {exit} {print}' "$out/run_report.txt"
+    echo "demo: (client lag = the benchmark's own 1 ms per token read; full report: $out/run_report.txt)"
+}
+
 if [ -n "${DEMO_GENERATED:-}" ]; then generated_demo "DEMO_GENERATED is set"; exit 0; fi
 if [ "$(id -u)" != 0 ]; then
     generated_demo "not root, so no live capture on lo and no eBPF (server and client vantages not taken)"
+    bench_demo
     exit 0
 fi
-if ! command -v curl > /dev/null; then generated_demo "curl is not installed"; exit 0; fi
+if ! command -v curl > /dev/null; then generated_demo "curl is not installed"; bench_demo; exit 0; fi
 
 started=()
 cleanup() {
@@ -75,14 +113,14 @@ else
 fi
 if [ $mode = wire ]; then
     echo "demo: server and client vantages not taken: $no_bpf; capturing the wire only"
-    [ -x "$BUILD/tools/ttcapture" ] || { cleanup; generated_demo "$BUILD/tools/ttcapture is not built"; exit 0; }
+    [ -x "$BUILD/tools/ttcapture" ] || { cleanup; generated_demo "$BUILD/tools/ttcapture is not built"; bench_demo; exit 0; }
     "$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$out/demo.pcap" -d 20 > "$out/capture.out" 2> "$out/capture.err" &
     cap_pid=$!; started+=("$cap_pid")
     for _ in $(seq 100); do grep -q ready "$out/capture.out" 2>/dev/null && break; kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.05; done
     if ! grep -q ready "$out/capture.out" 2>/dev/null; then
         why="ttcapture could not capture on lo ($(head -1 "$out/capture.err"))"
         cleanup
-        generated_demo "$why"; exit 0
+        generated_demo "$why"; bench_demo; exit 0
     fi
     echo "demo: ttcapture -i lo -f 'tcp port $port' -w $out/demo.pcap; $streams concurrent curl streams of $tokens tokens"
 else
@@ -140,6 +178,7 @@ if [ $mode = wire ]; then
         echo "demo: could not compare TTFTs (analyze: '${analyze_ttft}', serve log: '${s_ttft}')"
     fi
     echo "demo: vantages taken: wire; not taken: server, client ($no_bpf)"
+    bench_demo
     exit 0
 fi
 
@@ -206,3 +245,4 @@ if serve and "server" in per and per["server"]["ttft_ns"].get("n"):
           "%.2f ms, difference %+.3f ms" % (t_ms, n, s_ms, t_ms - s_ms))
 print("demo: vantages taken: %s%s" % (", ".join(order), "; not taken: " + ", ".join(missing) if missing else ""))
 PY
+bench_demo

@@ -1,8 +1,9 @@
 /* ttprobe_bench - the probe's added cost per intercepted call, paired in
  * one process (tests/bench/probe.sh).
  *
- *   ttprobe_bench BLOCKS ITERS
- * A loopback TCP pair; each iteration writes 64 bytes on one end and reads
+ *   ttprobe_bench BLOCKS ITERS [WARMUP]
+ * A loopback TCP pair; WARMUP write+read pairs first, not measured (a
+ * warmed-up probe: its ring's pages already mapped in this process); each iteration writes 64 bytes on one end and reads
  * them on the other. Blocks alternate between the libc calls (wrapped by
  * the probe when it is preloaded) and the same system calls made directly
  * with syscall(2) (never wrapped), so both see the same kernel, cache and
@@ -46,7 +47,8 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
     int blocks = argc > 1 ? atoi(argv[1]) : 200, iters = argc > 2 ? atoi(argv[2]) : 1000;
-    if (blocks < 2 || iters < 1) return 2;
+    long warmup = argc > 3 ? atol(argv[3]) : 0;
+    if (blocks < 2 || iters < 1 || warmup < 0) return 2;
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t l = sizeof a;
@@ -64,6 +66,9 @@ int main(int argc, char **argv)
     double *wrapped = calloc((size_t)blocks, sizeof *wrapped), *direct = calloc((size_t)blocks, sizeof *direct);
     double *wrapped_wall = calloc((size_t)blocks, sizeof *wrapped), *direct_wall = calloc((size_t)blocks, sizeof *direct);
     if (!wrapped || !direct || !wrapped_wall || !direct_wall) return 1;
+    for (long i = 0; i < warmup; i++)
+        if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)
+            return 1;
     int nw = 0, nd = 0;
     for (int b = 0; b < 2 * blocks; b++) {
         bool use_libc = b % 2 == 0;

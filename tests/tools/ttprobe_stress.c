@@ -246,19 +246,25 @@ static void client_rounds(unsigned rounds, unsigned seed)
     close(fd);
 }
 
+static atomic_int stop_signals;
+
 typedef struct worker {
     pthread_t t;
     unsigned rounds, seed;
+    atomic_int done;
 } worker;
 
+/* A worker lives on until the signals stop: pthread_kill on a thread that
+ * has ended and been joined is undefined (it crashed here). */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     client_rounds(w->rounds, w->seed);
+    atomic_store(&w->done, 1);
+    struct timespec pause = {0, 1000 * 1000};
+    while (!atomic_load(&stop_signals)) nanosleep(&pause, NULL);
     return NULL;
 }
-
-static atomic_int stop_signals;
 
 typedef struct signaller {
     worker *workers;
@@ -322,9 +328,13 @@ static int stress(int threads, int forks, unsigned rounds)
         }
         close(pipes[k][1]);
     }
-    for (int i = 0; i < threads; i++) pthread_join(ws[i].t, NULL);
+    for (int i = 0; i < threads; i++) {
+        struct timespec pause = {0, 1000 * 1000};
+        while (!atomic_load(&ws[i].done)) nanosleep(&pause, NULL);
+    }
     atomic_store(&stop_signals, 1);
     pthread_join(tsig, NULL);
+    for (int i = 0; i < threads; i++) pthread_join(ws[i].t, NULL);
     unsigned long long total_children = 0;
     unsigned long bad_children = 0;
     for (int k = 0; k < forks; k++) {

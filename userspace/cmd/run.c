@@ -19,6 +19,7 @@
 #include "../../probe/probe_abi.h"
 #include "cmd/commands.h"
 #include "core/util.h"
+#include "import/bench_import.h"
 #include "metrics/metrics.h"
 #include "report/json_writer.h"
 #include "report/pcap_synth.h"
@@ -68,8 +69,19 @@ static void usage(FILE *out)
             "  --events             list every framed event with its instant (with --json: JSON)\n"
             "  --text               include generated text\n"
             "  --ring-kb N          each process's ring in KiB (default 16384): full -> records dropped\n"
+            "  --bench-result FILE  the benchmark's result file, written by CMD (vllm --save-result\n"
+            "                       --save-detailed, genai-perf, aiperf, guidellm, sglang, llmperf),\n"
+            "                       read after CMD exits: its TTFT and E2EL are split into send lag,\n"
+            "                       uplink, server, downlink and client lag (docs/metrics.md)\n"
+            "  --bench-format NAME  its format (vllm, genai-perf, aiperf, guidellm, sglang, llmperf;\n"
+            "                       default: detected from the content)\n"
+            "  --bench-id-prefix P  the x-request-id prefix the tool numbered its requests with\n"
+            "  --perfetto FILE      also write a Chrome trace JSON (ui.perfetto.dev) of every request\n"
             "  -h, --help           this help\n"
             "\n"
+            "With a benchmark file, or when more than one vantage was taken, the report is the\n"
+            "joined breakdown of `tokentap analyze DIR` (vantages side by side, where the time\n"
+            "went), then each vantage's own report.\n"
             "The probe library is found next to the tokentap binary (libtokentap-probe.so)\n"
             "or at $TOKENTAP_PROBE.\n"
             "\n"
@@ -174,6 +186,8 @@ static void print_command(FILE *out, char **argv)
 
 typedef struct run_options {
     const char *record_dir, *report_path, *iface;
+    const char *bench_path, *bench_id_prefix, *perfetto_path;
+    tt_bench_format bench_format;
     uint32_t server_pid;
     uint16_t server_port;
     uint32_t ring_kb;
@@ -352,6 +366,8 @@ static int parse_args(int argc, char **argv, run_options *o, int *cmd_index)
         {"report", required_argument, NULL, 'r'},     {"json", no_argument, NULL, 'j'},
         {"events", no_argument, NULL, 'e'},           {"text", no_argument, NULL, 't'},
         {"ring-kb", required_argument, NULL, 'k'},    {"help", no_argument, NULL, 'h'},
+        {"bench-result", required_argument, NULL, 'B'}, {"bench-format", required_argument, NULL, 'F'},
+        {"bench-id-prefix", required_argument, NULL, 'I'}, {"perfetto", required_argument, NULL, 'E'},
         {NULL, 0, NULL, 0},
     };
     uint32_t v;
@@ -388,6 +404,19 @@ static int parse_args(int argc, char **argv, run_options *o, int *cmd_index)
             }
             o->ring_kb = v;
             break;
+        case 'B': o->bench_path = optarg; break;
+        case 'I': o->bench_id_prefix = optarg; break;
+        case 'E': o->perfetto_path = optarg; break;
+        case 'F': {
+            int f = tt_bench_format_parse(optarg);
+            if (f < 0) {
+                fprintf(stderr, "tokentap run: --bench-format: unknown format '%s' (vllm, genai-perf, aiperf, "
+                                "guidellm, sglang, llmperf)\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            o->bench_format = (tt_bench_format)f;
+            break;
+        }
         case 'h': usage(stdout); return TT_EXIT_OK;
         case ':':
             fprintf(stderr, "tokentap run: %s needs a value (try --help)\n", argv[optind - 1]);
@@ -399,6 +428,14 @@ static int parse_args(int argc, char **argv, run_options *o, int *cmd_index)
     }
     if (optind >= argc) {
         fprintf(stderr, "tokentap run: no command to run (try --help)\n");
+        return TT_EXIT_USAGE;
+    }
+    if ((o->bench_path || o->perfetto_path) && o->events) {
+        fprintf(stderr, "tokentap run: --bench-result and --perfetto do not apply to --events\n");
+        return TT_EXIT_USAGE;
+    }
+    if ((o->bench_format != TT_BENCH_AUTO || o->bench_id_prefix) && !o->bench_path) {
+        fprintf(stderr, "tokentap run: --bench-format and --bench-id-prefix need --bench-result\n");
         return TT_EXIT_USAGE;
     }
     *cmd_index = optind;
@@ -486,7 +523,42 @@ static int exit_status_of(int wstatus)
     return TT_EXIT_INTERNAL;
 }
 
-/* The report: every vantage that saw a request (the client's always). */
+/* The benchmark's result file CMD wrote, read now that it exited. False
+ * (said on stderr) when it cannot be used. */
+static bool load_bench(const run_options *o, tt_bench_result *bench)
+{
+    char err[512];
+    if (tt_bench_load(o->bench_path, o->bench_format, bench, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap run: --bench-result %s: %s; the report is made without it\n", o->bench_path, err);
+        return false;
+    }
+    if (o->bench_id_prefix && tt_bench_set_id_prefix(bench, o->bench_id_prefix) != 0) {
+        fprintf(stderr, "tokentap run: out of memory reading %s\n", o->bench_path);
+        tt_bench_result_free(bench);
+        return false;
+    }
+    return true;
+}
+
+/* The Perfetto trace of the breakdown b; false (said) when not written. */
+static bool write_perfetto(const char *path, const tt_breakdown *b)
+{
+    FILE *pf = tt_open_output(path);
+    if (!pf) {
+        fprintf(stderr, "tokentap run: cannot write %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    tt_report_perfetto(pf, b);
+    if (fflush(pf) != 0 || ferror(pf) || (pf != stdout && fclose(pf) != 0)) {
+        fprintf(stderr, "tokentap run: writing %s failed: %s\n", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* The report: every vantage that saw a request (the client's always);
+ * joined into the breakdown (as `analyze DIR` does) with a benchmark file
+ * or more than one vantage. */
 static bool write_report(const run_options *o, run_state *st, char **cmd_argv, const tt_probe_stats *ps,
                          const tt_bpf_stats *bs, int64_t offset)
 {
@@ -529,6 +601,23 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
             memset(&ra[n], 0, sizeof ra[n]);
         }
     }
+    tt_bench_result bench = {0};
+    bool have_bench = o->bench_path && load_bench(o, &bench);
+    if (o->bench_path && !have_bench) ok = false;
+    bool joined = n_reqs && !o->events && (have_bench || n > 1);
+    tt_breakdown b;
+    bool built = false;
+    if (n_reqs && (joined || o->perfetto_path)) {
+        /* every vantage here is on CLOCK_MONOTONIC (the wire converted) */
+        tt_join_options jopt = {.clock_is_mono = true, .has_wall_to_mono = true, .wall_to_mono_ns = offset};
+        if (tt_breakdown_build(&b, as, n, have_bench ? &bench : NULL, &jopt) < 0) {
+            fprintf(stderr, "tokentap run: out of memory joining requests\n");
+            joined = false;
+            ok = false;
+        } else {
+            built = true;
+        }
+    }
     FILE *out = NULL;
     if (n_reqs == 0) {
         fprintf(stderr, "tokentap run: no HTTP/1.1 exchange seen at any vantage: no report\n");
@@ -536,8 +625,14 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
         fprintf(stderr, "tokentap run: cannot write %s: %s\n", o->report_path, strerror(errno));
         ok = false;
     } else {
-        if (n > 1 && o->json && !o->events) {
-            tt_report_json_multi(out, input, as, n);
+        if (joined && o->json) {
+            tt_report_json_breakdown(out, input, &b);
+        } else if (joined) {
+            tt_report_breakdown_text(out, input, &b);
+            for (size_t k = 0; k < n; k++) {
+                fputc('\n', out);
+                tt_report_write(out, as[k], false, false);
+            }
         } else {
             for (size_t k = 0; k < n; k++) {
                 if (k && !o->json) fputc('\n', out);
@@ -550,6 +645,9 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
             ok = false;
         }
     }
+    if (built && o->perfetto_path && !write_perfetto(o->perfetto_path, &b)) ok = false;
+    if (built) tt_breakdown_free(&b);
+    if (have_bench) tt_bench_result_free(&bench);
     for (size_t k = 0; k < 5; k++) analysis_free(&ra[k]);
     return ok;
 }

@@ -408,13 +408,17 @@ static void ring_counters(const probe_ring *r, uint64_t *drops, uint64_t *drop_b
 }
 
 /* A drained ring whose process is gone is unmapped (and deleted when the
- * directory is ours). */
+ * directory is ours). The process is found gone first, and the ring read
+ * once more after that: a record it completed just before it went (after
+ * this poll's drain) is still delivered. */
 static void ring_retire_if_done(tt_probe_source *s, probe_ring *r)
 {
     if (r->done || r->broken) return;
     struct tt_probe_ring *h = (struct tt_probe_ring *)r->map;
     if (load_u64(&h->reserved_pos) != r->tail) return;
     if (kill((pid_t)r->pid, 0) == 0 || errno != ESRCH) return;
+    ring_drain(s, r);
+    if (r->broken || load_u64(&h->reserved_pos) != r->tail) return;
     ring_counters(r, &s->done_drop_records, &s->done_drop_bytes, &s->done_untracked);
     munmap(r->map, r->map_len);
     r->map = NULL;
