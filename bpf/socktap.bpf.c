@@ -31,13 +31,24 @@ const volatile char targ_comm[16] = {};
 const volatile __u64 targ_cgroup_id = 0;
 const volatile __u32 targ_cgroup_level = 0;
 const volatile __u16 targ_port = 0;
+/* Records are committed without waking the reader (a wakeup is an
+ * interrupt paid inside the traced syscall, several microseconds); the
+ * reader polls on a timer instead. Once wake_bytes are waiting, a record
+ * wakes it anyway, so a burst never waits a whole poll period. Userspace
+ * sets it from the ring size before load. */
+const volatile __u32 wake_bytes = 256 << 10;
 
+/* What a syscall's enter leaves for its exit, in the thread's own task
+ * storage (no hash update or delete per syscall). */
 struct call_args {
     __u64 buf;      /* data buffer, iovec array, user_msghdr or mmsghdr array */
     __u64 count;    /* iovec entries (readv, writev), messages (recvmmsg, sendmmsg) */
     __u64 enter_ns;
+    __u64 sk;       /* the TCP sock behind fd, found at enter (0 for accept) */
     __s32 fd;
     __u32 syscall;
+    __u32 pending;  /* set at enter, cleared at exit */
+    __u32 pad;
 };
 
 struct lost_key {
@@ -47,11 +58,11 @@ struct lost_key {
 };
 
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 16384);
-    __type(key, __u64); /* pid_tgid */
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
     __type(value, struct call_args);
-} args_by_thread SEC(".maps");
+} args_by_task SEC(".maps");
 
 /* LRU: the entry of a socket that died with bytes owed is evicted, not kept
  * until the map is full. */
@@ -61,6 +72,10 @@ struct {
     __type(key, struct lost_key);
     __type(value, __u64);
 } lost_bytes SEC(".maps");
+
+/* Set once any byte was ever owed in lost_bytes: until then no record
+ * looks the map up (the loss-free common case pays no lookup). */
+volatile __u32 lost_ever = 0;
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -111,6 +126,11 @@ struct {
     __type(value, struct scratch_rec);
 } scratch SEC(".maps");
 
+static __always_inline __u64 rb_flags(void)
+{
+    return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void stat_add(__u32 idx, __u64 n)
 {
     __u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -119,13 +139,12 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 
 static __always_inline bool comm_matches(void)
 {
-    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-    char comm[16];
-    if (BPF_CORE_READ_INTO(&comm, task, group_leader, comm) != 0) return false;
+    struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
 #pragma unroll
     for (int i = 0; i < 16; i++) {
-        if (comm[i] != targ_comm[i]) return false;
-        if (comm[i] == 0) break;
+        char c = leader->comm[i];
+        if (c != targ_comm[i]) return false;
+        if (c == 0) break;
     }
     return true;
 }
@@ -140,54 +159,104 @@ static __always_inline bool task_traced(__u64 id)
     return true;
 }
 
-static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
-{
-    __u64 id = bpf_get_current_pid_tgid();
-    if (fd < 0 || !task_traced(id)) return 0;
-    struct call_args a = {.buf = buf, .count = count, .enter_ns = bpf_ktime_get_ns(), .fd = fd, .syscall = syscall};
-    if (bpf_map_update_elem(&args_by_thread, &id, &a, BPF_ANY) != 0) stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
-    return 0;
-}
+/* The kernel's own view of an address as a read-only typed pointer: the
+ * verifier then turns field loads into plain loads guarded by the
+ * exception table (a fault reads 0) instead of a bpf_probe_read_kernel
+ * call per field. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define AS_KERNEL(type, p) ((type *)bpf_rdonly_cast((const void *)(p), bpf_core_type_id_kernel(type)))
 
-/* The TCP sock behind fd in the current task, or NULL. */
+/* The TCP sock behind fd in the current task, or NULL. One helper call
+ * (the fd array entry); every other step is a direct load. */
 static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
 {
-    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-    struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-    if (!fdt) return NULL;
-    unsigned int max_fds = BPF_CORE_READ(fdt, max_fds);
-    if ((unsigned int)fd >= max_fds) return NULL;
-    struct file **fds = BPF_CORE_READ(fdt, fd);
-    struct file *f = NULL;
-    if (bpf_core_read(&f, sizeof f, &fds[fd]) != 0 || !f) return NULL;
-    umode_t mode = BPF_CORE_READ(f, f_inode, i_mode);
-    if ((mode & S_IFMT) != S_IFSOCK) return NULL;
-    struct socket *sock = BPF_CORE_READ(f, private_data);
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct files_struct *files = task->files;
+    if (!files) return NULL;
+    struct fdtable *fdt = files->fdt;
+    if (!fdt || (unsigned int)fd >= fdt->max_fds) return NULL;
+    struct file **fds = fdt->fd;
+    struct file *fp = NULL;
+    if (bpf_probe_read_kernel(&fp, sizeof fp, &fds[fd]) != 0 || !fp) return NULL;
+    struct file *f = AS_KERNEL(struct file, fp);
+    struct inode *inode = f->f_inode;
+    if (!inode || (inode->i_mode & S_IFMT) != S_IFSOCK) return NULL;
+    struct socket *sock = AS_KERNEL(struct socket, f->private_data);
     if (!sock) return NULL;
-    struct sock *sk = BPF_CORE_READ(sock, sk);
-    if (!sk) return NULL;
-    __u16 proto = BPF_CORE_READ(sk, sk_protocol);
-    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-    if (proto != TT_IPPROTO_TCP || (family != AF_INET && family != AF_INET6)) return NULL;
+    struct sock *sk = sock->sk;
+    if (!sk || sk->sk_protocol != TT_IPPROTO_TCP) return NULL;
+    __u16 family = sk->__sk_common.skc_family;
+    if (family != AF_INET && family != AF_INET6) return NULL;
     return sk;
 }
 
-static __always_inline void fill_tuple(struct tt_socktap_event *ev, struct sock *sk)
+static __always_inline void fill_tuple(struct tt_socktap_event *ev, struct sock *sk_addr)
 {
-    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+    struct sock_common *skc = &AS_KERNEL(struct sock, sk_addr)->__sk_common;
+    __u16 family = skc->skc_family;
     ev->family = family;
-    ev->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-    ev->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-    __builtin_memset(ev->laddr, 0, sizeof ev->laddr);
-    __builtin_memset(ev->raddr, 0, sizeof ev->raddr);
+    ev->lport = skc->skc_num;
+    ev->rport = bpf_ntohs(skc->skc_dport);
+    /* laddr/raddr are only 2-byte aligned in the record: copied 4 bytes at
+     * a time through memcpy, which stores them as halves. */
+    __u32 l[4] = {}, r[4] = {};
     if (family == AF_INET6) {
         ev->flags |= TT_SOCKTAP_F_IPV6;
-        BPF_CORE_READ_INTO(&ev->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-        BPF_CORE_READ_INTO(&ev->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            l[i] = skc->skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+            r[i] = skc->skc_v6_daddr.in6_u.u6_addr32[i];
+        }
     } else {
-        BPF_CORE_READ_INTO((__u32 *)ev->laddr, sk, __sk_common.skc_rcv_saddr);
-        BPF_CORE_READ_INTO((__u32 *)ev->raddr, sk, __sk_common.skc_daddr);
+        l[0] = skc->skc_rcv_saddr;
+        r[0] = skc->skc_daddr;
     }
+    __builtin_memcpy(ev->laddr, l, sizeof l);
+    __builtin_memcpy(ev->raddr, r, sizeof r);
+}
+
+static __always_inline bool is_role_syscall(__u32 syscall)
+{
+    return syscall == TT_SOCKTAP_SYS_CONNECT || syscall == TT_SOCKTAP_SYS_ACCEPT || syscall == TT_SOCKTAP_SYS_ACCEPT4;
+}
+
+/* The enter of a traced syscall: everything that can be rejected is
+ * rejected here, before anything is stored (the process filters, an fd
+ * that is not a TCP socket, the port filter where the ports are known). */
+static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
+{
+    if (fd < 0 || !task_traced(bpf_get_current_pid_tgid())) return 0;
+    struct sock *sk = tcp_sock_of_fd(fd);
+    if (!sk) return 0;
+    if (targ_port && !is_role_syscall(syscall) && sk->__sk_common.skc_num != targ_port &&
+        bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
+        return 0;
+    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0,
+                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!a) {
+        stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
+        return 0;
+    }
+    a->buf = buf;
+    a->count = count;
+    a->sk = syscall == TT_SOCKTAP_SYS_ACCEPT || syscall == TT_SOCKTAP_SYS_ACCEPT4 ? 0 : (__u64)sk;
+    a->fd = fd;
+    a->syscall = syscall;
+    a->enter_ns = bpf_ktime_get_ns();
+    a->pending = 1;
+    return 0;
+}
+
+/* The arguments the enter of `syscall` left for this thread, taken (the
+ * copy in *out), or false. */
+static __always_inline bool take_args(__u32 syscall, struct call_args *out)
+{
+    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    if (!a || !a->pending) return false;
+    a->pending = 0;
+    if (a->syscall != syscall) return false; /* a stale enter (attached between an enter and its exit) */
+    *out = *a;
+    return true;
 }
 
 /* The common head of a record about sk, stamped by the caller. */
@@ -226,7 +295,7 @@ static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u3
     ev.exit_ns = exit_ns;
     ev.ts_ns = ts_ns;
     ev.ret = ret;
-    if (bpf_ringbuf_output(&events, &ev, sizeof ev, 0) != 0) {
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         return 0;
     }
@@ -268,7 +337,7 @@ static __always_inline void finish_message(struct copy_state *st, struct tt_sock
     ev->copied = 0;
     ev->flags = st->base_flags | why | (st->failed ? TT_SOCKTAP_F_COPY_FAILED : 0);
     ev->lost_before = st->lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof *ev, 0) != 0) {
+    if (bpf_ringbuf_output(&events, ev, sizeof *ev, rb_flags()) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         st->rb_failed = 1;
         st->lost += missing;
@@ -348,7 +417,7 @@ static long copy_step(__u64 index, void *unused)
     ev->copied = n;
     ev->flags = st->base_flags;
     ev->lost_before = st->lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, 0) != 0) {
+    if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, rb_flags()) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         stat_add(TT_SOCKTAP_STAT_RB_FAIL_BYTES, n);
         /* The rest of this message (and of the syscall) is owed as lost bytes. */
@@ -389,25 +458,21 @@ static long sum_step(__u64 index, void *vctx)
  * from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries), or from
  * each message of an mmsghdr array, in pieces of at most
  * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied. */
-static __always_inline int on_exit(long ret, __u8 dir)
+static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
 {
+    struct call_args args;
+    if (!take_args(syscall, &args)) return 0;
     __u64 id = bpf_get_current_pid_tgid();
-    struct call_args *a = bpf_map_lookup_elem(&args_by_thread, &id);
-    if (!a) return 0;
-    struct call_args args = *a;
-    bpf_map_delete_elem(&args_by_thread, &id);
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
         /* end of file: the peer's FIN was read */
-        struct sock *eof_sk = tcp_sock_of_fd(args.fd);
-        if (!eof_sk) return 0;
         __u64 now = bpf_ktime_get_ns();
-        return emit_marker(eof_sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, args.enter_ns, now, now, 0);
+        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, args.enter_ns, now, now, 0);
     }
     if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
     __u64 exit_ns = bpf_ktime_get_ns();
 
-    struct sock *sk = tcp_sock_of_fd(args.fd);
+    struct sock *sk = (struct sock *)args.sk; /* classified at enter */
     if (!sk) return 0;
     __u32 zero = 0;
     struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
@@ -425,8 +490,31 @@ static __always_inline int on_exit(long ret, __u8 dir)
     bool mmsg = args.syscall == TT_SOCKTAP_SYS_RECVMMSG || args.syscall == TT_SOCKTAP_SYS_SENDMMSG;
 
     struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir};
-    __u64 *lostp = bpf_map_lookup_elem(&lost_bytes, &lk);
+    __u64 *lostp = lost_ever ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
     __u64 lost_in = lostp ? *lostp : 0;
+
+    if (!lost_in && total <= TT_SOCKTAP_MAX_COPY && args.syscall <= TT_SOCKTAP_SYS_RECVFROM) {
+        /* The common case, one buffer that fits one record: copied without
+         * the walk. A faulting read falls through to the walk, which
+         * reports it. */
+        __u64 len = total;
+        asm volatile("if %[len] <= %[max] goto +1\n\t%[len] = %[max]" : [len] "+r"(len) : [max] "i"(TT_SOCKTAP_MAX_COPY));
+        if (len > 0 && bpf_probe_read_user(rec->data, len, (const void *)args.buf) == 0) {
+            ev->total_len = total;
+            ev->piece_off = 0;
+            ev->copied = (__u32)len;
+            if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, rb_flags()) == 0) {
+                stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+                return 0;
+            }
+            stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+            stat_add(TT_SOCKTAP_STAT_RB_FAIL_BYTES, len);
+            __u64 owed = total;
+            lost_ever = 1;
+            bpf_map_update_elem(&lost_bytes, &lk, &owed, BPF_ANY);
+            return 0;
+        }
+    }
 
     struct copy_state *st = &rec->st;
     __builtin_memset(st, 0, sizeof *st);
@@ -475,19 +563,20 @@ static __always_inline int on_exit(long ret, __u8 dir)
         }
     }
     __u64 lost_out = st->lost;
-    if (lost_out) bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
+    if (lost_out) {
+        lost_ever = 1;
+        bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
+    }
     else if (lost_in) bpf_map_delete_elem(&lost_bytes, &lk);
     return 0;
 }
 
 /* The exit of connect, accept or accept4: the role of the local end. */
-static __always_inline int on_exit_role(long ret)
+static __always_inline int on_exit_role(long ret, __u32 syscall)
 {
+    struct call_args args;
+    if (!take_args(syscall, &args)) return 0;
     __u64 id = bpf_get_current_pid_tgid();
-    struct call_args *a = bpf_map_lookup_elem(&args_by_thread, &id);
-    if (!a) return 0;
-    struct call_args args = *a;
-    bpf_map_delete_elem(&args_by_thread, &id);
     __s32 fd;
     __u8 kind;
     if (args.syscall == TT_SOCKTAP_SYS_CONNECT) {
@@ -501,7 +590,7 @@ static __always_inline int on_exit_role(long ret)
     } else {
         return 0;
     }
-    struct sock *sk = tcp_sock_of_fd(fd);
+    struct sock *sk = kind == TT_SOCKTAP_KIND_CONNECT ? (struct sock *)args.sk : tcp_sock_of_fd(fd);
     if (!sk) return 0;
     __u64 exit_ns = bpf_ktime_get_ns();
     return emit_marker(sk, id, fd, args.syscall, kind, args.enter_ns, exit_ns, exit_ns, ret);
@@ -514,7 +603,7 @@ int tt_enter_write(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
-int tt_exit_write(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+int tt_exit_write(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_WRITE); }
 
 SEC("tracepoint/syscalls/sys_enter_sendto")
 int tt_enter_sendto(struct trace_event_raw_sys_enter *ctx)
@@ -523,7 +612,7 @@ int tt_enter_sendto(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
-int tt_exit_sendto(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+int tt_exit_sendto(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDTO); }
 
 SEC("tracepoint/syscalls/sys_enter_read")
 int tt_enter_read(struct trace_event_raw_sys_enter *ctx)
@@ -532,7 +621,7 @@ int tt_enter_read(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
-int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV); }
+int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_READ); }
 
 SEC("tracepoint/syscalls/sys_enter_recvfrom")
 int tt_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
@@ -541,7 +630,7 @@ int tt_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV); }
+int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_RECVFROM); }
 
 SEC("tracepoint/syscalls/sys_enter_writev")
 int tt_enter_writev(struct trace_event_raw_sys_enter *ctx)
@@ -550,7 +639,7 @@ int tt_enter_writev(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_writev")
-int tt_exit_writev(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+int tt_exit_writev(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_WRITEV); }
 
 SEC("tracepoint/syscalls/sys_enter_readv")
 int tt_enter_readv(struct trace_event_raw_sys_enter *ctx)
@@ -559,7 +648,7 @@ int tt_enter_readv(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_readv")
-int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV); }
+int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_READV); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmsg")
 int tt_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
@@ -568,7 +657,7 @@ int tt_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendmsg")
-int tt_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+int tt_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDMSG); }
 
 SEC("tracepoint/syscalls/sys_enter_recvmsg")
 int tt_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
@@ -577,7 +666,7 @@ int tt_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
-int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV); }
+int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_RECVMSG); }
 
 SEC("tracepoint/syscalls/sys_enter_connect")
 int tt_enter_connect(struct trace_event_raw_sys_enter *ctx)
@@ -586,7 +675,7 @@ int tt_enter_connect(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_connect")
-int tt_exit_connect(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret); }
+int tt_exit_connect(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret, TT_SOCKTAP_SYS_CONNECT); }
 
 SEC("tracepoint/syscalls/sys_enter_accept")
 int tt_enter_accept(struct trace_event_raw_sys_enter *ctx)
@@ -595,7 +684,7 @@ int tt_enter_accept(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_accept")
-int tt_exit_accept(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret); }
+int tt_exit_accept(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret, TT_SOCKTAP_SYS_ACCEPT); }
 
 SEC("tracepoint/syscalls/sys_enter_accept4")
 int tt_enter_accept4(struct trace_event_raw_sys_enter *ctx)
@@ -604,13 +693,14 @@ int tt_enter_accept4(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_accept4")
-int tt_exit_accept4(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret); }
+int tt_exit_accept4(struct trace_event_raw_sys_exit *ctx) { return on_exit_role(ctx->ret, TT_SOCKTAP_SYS_ACCEPT4); }
 
 /* Bytes of (sk, dir) the ring buffer refused and no later record carried:
  * a DATA record without data, total_len 0, lost_before set. */
 static __always_inline void flush_lost(struct sock *sk, __u64 id, __s32 fd, __u8 dir, __u64 now)
 {
     struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir};
+    if (!lost_ever) return;
     __u64 *lostp = bpf_map_lookup_elem(&lost_bytes, &lk);
     if (!lostp) return;
     struct tt_socktap_event ev;
@@ -621,7 +711,7 @@ static __always_inline void flush_lost(struct sock *sk, __u64 id, __s32 fd, __u8
     ev.exit_ns = 0;
     ev.ts_ns = now;
     ev.ret = 0;
-    if (bpf_ringbuf_output(&events, &ev, sizeof ev, 0) != 0) {
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         return;
     }
@@ -655,7 +745,7 @@ int tt_enter_recvmmsg(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmmsg")
-int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV); }
+int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_RECVMMSG); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmmsg")
 int tt_enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)
@@ -664,7 +754,7 @@ int tt_enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendmmsg")
-int tt_exit_sendmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+int tt_exit_sendmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDMMSG); }
 
 /* sendfile(out_fd, in_fd, offset, count): out_fd is the socket. */
 SEC("tracepoint/syscalls/sys_enter_sendfile64")
@@ -674,7 +764,7 @@ int tt_enter_sendfile(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendfile64")
-int tt_exit_sendfile(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND); }
+int tt_exit_sendfile(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDFILE); }
 
 /* A traced process forked: its child is traced too. Thread creation fires
  * this as well (child_pid is then a thread id): the stray entry is removed
@@ -692,14 +782,14 @@ int tt_fork(struct trace_event_raw_sched_process_fork *ctx)
     return 0;
 }
 
-/* A thread exits: its pending syscall arguments go, and when it is a
- * thread's own entry or the whole process is gone, its traced entry. */
+/* A thread exits (its task storage, the pending arguments, goes with it):
+ * when it is a thread's own entry or the whole process is gone, its traced
+ * entry goes too. */
 SEC("tracepoint/sched/sched_process_exit")
 int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
 {
-    __u64 id = bpf_get_current_pid_tgid();
-    bpf_map_delete_elem(&args_by_thread, &id);
     if (!filter_tgids) return 0;
+    __u64 id = bpf_get_current_pid_tgid();
     __u32 tid = (__u32)id, tgid = id >> 32;
     if (tid != tgid) bpf_map_delete_elem(&traced_tgids, &tid);
     if (ctx->group_dead) bpf_map_delete_elem(&traced_tgids, &tgid);

@@ -101,7 +101,7 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_RB_FAIL_BYTES,   /* data bytes in those records */
     TT_SOCKTAP_STAT_TRUNCATED,       /* syscalls whose bytes were cut */
     TT_SOCKTAP_STAT_TRUNCATED_BYTES, /* bytes not copied because of the cut */
-    TT_SOCKTAP_STAT_ARGS_FULL,       /* enter args not kept: map full */
+    TT_SOCKTAP_STAT_ARGS_FULL,       /* enter args not kept: no task storage (out of memory) */
     TT_SOCKTAP_STAT_NOT_COPIED,      /* syscalls whose bytes are not in user memory (sendfile) */
     TT_SOCKTAP_STAT_NOT_COPIED_BYTES,
     TT_SOCKTAP_STAT_CHILDREN,        /* processes added to the traced set when a traced one forked */

@@ -19,7 +19,7 @@
 # Needs root and loadable eBPF; otherwise the section says why it is empty.
 # Knobs: BPFBENCH_PAIRS (5), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
 # BPFBENCH_STEPS ("25 50 100 200 300 400 max"), BPFBENCH_STEP_SECONDS (3),
-# BPFBENCH_TOKENS (100).
+# BPFBENCH_TOKENS (100), BPFBENCH_WORKERS (2: serve's --workers).
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -33,6 +33,7 @@ bytes=${BPFBENCH_BYTES:-64}
 steps=${BPFBENCH_STEPS:-25 50 100 200 300 400 max}
 step_secs=${BPFBENCH_STEP_SECONDS:-3}
 tokens=${BPFBENCH_TOKENS:-100}
+workers=${BPFBENCH_WORKERS:-2}
 mkdir -p "$work"
 heading="## eBPF vantage"
 
@@ -83,9 +84,12 @@ stop_watch() {
     forget "$watch_pid"
 }
 
-# pingpong MODE OUT: one ping-pong run with tracing MODE (off, pid, all).
+# pingpong MODE OUT [ARGS...]: one ping-pong run with tracing MODE (off,
+# pid, all, or none: watch filtered to a name nothing has, so every program
+# rejects at its first check).
 pingpong() {
-    local mode=$1 out=$2 args=(-m "$rounds" -n "$bytes")
+    local mode=$1 out=$2; shift 2
+    local args=(-m "$rounds" -n "$bytes" "$@")
     if [ "$mode" = off ]; then
         taskset -c "$pp_cpu" "$PINGPONG" "${args[@]}" > "$out"
         return
@@ -93,10 +97,16 @@ pingpong() {
     taskset -c "$pp_cpu" "$PINGPONG" "${args[@]}" --wait-signal > "$out" 2> "$out.ready" &
     local pp=$!; started+=("$pp")
     for _ in $(seq 100); do grep -q '^ready ' "$out.ready" && break; sleep 0.02; done
-    if [ "$mode" = pid ]; then start_watch "$out.watch" --pid "$pp"; else start_watch "$out.watch"; fi
+    case $mode in
+    pid) start_watch "$out.watch" --pid "$pp" ;;
+    none) start_watch "$out.watch" --comm tt-no-such-name ;;
+    *) start_watch "$out.watch" ;;
+    esac
+    [ -z "${on_traced:-}" ] || $on_traced
     kill -USR1 "$pp"
     local rc=0; wait "$pp" || rc=$?
     forget "$pp"
+    [ -z "${after_traced:-}" ] || $after_traced
     stop_watch
     [ $rc = 0 ] || { log "ttpingpong exit $rc: $(cat "$out.ready")"; return 1; }
 }
@@ -126,6 +136,32 @@ done
 worst_added=$(printf '%s\n' "${added[pid.tcp]}" "${added[all.tcp]}" "${added[pid.unix]}" "${added[all.unix]}" | sort -g | tail -1)
 cost_met=no; awk -v a="$worst_added" 'BEGIN {exit !(a <= 1000)}' && cost_met=yes
 
+# Per program (kernel.bpf_stats_enabled: run time over run count, the
+# stats' own two clock reads included) for a TCP-only ping-pong traced by
+# pid, and for the same with every program rejecting at once (none): what
+# the floor is made of. The programs are told apart from other tracers' by
+# their ids (the tt_ programs that were not loaded before watch started).
+prog_ids() { bpftool prog show -j 2>/dev/null | /usr/bin/python3 -c 'import json,sys
+print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name","").startswith("tt_")))'; }
+prog_stats() { # OLD_IDS OUT: mean ns per run of the new tt_ programs that ran
+    bpftool prog show -j | /usr/bin/python3 -c 'import json,sys
+old = set(sys.argv[1].split()); out = open(sys.argv[2], "w")
+for p in json.load(sys.stdin):
+    if p.get("name","").startswith("tt_") and str(p["id"]) not in old and p.get("run_cnt", 0) >= 1000:
+        out.write("%s\t%d\t%.0f\n" % (p["name"], p["run_cnt"], p["run_time_ns"] / p["run_cnt"]))' "$1" "$2"; }
+stats_prev=""
+stats_on() { sysctl -qn kernel.bpf_stats_enabled > /dev/null && sysctl -qw kernel.bpf_stats_enabled=1; }
+if command -v bpftool > /dev/null && stats_prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null); then
+    pingpong off "$work/pp-stats-off.json" -t tcp
+    for mode in pid none; do
+        old_ids=$(prog_ids)
+        : > "$work/prog-$mode.tsv"
+        stats_off() { sysctl -qw kernel.bpf_stats_enabled="$stats_prev"; prog_stats "$old_ids" "$work/prog-$mode.tsv" || true; }
+        on_traced=stats_on after_traced=stats_off pingpong "$mode" "$work/pp-stats-$mode.json" -t tcp
+    done
+    sysctl -qw kernel.bpf_stats_enabled="$stats_prev"
+fi
+
 # ---- 2. the highest token-event rate traced with no loss ----
 ulimit -n 4096 2>/dev/null || true
 # step NAME CONNS ITL_MS [untraced]: one serve + watch + ttload run; appends a row to steps.tsv
@@ -134,7 +170,7 @@ step() {
     [ "${4:-}" != untraced ] || traced_run=no
     rm -rf "$dir"; mkdir -p "$dir"
     "$TT" serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 0 --itl-ms "$itl" --tokens "$tokens" \
-        --log "$dir/serve.log" > "$dir/serve.out" 2> "$dir/serve.err" &
+        --workers "$workers" --log "$dir/serve.log" > "$dir/serve.out" 2> "$dir/serve.err" &
     local spid=$!; started+=("$spid")
     local port=""
     for _ in $(seq 100); do grep -q '^listening on ' "$dir/serve.out" && break; sleep 0.05; done
@@ -208,10 +244,33 @@ n_held=$(awk -F'\t' '$10 == "yes"' "$work/steps.tsv" | wc -l)
     done
     echo
     echo "Target (issue 4): at most 1 us added per traced syscall: **$cost_met** (worst: $worst_added ns)."
+    if [ -s "$work/prog-pid.tsv" ]; then
+        echo
+        echo "Per program, a TCP-only ping-pong traced by pid (copied) and the same with every"
+        echo "program rejecting at its first check (\`watch --comm\` of a name nothing has: the"
+        echo "floor of the tracepoints themselves): kernel.bpf_stats_enabled run time / run count"
+        echo "(the stats add two clock reads per run); their counts include other processes'"
+        echo "syscalls, which the pid filter rejects at once."
+        echo
+        echo "| program | ns per run, pid (copied) | ns per run, rejected at once |"
+        echo "|---|---|---|"
+        /usr/bin/python3 -c 'import sys
+rows = {}
+for i, f in enumerate(sys.argv[1:]):
+    for line in open(f):
+        name, cnt, ns = line.split("\t"); rows.setdefault(name, ["-", "-"])[i] = ns.strip()
+for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read"):
+    if name in rows: print("| %s | %s | %s |" % (name, rows[name][0], rows[name][1]))' "$work/prog-pid.tsv" "$work/prog-none.tsv"
+        none_rt=$(json_num "$work/pp-stats-none.json" tcp.ns_per_round_trip)
+        off_rt=$(json_num "$work/pp-stats-off.json" tcp.ns_per_round_trip)
+        echo
+        echo "TCP round trip with every program rejecting at once: $none_rt ns, off just before: $off_rt ns:"
+        echo "$(awk -v a="$none_rt" -v b="$off_rt" -v c="$(per_call tcp)" 'BEGIN {printf "%.0f", (a - b) / c}') ns per syscall is the floor of having the syscall tracepoints on at all (one pair, not a median)."
+    fi
     echo
     echo "### Highest token-event rate traced with no loss"
     echo
-    echo "    tokentap serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 0 --itl-ms ITL --tokens $tokens --log LOG"
+    echo "    tokentap serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 0 --itl-ms ITL --tokens $tokens --workers $workers --log LOG"
     echo "    tokentap watch -q --pid SERVE_PID --vantage server"
     echo "    ttload -c CONNS -d $step_secs -T $tokens 127.0.0.1:PORT"
     echo

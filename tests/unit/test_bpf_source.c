@@ -401,6 +401,20 @@ static void test_start_refuses_bad_filters(void **state)
     assert_int_equal(srv.n, 0);
 }
 
+/* The kernel wakes the poller once a quarter of the ring (at most 256 KiB)
+ * waits; smaller rings wake sooner, so the overflow test's 8 KiB ring is
+ * drained before it fills whenever the reader keeps up. */
+static void test_wake_bytes(void **state)
+{
+    assert_int_equal(tt_bpf_wake_bytes(0), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(16u << 20), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(1u << 20), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(512u << 10), 128u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(8192), 2048);
+    assert_int_equal(tt_bpf_wake_bytes(4096), 1024);
+    assert_int_equal(tt_bpf_wake_bytes(1u << 31), 256u << 10);
+}
+
 static void test_bad_records(void **state)
 {
     log_ctx srv = {0};
@@ -444,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_eof_then_close),
         cmocka_unit_test(test_start_refuses_bad_filters),
         cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_wake_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@ struct ring_buffer;
 #endif
 
 #define CONN_BUCKETS 1024u
+#define TT_BPF_DEFAULT_RING_BYTES (16u << 20) /* the events map's size in bpf/socktap.bpf.c */
 
 typedef struct bpf_conn {
     tt_conn_info info;
@@ -242,6 +243,12 @@ static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
         conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
     if (ev->ts_ns > c->last_ns) c->last_ns = ev->ts_ns;
     return 0;
+}
+
+uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes)
+{
+    uint64_t quarter = (ring_bytes ? ring_bytes : TT_BPF_DEFAULT_RING_BYTES) / 4;
+    return quarter < (256u << 10) ? (uint32_t)quarter : (256u << 10);
 }
 
 int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
@@ -557,6 +564,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         memcpy((char *)skel->rodata->targ_comm, opt->comm, strlen(opt->comm));
     }
     if (ring) bpf_map__set_max_entries(skel->maps.events, ring);
+    skel->rodata->wake_bytes = tt_bpf_wake_bytes(ring);
     int rc = socktap__load(skel);
     if (rc) {
         set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",
@@ -596,13 +604,20 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
         set_err(err, errlen, "the eBPF source is not started");
         return -1;
     }
+    /* The kernel mostly does not wake this poll (bpf/README.md): whatever
+     * the wait returns, everything waiting is consumed after it. */
     int n = ring_buffer__poll(s->rb, timeout_ms);
-    if (n == -EINTR) return 0;
+    if (n == -EINTR) n = 0;
     if (n < 0) {
         set_err(err, errlen, "polling the ring buffer failed: %s", strerror(-n));
         return -1;
     }
-    return n;
+    int more = ring_buffer__consume(s->rb);
+    if (more < 0) {
+        set_err(err, errlen, "reading the ring buffer failed: %s", strerror(-more));
+        return -1;
+    }
+    return n > INT_MAX - more ? INT_MAX : n + more;
 }
 
 void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)

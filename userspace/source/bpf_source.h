@@ -63,9 +63,18 @@ tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chu
  * ring size not a power of two, is reported the same way). */
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen);
 
-/* Wait up to timeout_ms for records and deliver their chunks. Returns the
+/* Wait up to timeout_ms for records, then deliver the chunks of every
+ * record waiting. The kernel wakes this wait only once a quarter of the
+ * ring (at most 256 KiB) waits, so it usually sleeps the whole timeout:
+ * call it on a timer. timeout_ms 0 drains what is there (call it once after
+ * the last syscall of interest, before tt_bpf_source_finish). Returns the
  * number of records handled, or -1 with a reason in err. */
 int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen);
+
+/* Added: the bytes that must wait in a ring of ring_bytes (0: the default
+ * 16 MiB) before a record wakes the poller: a quarter of the ring, at most
+ * 256 KiB (below that the kernel commits records without a wakeup). */
+uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes);
 
 /* Handle one raw ring-buffer record (struct tt_socktap_event + data), as
  * the poller does; exposed for tests. Returns 0, or -1 for a bad record. */
