@@ -151,3 +151,26 @@ void tt_recdir_wire_stats_json(tt_jw *jw, const char *key, const tt_recdir_wire 
     tt_jw_uint(jw, "if_dropped", w->stats.ps_ifdrop);
     tt_jw_object_end(jw);
 }
+
+void tt_recdir_bpf_stats_json(tt_jw *jw, const char *key, const tt_bpf_stats *b)
+{
+    tt_jw_object_begin(jw, key);
+    tt_jw_uint(jw, "records", b->records);
+    tt_jw_uint(jw, "bad_records", b->bad_records);
+    tt_jw_uint(jw, "connections", b->connections);
+    tt_jw_uint(jw, "data_bytes", b->data_bytes);
+    tt_jw_uint(jw, "gaps", b->gaps);
+    tt_jw_uint(jw, "gap_bytes", b->gap_bytes);
+    tt_jw_uint(jw, "kernel_events", b->kernel_events);
+    tt_jw_uint(jw, "ringbuf_drops", b->rb_fail);
+    tt_jw_uint(jw, "ringbuf_drop_bytes", b->rb_fail_bytes);
+    tt_jw_uint(jw, "truncated", b->truncated);
+    tt_jw_uint(jw, "truncated_bytes", b->truncated_bytes);
+    tt_jw_uint(jw, "args_full", b->args_full);
+    tt_jw_uint(jw, "not_copied", b->not_copied);
+    tt_jw_uint(jw, "not_copied_bytes", b->not_copied_bytes);
+    tt_jw_uint(jw, "processes_at_start", b->tgids_at_start);
+    tt_jw_uint(jw, "children_followed", b->children);
+    tt_jw_uint(jw, "children_not_followed", b->tgids_full);
+    tt_jw_object_end(jw);
+}

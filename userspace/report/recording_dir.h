@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "report/json_writer.h"
+#include "source/bpf_source.h"
 
 /* wall - mono in ns: CLOCK_REALTIME read between two CLOCK_MONOTONIC reads,
  * the tightest of five tries; *mono_out gets the midpoint of the monotonic
@@ -58,5 +59,9 @@ int tt_recdir_wire_stop(tt_recdir_wire *w);
 /* Write {"received", "dropped", "if_dropped"} under key, or null when
  * there were no counters. */
 void tt_recdir_wire_stats_json(tt_jw *jw, const char *key, const tt_recdir_wire *w);
+
+/* Write the eBPF source's counters (docs/formats.md, manifest "drops.ebpf")
+ * as an object under key. */
+void tt_recdir_bpf_stats_json(tt_jw *jw, const char *key, const tt_bpf_stats *b);
 
 #endif
