@@ -137,27 +137,129 @@ static void test_aiperf(void **state)
     assert_int_equal(q[2].ttft_ns, 120000500); /* "us" */
     assert_int_equal(q[2].e2el_ns, 160000000); /* "ns" */
     assert_itl(&q[2], (const int64_t[]){40000000}, 1);
+    assert_int_equal(q[2].output_tokens, 5); /* output_sequence_length: 2 output + 3 reasoning */
+    tt_bench_result_free(&r);
+    /* older aiperf wrote inter_chunk_latency as the mean: not the gaps */
+    const char *mean = "{\"metadata\":{\"request_start_ns\":1759813207532900363},\"metrics\":{"
+                       "\"ttft\":{\"value\":2.5,\"unit\":\"ms\"},\"inter_chunk_latency\":{\"value\":5.25,"
+                       "\"unit\":\"ms\"},\"output_token_count\":{\"value\":7,\"unit\":\"tokens\"}},\"error\":null}";
+    char err[256] = "";
+    assert_int_equal(tt_bench_load_mem(mean, strlen(mean), TT_BENCH_AIPERF, &r, err, sizeof err), 0);
+    assert_int_equal(r.reqs[0].ttft_ns, 2500000);
+    assert_itl(&r.reqs[0], NULL, 0);
+    assert_int_equal(r.reqs[0].output_tokens, 7);
     tt_bench_result_free(&r);
 }
 
 static void test_genai_perf(void **state)
 {
+    /* genai-perf times only the responses that carry generated text (after
+     * merging split events and splitting merged ones): role-only chunks,
+     * comments and [DONE] do not count */
     tt_bench_result r = load_ok("genai_perf_profile_export.json", TT_BENCH_GENAI_PERF);
     assert_int_equal(r.n_reqs, 3);
     const tt_bench_request *q = r.reqs;
     assert_null(q[0].request_id);
     assert_int_equal(q[0].start_clock, TT_BENCH_CLOCK_WALL);
     assert_int_equal(q[0].start_ns, 1718000000123456789LL);
-    assert_int_equal(q[0].ttft_ns, 50000000);
-    assert_int_equal(q[0].e2el_ns, 72543211);
-    assert_itl(&q[0], (const int64_t[]){10000000, 12000000, 543211}, 3);
+    assert_int_equal(q[0].ttft_ns, 60000000); /* "Hello", not the role chunk at 50 ms */
+    assert_int_equal(q[0].e2el_ns, 72000000); /* " there", not [DONE] */
+    assert_itl(&q[0], (const int64_t[]){12000000}, 1);
     assert_true(q[0].success);
+    assert_int_equal(q[0].output_tokens, -1); /* genai-perf's tokenizer count is not in the file */
+    assert_int_equal(q[0].text_len, 11);
+    assert_true(q[0].text_hash == 0x98d9979147cf66f9ull);
     assert_false(q[1].success);
     assert_true(q[1].ttft_ns == TT_BENCH_NONE);
+    assert_int_equal(q[1].text_len, -1);
+    /* two events in one response (A, B) count once; the event split over
+     * two responses (C) is timed at its first part */
     assert_int_equal(q[2].index, 2);
     assert_int_equal(q[2].ttft_ns, 40000000);
-    assert_int_equal(q[2].e2el_ns, 50000001);
+    assert_int_equal(q[2].e2el_ns, 45000000);
+    assert_itl(&q[2], (const int64_t[]){5000000}, 1);
+    assert_int_equal(q[2].text_len, 3);
+    assert_true(q[2].text_hash == 0xfa2fe219a07442ebull);
     tt_bench_result_free(&r);
+}
+
+static tt_bench_result load_text_ok(const char *text, tt_bench_format fmt)
+{
+    char err[256] = "";
+    tt_bench_result r;
+    int rc = tt_bench_load_mem(text, strlen(text), fmt, &r, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    return r;
+}
+
+static void test_genai_perf_response_kinds(void **state)
+{
+    /* only role and empty content: genai-perf leaves the request out */
+    tt_bench_result r = load_text_ok(
+        "{\"service_kind\":\"openai\",\"endpoint\":\"v1/chat/completions\",\"experiments\":[{"
+        "\"requests\":[{\"timestamp\":1000,\"response_timestamps\":[2000,3000],"
+        "\"response_outputs\":[{\"response\":\"data: {\\\"object\\\":\\\"chat.completion.chunk\\\","
+        "\\\"choices\\\":[{\\\"delta\\\":{\\\"content\\\":\\\"\\\"}}]}\\n\\n\"},"
+        "{\"response\":\"data: [DONE]\\n\\n\"}]}]}]}",
+        TT_BENCH_AUTO);
+    assert_int_equal(r.n_reqs, 1);
+    assert_false(r.reqs[0].success);
+    assert_non_null(strstr(r.reqs[0].error, "genai-perf leaves it out"));
+    assert_true(r.reqs[0].ttft_ns == TT_BENCH_NONE);
+    tt_bench_result_free(&r);
+    /* completions (text, no "object" as older vLLM sends) and a non-streamed chat body */
+    r = load_text_ok(
+        "{\"service_kind\":\"openai\",\"endpoint\":\"v1/completions\",\"experiments\":[{"
+        "\"requests\":[{\"timestamp\":1000,\"response_timestamps\":[2000,3500],"
+        "\"response_outputs\":[{\"response\":\"data:{\\\"choices\\\":[{\\\"text\\\":\\\"x\\\"}]}\"},"
+        "{\"response\":\"data: {\\\"object\\\":\\\"text_completion\\\",\\\"choices\\\":[{\\\"text\\\":\\\"y\\\"}]}\"}]},"
+        "{\"timestamp\":5000,\"response_timestamps\":[9000],\"response_outputs\":[{\"response\":"
+        "\"{\\\"object\\\":\\\"chat.completion\\\",\\\"choices\\\":[{\\\"message\\\":{\\\"content\\\":\\\"xy\\\"}}]}\"}]}]}]}",
+        TT_BENCH_GENAI_PERF);
+    assert_int_equal(r.n_reqs, 2);
+    assert_int_equal(r.reqs[0].ttft_ns, 1000);
+    assert_int_equal(r.reqs[0].e2el_ns, 2500);
+    assert_itl(&r.reqs[0], (const int64_t[]){1500}, 1);
+    assert_true(r.reqs[0].text_hash == 0x8f14f07b58deb1aull); /* "xy" */
+    assert_int_equal(r.reqs[1].ttft_ns, 4000);
+    assert_true(r.reqs[1].text_hash == 0x8f14f07b58deb1aull);
+    tt_bench_result_free(&r);
+    /* an error body fails the request; Triton's responses all count */
+    r = load_text_ok(
+        "{\"service_kind\":\"openai\",\"endpoint\":\"v1/chat/completions\",\"experiments\":[{"
+        "\"requests\":[{\"timestamp\":1000,\"response_timestamps\":[2000],"
+        "\"response_outputs\":[{\"response\":\"data: {\\\"error\\\":{\\\"message\\\":\\\"overloaded\\\"}}\"}]}]}]}",
+        TT_BENCH_GENAI_PERF);
+    assert_false(r.reqs[0].success);
+    assert_non_null(strstr(r.reqs[0].error, "overloaded"));
+    tt_bench_result_free(&r);
+    r = load_text_ok(
+        "{\"service_kind\":\"triton_c_api\",\"endpoint\":\"\",\"experiments\":[{"
+        "\"requests\":[{\"timestamp\":1000,\"response_timestamps\":[2000,2100,2300],"
+        "\"response_outputs\":[{\"output_ids\":[5,6]},{\"output_ids\":7},{\"output_ids\":null}]}]}]}",
+        TT_BENCH_GENAI_PERF);
+    assert_int_equal(r.reqs[0].ttft_ns, 1000);
+    assert_int_equal(r.reqs[0].e2el_ns, 1300);
+    assert_itl(&r.reqs[0], (const int64_t[]){100, 200}, 2);
+    assert_int_equal(r.reqs[0].output_tokens, 4);
+    tt_bench_result_free(&r);
+    char err[256] = "";
+    const char *nojson = "{\"service_kind\":\"openai\",\"endpoint\":\"v1/completions\",\"experiments\":[{"
+                         "\"requests\":[{\"timestamp\":1,\"response_timestamps\":[2],"
+                         "\"response_outputs\":[{\"response\":\"data: {oops\"}]}]}]}";
+    assert_int_equal(tt_bench_load_mem(nojson, strlen(nojson), TT_BENCH_GENAI_PERF, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "response_outputs[0]: data is not JSON"));
+    /* two CRLF-separated events in one response: genai-perf splits on "\n\n" only */
+    const char *crlf = "{\"service_kind\":\"openai\",\"endpoint\":\"v1/completions\",\"experiments\":[{"
+                       "\"requests\":[{\"timestamp\":1,\"response_timestamps\":[2],\"response_outputs\":[{"
+                       "\"response\":\"data: {\\\"choices\\\":[{\\\"text\\\":\\\"a\\\"}]}\\r\\n\\r\\n"
+                       "data: {\\\"choices\\\":[{\\\"text\\\":\\\"b\\\"}]}\\r\\n\\r\\n\"}]}]}]}";
+    assert_int_equal(tt_bench_load_mem(crlf, strlen(crlf), TT_BENCH_GENAI_PERF, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "data is not JSON"));
+    const char *nokind = "{\"experiments\":[{\"requests\":[{\"timestamp\":1,\"response_timestamps\":[]}]}]}";
+    assert_int_equal(tt_bench_load_mem(nokind, strlen(nokind), TT_BENCH_GENAI_PERF, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "service_kind"));
 }
 
 static void test_sglang(void **state)
@@ -317,6 +419,7 @@ static void test_broken_files(void **state)
         {"aiperf_bad_unit.jsonl", TT_BENCH_AIPERF, "no time unit"},
         {"aiperf_bad_nostart.jsonl", TT_BENCH_AIPERF, "request_start_ns"},
         {"genai_perf_bad_order.json", TT_BENCH_GENAI_PERF, "earlier than the one before"},
+        {"genai_perf_bad_splinter.json", TT_BENCH_GENAI_PERF, "split SSE event"},
         {"sglang_bad_lengths.jsonl", TT_BENCH_SGLANG, "different lengths"},
         {"guidellm_bad_type.json", TT_BENCH_GUIDELLM, "request_latency[1]: not a number"},
         {"llmperf_bad_type.json", TT_BENCH_LLMPERF, "ttft_s[1]: not a number"},
@@ -380,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_vllm_older_version),
         cmocka_unit_test(test_aiperf),
         cmocka_unit_test(test_genai_perf),
+        cmocka_unit_test(test_genai_perf_response_kinds),
         cmocka_unit_test(test_sglang),
         cmocka_unit_test(test_guidellm),
         cmocka_unit_test(test_llmperf),

@@ -79,14 +79,16 @@ static int load_record(const cJSON *rec, size_t line, void *ctx, char *err, size
     if (!cJSON_IsObject(metrics)) return imp_fail(err, errlen, "line %zu: metrics is not an object", line);
     bool bad = false;
     double scale = 0;
-    const cJSON *v = metric(metrics, "time_to_first_token", &scale, line, &bad, err, errlen);
-    if (v && imp_duration(v, scale, "time_to_first_token", i, &r->ttft_ns, err, errlen) != 0) return -1;
+    const cJSON *v = metric(metrics, "ttft", &scale, line, &bad, err, errlen);
+    if (v && imp_duration(v, scale, "ttft", i, &r->ttft_ns, err, errlen) != 0) return -1;
     if (!bad && (v = metric(metrics, "request_latency", &scale, line, &bad, err, errlen)) &&
         imp_duration(v, scale, "request_latency", i, &r->e2el_ns, err, errlen) != 0)
         return -1;
     if (!bad && (v = metric(metrics, "inter_chunk_latency", &scale, line, &bad, err, errlen))) {
-        if (!cJSON_IsArray(v)) return imp_fail(err, errlen, "line %zu: inter_chunk_latency is not a list", line);
-        size_t n = (size_t)cJSON_GetArraySize(v);
+        double mean;
+        if (!cJSON_IsArray(v) && !imp_number(v, &mean))
+            return imp_fail(err, errlen, "line %zu: inter_chunk_latency is neither a list nor a number", line);
+        size_t n = cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0; /* a number: older aiperf's mean, not the gaps */
         if (n) {
             r->itl_ns = malloc(n * sizeof(int64_t));
             if (!r->itl_ns) return imp_fail(err, errlen, "out of memory");
@@ -98,12 +100,13 @@ static int load_record(const cJSON *rec, size_t line, void *ctx, char *err, size
             }
         }
     }
-    if (!bad && (v = metric(metrics, "output_token_count", NULL, line, &bad, err, errlen)) &&
-        imp_count(v, "output_token_count", i, &r->output_tokens, err, errlen) != 0)
+    /* output_sequence_length counts reasoning tokens too; output_token_count does not */
+    if (!bad && (v = metric(metrics, "output_sequence_length", NULL, line, &bad, err, errlen)) &&
+        imp_count(v, "output_sequence_length", i, &r->output_tokens, err, errlen) != 0)
         return -1;
     if (!bad && r->output_tokens < 0 &&
-        (v = metric(metrics, "output_sequence_length", NULL, line, &bad, err, errlen)) &&
-        imp_count(v, "output_sequence_length", i, &r->output_tokens, err, errlen) != 0)
+        (v = metric(metrics, "output_token_count", NULL, line, &bad, err, errlen)) &&
+        imp_count(v, "output_token_count", i, &r->output_tokens, err, errlen) != 0)
         return -1;
     if (!bad && (v = metric(metrics, "input_sequence_length", NULL, line, &bad, err, errlen)) &&
         imp_count(v, "input_sequence_length", i, &r->input_tokens, err, errlen) != 0)
