@@ -3,11 +3,13 @@
  * Preloaded by `tokentap run`, it wraps the socket calls of the program
  * (and of every process it forks or execs) and copies the bytes each call
  * on a TCP socket moved, stamped with CLOCK_MONOTONIC when the real call
- * returned, into a per-process shared-memory ring (probe_abi.h) that the
- * collector drains. The program's behaviour never changes: every wrapper
- * calls the real function with the same arguments and returns its result
- * with its errno; recording never blocks and never allocates, and a full
- * ring drops records (counted, and remembered per socket as lost bytes).
+ * returned (and, for a send, when it was entered), into a per-process
+ * shared-memory ring (probe_abi.h) that the collector drains; a read
+ * returning end of file, and a close, are records too. The program's
+ * behaviour never changes: every wrapper calls the real function with the
+ * same arguments and returns its result with its errno; recording never
+ * blocks and never allocates, and a full ring drops records (counted, and
+ * remembered per socket as lost bytes).
  *
  * The state here is per process by nature (the process's fd table and its
  * ring), so it lives in process globals; nothing in it is per stream. */
@@ -95,6 +97,7 @@ static struct {
     int (*write)(SSL *, const void *, int);
     int (*write_ex)(SSL *, const void *, size_t, size_t *);
     int (*get_fd)(const SSL *);
+    int (*get_error)(const SSL *, int);
 } real_ssl;
 
 static int reals_state;          /* 0 unbound, 1 binding, 2 bound */
@@ -118,6 +121,7 @@ static __thread int in_probe __attribute__((tls_model("initial-exec")));
 #define SSL_FD_CACHE 16
 static __thread int ssl_depth __attribute__((tls_model("initial-exec")));
 static __thread int ssl_last_fd __attribute__((tls_model("initial-exec")));
+static __thread int ssl_saw_eof __attribute__((tls_model("initial-exec"))); /* a socket read returned 0 inside */
 static __thread struct {
     const void *ssl;
     int fd;
@@ -416,8 +420,8 @@ static void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t l
     tt_producer_commit(r, pos);
 }
 
-/* A record without data (CLOSE). */
-static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t call, uint64_t ts)
+/* A record without data (CLOSE; EOF, dir RECV, at either layer). */
+static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t dir, uint8_t call, uint8_t layer, uint64_t ts)
 {
     struct tt_probe_rec *r;
     uint64_t lost[2] = {take_lost(s, 0), take_lost(s, 1)};
@@ -427,7 +431,8 @@ static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t call, uint6
         return;
     }
     r->size = TT_PROBE_REC_MIN;
-    rec_fill(r, s, fd, kind, 0, call, ts, 0, 0);
+    rec_fill(r, s, fd, kind, dir, call, ts, 0, 0);
+    r->layer = layer;
     r->lost[0] = lost[0];
     r->lost[1] = lost[1];
     r->len = 0;
@@ -448,6 +453,26 @@ static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov
     record_data(s, fd, dir, call, TT_PROBE_LAYER_SOCKET, ts, enter, iov, iovcnt, moved, ret);
 }
 
+/* A read of n > 0 bytes on fd returned 0: end of the peer's bytes when fd
+ * is a TCP socket. Inside SSL_read the TLS layer ends with it (ssl_saw_eof). */
+static void note_eof(int fd, uint8_t call)
+{
+    fd_slot *s = tcp_slot(fd);
+    if (!s) return;
+    if (UNLIKELY(ssl_depth)) {
+        ssl_last_fd = fd;
+        ssl_saw_eof = 1;
+    }
+    record_control(s, fd, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, call, TT_PROBE_LAYER_SOCKET, now_ns());
+}
+
+static uint64_t iov_bytes(const struct iovec *iov, int iovcnt)
+{
+    uint64_t n = 0;
+    for (int i = 0; iov && i < iovcnt; i++) n += iov[i].iov_len;
+    return n;
+}
+
 static bool slot_in_use(const fd_slot *s)
 {
     return s && (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_UNKNOWN || s->role != 0);
@@ -462,7 +487,7 @@ static void note_fd_gone(int fd, uint8_t call)
     if (!slot_in_use(s)) return;
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_TCP) {
         if (getpid() != owner_pid) return;
-        record_control(s, fd, TT_PROBE_KIND_CLOSE, call, now_ns());
+        record_control(s, fd, TT_PROBE_KIND_CLOSE, 0, call, TT_PROBE_LAYER_SOCKET, now_ns());
     }
     slot_reset(fd, TT_PROBE_ROLE_UNKNOWN);
 }
@@ -555,6 +580,10 @@ HOOK ssize_t read(int fd, void *buf, size_t n)
         struct iovec v = {buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
         errno = e;
+    } else if (r == 0 && n && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_READ);
+        errno = e;
     }
     return r;
 }
@@ -568,6 +597,10 @@ HOOK ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
         struct iovec v = {buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
         errno = e;
+    } else if (r == 0 && n && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_READ);
+        errno = e;
     }
     return r;
 }
@@ -579,6 +612,10 @@ HOOK ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
     if (r > 0 && ACTIVE()) {
         int e = errno;
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READV, iov, iovcnt, (uint64_t)r, 0, r);
+        errno = e;
+    } else if (r == 0 && iov_bytes(iov, iovcnt) && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_READV);
         errno = e;
     }
     return r;
@@ -601,6 +638,10 @@ HOOK ssize_t recv(int fd, void *buf, size_t n, int flags)
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
         errno = e;
+    } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_RECV);
+        errno = e;
     }
     return r;
 }
@@ -615,6 +656,10 @@ HOOK ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
         errno = e;
+    } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_RECV);
+        errno = e;
     }
     return r;
 }
@@ -627,6 +672,10 @@ HOOK ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a
         int e = errno;
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
+        errno = e;
+    } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_RECVFROM);
         errno = e;
     }
     return r;
@@ -643,6 +692,10 @@ HOOK ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flag
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
         errno = e;
+    } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_RECVFROM);
+        errno = e;
     }
     return r;
 }
@@ -654,6 +707,10 @@ HOOK ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     if (r > 0 && ACTIVE()) {
         int e = errno;
         note_recv(fd, TT_PROBE_CALL_RECVMSG, flags, msg->msg_iov, (int)msg->msg_iovlen, r);
+        errno = e;
+    } else if (r == 0 && !(flags & MSG_PEEK) && iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) && ACTIVE()) {
+        int e = errno;
+        note_eof(fd, TT_PROBE_CALL_RECVMSG);
         errno = e;
     }
     return r;
@@ -674,9 +731,16 @@ HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, str
     return r;
 }
 
-/* Entry instants are not taken (enter_ns stays 0): every instant is the
- * real call's return, and the clock read is saved. */
-static uint64_t send_enter(int fd) { return 0; }
+/* The entry instant of a send on fd: the instant of the bytes it moves
+ * (docs/probe.md). Not taken (0) when fd is known not to be a TCP socket,
+ * so writes to files and pipes pay no clock read. */
+static uint64_t send_enter(int fd)
+{
+    if (!ACTIVE() || fd < 0 || (size_t)fd >= fd_table_len ||
+        __atomic_load_n(&fd_table[fd].state, __ATOMIC_RELAXED) == SLOT_OTHER)
+        return 0;
+    return now_ns();
+}
 
 /* A send with MSG_FASTOPEN connects an unconnected socket: the client end. */
 static void note_fastopen(int fd, int flags)
@@ -959,7 +1023,10 @@ static void *find_ssl(const char *name)
 /* Around the real SSL call: note which socket it used. */
 static void ssl_enter(void)
 {
-    if (ssl_depth++ == 0) ssl_last_fd = -1;
+    if (ssl_depth++ == 0) {
+        ssl_last_fd = -1;
+        ssl_saw_eof = 0;
+    }
 }
 
 static void ssl_leave(void) { ssl_depth--; }
@@ -992,6 +1059,20 @@ static void note_tls(SSL *ssl, uint8_t dir, uint8_t call, const void *buf, uint6
     record_data(s, fd, dir, call, TT_PROBE_LAYER_TLS, ts, enter, &v, 1, n, (int64_t)n);
 }
 
+/* SSL_read/SSL_read_ex failed with ret: when the peer's close_notify came
+ * (SSL_ERROR_ZERO_RETURN) or the socket's end of file was read meanwhile,
+ * the plaintext ended: an EOF record at the TLS layer. */
+static void note_tls_failure(SSL *ssl, int ret)
+{
+    int (*get_error)(const SSL *, int) = SSL_REAL(get_error, "SSL_get_error");
+    bool eof = ssl_saw_eof || (get_error && get_error(ssl, ret) == 6 /* SSL_ERROR_ZERO_RETURN */);
+    if (!eof) return;
+    int fd = ssl_socket(ssl);
+    fd_slot *s = tcp_slot(fd);
+    if (s) record_control(s, fd, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, TT_PROBE_LAYER_TLS,
+                          now_ns());
+}
+
 HOOK int SSL_read(SSL *ssl, void *buf, int num)
 {
     int (*f)(SSL *, void *, int) = SSL_REAL(read, "SSL_read");
@@ -1005,6 +1086,10 @@ HOOK int SSL_read(SSL *ssl, void *buf, int num)
     if (r > 0 && ACTIVE()) {
         int e = errno;
         note_tls(ssl, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, buf, (uint64_t)r, 0);
+        errno = e;
+    } else if (r <= 0 && num > 0 && ACTIVE()) {
+        int e = errno;
+        note_tls_failure(ssl, r);
         errno = e;
     }
     return r;
@@ -1024,6 +1109,10 @@ HOOK int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *got)
         int e = errno;
         note_tls(ssl, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, buf, *got, 0);
         errno = e;
+    } else if (r <= 0 && num > 0 && ACTIVE()) {
+        int e = errno;
+        note_tls_failure(ssl, r);
+        errno = e;
     }
     return r;
 }
@@ -1035,7 +1124,7 @@ HOOK int SSL_write(SSL *ssl, const void *buf, int num)
         errno = ENOSYS;
         return -1;
     }
-    uint64_t enter = 0;
+    uint64_t enter = ACTIVE() ? now_ns() : 0;
     ssl_enter();
     int r = f(ssl, buf, num);
     ssl_leave();
@@ -1054,7 +1143,7 @@ HOOK int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *put)
         errno = ENOSYS;
         return 0;
     }
-    uint64_t enter = 0;
+    uint64_t enter = ACTIVE() ? now_ns() : 0;
     ssl_enter();
     int r = f(ssl, buf, num, put);
     ssl_leave();

@@ -43,6 +43,8 @@ enum tt_probe_kind {
     TT_PROBE_KIND_CLOSE,   /* the fd was closed (or replaced by dup2/dup3) */
     TT_PROBE_KIND_CONNECT, /* connect() returned 0 or EINPROGRESS: this end is the client */
     TT_PROBE_KIND_ACCEPT,  /* accept()/accept4() returned fd: this end is the server */
+    TT_PROBE_KIND_EOF,     /* end of the peer's bytes (dir RECV): a read of a socket returned 0
+                              (layer SOCKET), or SSL_read saw the peer's close_notify (layer TLS) */
     TT_PROBE_KIND_COUNT
 };
 
@@ -103,7 +105,8 @@ struct tt_probe_rec {
     uint32_t size;        /* bytes of the whole record, head and padding included */
     uint8_t kind, dir, call, flags;
     uint64_t ts_ns;       /* CLOCK_MONOTONIC when the real call returned */
-    uint64_t enter_ns;    /* CLOCK_MONOTONIC when the call was entered (SEND only; else 0) */
+    uint64_t enter_ns;    /* CLOCK_MONOTONIC when the call was entered (DATA, dir SEND; else 0);
+                             at most ts_ns; the instant of the bytes sent (as eBPF stamps writes) */
     uint64_t sock_id;     /* the socket's inode number: identity while it lives */
     uint64_t lost[2];     /* bytes of this socket lost before this record, per tt_probe_dir */
     int64_t ret;          /* the call's return value */

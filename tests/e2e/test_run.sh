@@ -13,6 +13,9 @@
 #     and token instants as the live report.
 #  4. CMD's exit status passes through (exit N, signal N -> 128+N, 127 for a
 #     command that does not exist).
+#  5. a close-delimited response (python3 http.server, Connection: close, no
+#     Content-Length): curl reads to end of file, so the request is complete
+#     at the client vantage, live and in `run -o DIR` read back by analyze.
 set -eu
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl not installed"
@@ -96,6 +99,39 @@ rc=0; "$TT" run -- sh -c 'exit 7' 2> /dev/null || rc=$?; [ $rc = 7 ] || fail "ex
 rc=0; "$TT" run -- sh -c 'kill -KILL $$' 2> /dev/null || rc=$?; [ $rc = 137 ] || fail "SIGKILL came back as $rc"
 rc=0; "$TT" run -- "$work/no-such-command" 2> /dev/null || rc=$?; [ $rc = 127 ] || fail "a missing command came back as $rc"
 rc=0; "$TT" run 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "no command came back as $rc"
+# 5. close-delimited
+cat > "$work/close_srv.py" <<'PY'
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for i in range(5):
+            self.wfile.write(b'data: {"choices":[{"index":0,"delta":{"content":"t%d"}}]}\n\n' % i)
+            self.wfile.flush()
+            time.sleep(0.002)
+        self.wfile.write(b"data: [DONE]\n\n")
+    def log_message(self, *a):
+        pass
+srv = HTTPServer(("127.0.0.1", 0), Handler)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+PY
+/usr/bin/python3 "$work/close_srv.py" > "$work/close_port" 2> "$work/close_srv.err" &
+close_srv=$!
+for _ in $(seq 50); do [ -s "$work/close_port" ] && break; sleep 0.1; done
+cport=$(cat "$work/close_port"); [ -n "$cport" ] || fail "the close-delimited server did not start: $(cat "$work/close_srv.err")"
+"$TT" run -o "$work/rec3" --json --report "$work/close_live.json" -- bash -c "req cd-1 $cport > /dev/null" \
+    2> "$work/close.err" || fail "run (close-delimited) exit $?: $(cat "$work/close.err")"
+"$TT" analyze --json "$work/rec3" > "$work/close_back.json" 2> "$work/close_analyze.err" \
+    || fail "analyze DIR (close-delimited) exit $?: $(cat "$work/close_analyze.err")"
+kill "$close_srv"; wait "$close_srv" 2>/dev/null || true
+
 shm_after=$(ls -d /dev/shm/tokentap-run.* 2>/dev/null | wc -l)
 [ "$shm_after" -le "$shm_before" ] || fail "ring directories left in /dev/shm"
 
@@ -144,5 +180,12 @@ lt = [e["dispatch_mono_ns"] for r in live["requests"] for e in r["events"] if e[
 bt = [e["dispatch_mono_ns"] for r in back["requests"] for e in r["events"] if e["kind"] == "TOKEN"]
 assert len(lt) == 25 and lt == bt, (len(lt), len(bt))
 msg += "; -o DIR analyzed back with the same 25 token instants"
+for name in ("close_live", "close_back"):
+    rep = json.load(open(f"{work}/{name}.json"))
+    got = [(r["request_id"], r["complete"], r["incomplete_reasons"]) for r in rep["requests"]]
+    assert got == [("cd-1", True, None)], (name, got)
+    toks = rep["requests"][0].get("token_events", rep["requests"][0].get("vantages", {}).get("client", {}).get("token_events"))
+    assert toks == 5, (name, toks)
+msg += "; a close-delimited response complete, live and in analyze DIR"
 print(msg)
 PY

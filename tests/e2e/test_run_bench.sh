@@ -10,7 +10,10 @@
 #     median client_lag_ns is D within 2% or 50 us; the trace is JSON with
 #     the reported tokens; the text report shows the TTFT breakdown.
 #  2. as root (skipped when eBPF cannot load): the same with --server-port:
-#     server, wire and client vantages, the five parts sum exactly.
+#     server, wire and client vantages, the five parts sum exactly; the
+#     client->wire part of the uplink is not negative (the probe stamps a
+#     send at entry, as eBPF does): its median >= -5 us (the pcap clock's
+#     conversion to CLOCK_MONOTONIC is the noise).
 #  3. a broken benchmark file is said on stderr, the report is still made
 #     and the exit status stays CMD's; --bench-format alone is exit 2.
 set -eu
@@ -46,7 +49,7 @@ parts = ("send_lag_ns", "uplink_ns", "server_ttft_ns", "downlink_ns", "client_la
 e2el_parts = ("send_lag_ns", "uplink_ns", "server_e2el_ns", "downlink_ns", "client_lag_ns")
 reqs = [r for r in rep["requests"] if r["reported"]]
 assert len(reqs) == n, len(reqs)
-lags = []
+lags, client_to_wire = [], []
 for r in reqs:
     rid, rp, d = r["request_id"], r["reported"], r["decomposition"]
     assert rid == f"rb-{rp['index']}", (rid, rp["index"])
@@ -61,6 +64,7 @@ for r in reqs:
         assert sum(d[p] for p in parts) == rp["ttft_ns"], rid
         assert sum(d["e2el"][p] for p in e2el_parts) == rp["e2el_ns"], rid
         assert d["server_ttft_ns"] == v["server"]["ttft_ns"], rid
+        client_to_wire.append(v["wire"]["req_first_mono_ns"] - v["client"]["req_first_mono_ns"])
     else:
         assert sorted(d["missing"]) == ["server", "wire"], d["missing"]
     assert r["disagreements"] == [], (rid, r["disagreements"])
@@ -71,8 +75,13 @@ if trace:
     ev = json.load(open(trace))["traceEvents"]
     rtok = [e for e in ev if e["ph"] == "i" and e["cat"] == "reported-token"]
     assert len(rtok) == n * 20, len(rtok)
+uplink = ""
+if client_to_wire:
+    up = statistics.median(client_to_wire)
+    uplink = f"; client->wire uplink median {up/1e3:.1f} us"
+    assert up >= -5_000, ("the client's send is stamped after the wire saw it", client_to_wire)
 print(f"run --bench-result ({','.join(sorted(want))}): {n} requests joined by id; parts sum exactly; "
-      f"client lag median {med/1e3:.1f} us for an injected {delay/1e3:.0f} us (tolerance {tol/1e3:.0f} us)")
+      f"client lag median {med/1e3:.1f} us for an injected {delay/1e3:.0f} us (tolerance {tol/1e3:.0f} us){uplink}")
 assert abs(med - delay) <= tol, (med, delay)
 PY
 }

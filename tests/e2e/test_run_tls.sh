@@ -4,6 +4,10 @@
 # the plaintext: the request is reported at the tls vantage with the 6
 # token events the server wrote, curl's output is the same as without the
 # probe, and the client vantage holds only ciphertext (no HTTP request).
+# The server closes the connection after the stream (Connection: close, no
+# Content-Length): the response is whole, so the request is complete at the
+# tls vantage, live and in `run -o DIR` read back by `analyze DIR` (the end
+# of the plaintext is a clean end, FIN, not a cut).
 set -eu
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl not installed"
@@ -49,6 +53,11 @@ export -f get; export port
 "$TT" run --json --events --report "$work/events.json" -- bash -c "get tls-1" > "$work/probe.out" 2> "$work/run.err" \
     || fail "run exit $?: $(cat "$work/run.err")"
 cmp "$work/plain.out" "$work/probe.out" || fail "curl's output differs under the probe"
+"$TT" run -o "$work/rec" --json --report "$work/rec_live.json" -- bash -c "get tls-2 > /dev/null" 2> "$work/rec.err" \
+    || fail "run -o exit $?: $(cat "$work/rec.err")"
+[ -s "$work/rec/tls.pcap" ] || fail "no tls.pcap in the recording"
+"$TT" analyze --json "$work/rec" > "$work/rec.json" 2> "$work/analyze.err" \
+    || fail "analyze DIR exit $?: $(cat "$work/analyze.err")"
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
@@ -65,6 +74,12 @@ reqs = by_v["tls"]["requests"]
 assert [r["request_id"] for r in reqs] == ["tls-1"], reqs
 toks = [e for e in reqs[0]["events"] if e["kind"] == "TOKEN"]
 assert len(toks) == 6, len(toks)
+for name in ("rec_live", "rec"):
+    rec = json.load(open(f"{work}/{name}.json"))
+    got = [(r["request_id"], r["complete"], r["incomplete_reasons"], sorted(r["vantages"])) for r in rec["requests"]]
+    assert got == [("tls-2", True, None, ["tls"])], (name, got)
+    assert rec["requests"][0]["vantages"]["tls"]["token_events"] == 6, (name, rec["requests"][0]["vantages"]["tls"])
 assert not by_v.get("client", {}).get("requests"), "HTTP parsed out of ciphertext at the client vantage"
-print("tokentap run: curl over TLS, 6 token events at the tls vantage from SSL_read, output unchanged")
+print("tokentap run: curl over TLS, 6 token events at the tls vantage from SSL_read, output unchanged; "
+      "the close-delimited response complete live and in analyze DIR")
 PY

@@ -2,17 +2,29 @@
  * one process (tests/bench/probe.sh).
  *
  *   ttprobe_bench BLOCKS ITERS [WARMUP]
- * A loopback TCP pair; WARMUP write+read pairs first, not measured (a
- * warmed-up probe: its ring's pages already mapped in this process); each iteration writes 64 bytes on one end and reads
+ * A loopback TCP pair; each iteration writes 64 bytes on one end and reads
  * them on the other. Blocks alternate between the libc calls (wrapped by
  * the probe when it is preloaded) and the same system calls made directly
  * with syscall(2) (never wrapped), so both see the same kernel, cache and
- * load. Prints the medians over blocks of the thread's CPU time per call
- * (CLOCK_THREAD_CPUTIME_ID: time other processes took from it, the
- * collector's included, does not count) for each and their difference,
- * then the same in wall time:
- * "wrapped_ns=W direct_ns=D added_ns=A wall_added_ns=B calls=N". */
+ * load. Per block, the thread's CPU time per call (CLOCK_THREAD_CPUTIME_ID:
+ * time other processes took from it, the collector's included, does not
+ * count, the page faults it took do) and its wall time.
+ *
+ * Two phases, both paired: when the probe is recording (this process's
+ * ring file is found in $TOKENTAP_PROBE_DIR), the first lap: blocks until
+ * the records have filled the ring once, every page of it touched by this
+ * process for the first time (a page fault per 4 KiB). Then WARMUP write+
+ * read pairs, not measured, and the steady state: BLOCKS blocks, the ring's
+ * pages already mapped. Prints the medians over blocks and their
+ * differences:
+ * "wrapped_ns=W direct_ns=D added_ns=A wall_added_ns=B calls=N
+ *  first_lap_added_ns=F first_lap_wall_added_ns=G first_lap_blocks=K
+ *  first_lap_faults=P steady_faults=Q"
+ * (added_ns is the steady state; F, G and K are "na" without a ring; P and
+ * Q are the thread's minor page faults in each phase). */
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -20,10 +32,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../probe/probe_abi.h"
 
 static uint64_t now_ns(clockid_t id)
 {
@@ -42,6 +58,81 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* This process's ring header, mapped read-only, or NULL without one. */
+static const struct tt_probe_ring *find_own_ring(void)
+{
+    const char *dir = getenv(TT_PROBE_DIR_ENV);
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d) return NULL;
+    char prefix[64], path[4096];
+    snprintf(prefix, sizeof prefix, "ring.%d.", (int)getpid());
+    const struct tt_probe_ring *ring = NULL;
+    struct dirent *e;
+    while (!ring && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        void *map = mmap(NULL, TT_PROBE_HEADER_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        if (map != MAP_FAILED) ring = map;
+    }
+    closedir(d);
+    return ring;
+}
+
+typedef struct samples {
+    double *cpu[2], *wall[2]; /* [0] wrapped, [1] direct */
+    int n[2];
+} samples;
+
+/* One block of iters write+read pairs, through libc or syscall(2). */
+static int run_block(int w, int r, int iters, bool use_libc, samples *out)
+{
+    char msg[64], buf[64];
+    memset(msg, 'p', sizeof msg);
+    uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), w0 = now_ns(CLOCK_MONOTONIC);
+    for (int i = 0; i < iters; i++) {
+        if (use_libc) {
+            if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)
+                return -1;
+        } else {
+            if (syscall(SYS_write, w, msg, sizeof msg) != (long)sizeof msg ||
+                syscall(SYS_read, r, buf, sizeof buf) != (long)sizeof buf)
+                return -1;
+        }
+    }
+    int k = use_libc ? 0 : 1;
+    out->cpu[k][out->n[k]] = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (2.0 * iters);
+    out->wall[k][out->n[k]++] = (double)(now_ns(CLOCK_MONOTONIC) - w0) / (2.0 * iters);
+    return 0;
+}
+
+static bool samples_init(samples *s, int blocks)
+{
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < 2; k++) {
+        s->cpu[k] = calloc((size_t)blocks, sizeof(double));
+        s->wall[k] = calloc((size_t)blocks, sizeof(double));
+        if (!s->cpu[k] || !s->wall[k]) return false;
+    }
+    return true;
+}
+
+static void samples_free(samples *s)
+{
+    for (int k = 0; k < 2; k++) {
+        free(s->cpu[k]);
+        free(s->wall[k]);
+    }
+}
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
 }
 
 int main(int argc, char **argv)
@@ -63,43 +154,37 @@ int main(int argc, char **argv)
     setsockopt(w, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     char msg[64], buf[64];
     memset(msg, 'p', sizeof msg);
-    double *wrapped = calloc((size_t)blocks, sizeof *wrapped), *direct = calloc((size_t)blocks, sizeof *direct);
-    double *wrapped_wall = calloc((size_t)blocks, sizeof *wrapped), *direct_wall = calloc((size_t)blocks, sizeof *direct);
-    if (!wrapped || !direct || !wrapped_wall || !direct_wall) return 1;
+    const struct tt_probe_ring *ring = find_own_ring();
+    /* first lap: until the ring's positions pass its capacity (bounded, in
+     * case the collector drops records or is not draining) */
+    samples lap;
+    int lap_max = 4096;
+    if (!samples_init(&lap, lap_max)) return 1;
+    long faults0 = minor_faults();
+    while (ring && lap.n[0] < lap_max && __atomic_load_n(&ring->reserved_pos, __ATOMIC_ACQUIRE) < ring->capacity)
+        if (run_block(w, r, iters, true, &lap) || run_block(w, r, iters, false, &lap)) return 1;
     for (long i = 0; i < warmup; i++)
         if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)
             return 1;
-    int nw = 0, nd = 0;
-    for (int b = 0; b < 2 * blocks; b++) {
-        bool use_libc = b % 2 == 0;
-        uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), w0 = now_ns(CLOCK_MONOTONIC);
-        for (int i = 0; i < iters; i++) {
-            if (use_libc) {
-                if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)
-                    return 1;
-            } else {
-                if (syscall(SYS_write, w, msg, sizeof msg) != (long)sizeof msg ||
-                    syscall(SYS_read, r, buf, sizeof buf) != (long)sizeof buf)
-                    return 1;
-            }
-        }
-        double per_call = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (2.0 * iters);
-        double per_call_wall = (double)(now_ns(CLOCK_MONOTONIC) - w0) / (2.0 * iters);
-        if (use_libc) {
-            wrapped_wall[nw] = per_call_wall;
-            wrapped[nw++] = per_call;
-        } else {
-            direct_wall[nd] = per_call_wall;
-            direct[nd++] = per_call;
-        }
-    }
-    double mw = median(wrapped, nw), md = median(direct, nd);
-    double wall_added = median(wrapped_wall, nw) - median(direct_wall, nd);
-    printf("wrapped_ns=%.1f direct_ns=%.1f added_ns=%.1f wall_added_ns=%.1f calls=%d\n", mw, md, mw - md, wall_added,
+    long faults1 = minor_faults();
+    samples steady;
+    if (!samples_init(&steady, blocks)) return 1;
+    for (int b = 0; b < blocks; b++)
+        if (run_block(w, r, iters, true, &steady) || run_block(w, r, iters, false, &steady)) return 1;
+    long faults2 = minor_faults();
+    double mw = median(steady.cpu[0], steady.n[0]), md = median(steady.cpu[1], steady.n[1]);
+    double wall_added = median(steady.wall[0], steady.n[0]) - median(steady.wall[1], steady.n[1]);
+    printf("wrapped_ns=%.1f direct_ns=%.1f added_ns=%.1f wall_added_ns=%.1f calls=%d", mw, md, mw - md, wall_added,
            2 * blocks * iters);
-    free(wrapped);
-    free(direct);
-    free(wrapped_wall);
-    free(direct_wall);
+    if (lap.n[0]) {
+        double lw = median(lap.cpu[0], lap.n[0]) - median(lap.cpu[1], lap.n[1]);
+        double lwall = median(lap.wall[0], lap.n[0]) - median(lap.wall[1], lap.n[1]);
+        printf(" first_lap_added_ns=%.1f first_lap_wall_added_ns=%.1f first_lap_blocks=%d", lw, lwall, lap.n[0]);
+    } else {
+        printf(" first_lap_added_ns=na first_lap_wall_added_ns=na first_lap_blocks=na");
+    }
+    printf(" first_lap_faults=%ld steady_faults=%ld\n", faults1 - faults0, faults2 - faults1);
+    samples_free(&lap);
+    samples_free(&steady);
     return 0;
 }

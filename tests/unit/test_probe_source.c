@@ -121,7 +121,7 @@ static void test_client_connection(void **state)
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=14 len=3 ns=400 GAP\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=17 len=2 ns=400 DATA \"ok\"\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=19 len=1 ns=500 DATA \"!\"\n"
-        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=5 len=0 ns=700 END\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=5 len=0 ns=700 FIN\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=20 len=0 ns=700 END\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=5 len=0 ns=700 RELEASE\n";
     assert_string_equal(b.s, want);
@@ -161,13 +161,119 @@ static void test_roles_layers_and_processes(void **state)
         "server conn=2 10.0.0.2:8000 10.0.0.1:40000 c2s guessed off=0 len=1 ns=20 DATA \"x\"\n"
         "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=30 DATA \"hi\"\n"
         "client conn=4 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=40 DATA \"yo\"\n"
-        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 END\n"
+        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 FIN\n"
         "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=0 ns=50 END\n"
         "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 RELEASE\n";
     assert_string_equal(b.s, want);
     tt_probe_stats st;
     tt_probe_source_stats(s, &st);
     assert_int_equal(st.processes, 2);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+}
+
+/* A close-delimited response: the read returning 0 (EOF) ends the peer's
+ * direction cleanly at each layer, the close ends the local end's sending
+ * direction cleanly; nothing is END. A server's close of a connection it
+ * accepted ends s2c with FIN. */
+static void test_eof_and_close_end_cleanly(void **state)
+{
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
+    uint8_t rec[512];
+    size_t n;
+    for (uint8_t layer = 0; layer < 2; layer++) {
+        n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, layer, 5, 9, 100, "POST", 0);
+        assert_int_equal(feed(s, 1, rec, n), 0);
+        n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, layer, 5, 9, 200, "body", 0);
+        assert_int_equal(feed(s, 1, rec, n), 0);
+    }
+    /* TLS: close_notify (SSL_read); socket: read returned 0; 2 bytes lost before it */
+    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 1, 5, 9, 300, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 310, NULL, 0);
+    ((struct tt_probe_rec *)rec)->lost[TT_PROBE_DIR_RECV] = 2;
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* a second EOF (the program read again) changes nothing */
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* bytes after the end of file contradict it: refused */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 320, "late", 0);
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 400, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* an EOF for a socket never seen: nothing */
+    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 6, 10, 500, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    /* server side: request read, response written, closed by the server */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_SERVER, 0, 7, 11, 600, "GET", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_SERVER, 0, 7, 11, 700, "ok", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_SERVER, 0, 7, 11, 800, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    const char *want =
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=100 DATA \"POST\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=200 DATA \"body\"\n"
+        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=100 DATA \"POST\"\n"
+        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=200 DATA \"body\"\n"
+        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 s2c off=4 len=0 ns=300 FIN\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=4 len=2 ns=310 GAP\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=6 len=0 ns=310 FIN\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 FIN\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 RELEASE\n"
+        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 FIN\n"
+        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 RELEASE\n"
+        "server conn=3 10.0.0.2:8000 10.0.0.1:40000 c2s off=0 len=3 ns=600 DATA \"GET\"\n"
+        "server conn=3 10.0.0.2:8000 10.0.0.1:40000 s2c off=0 len=2 ns=700 DATA \"ok\"\n"
+        "server conn=3 10.0.0.2:8000 10.0.0.1:40000 s2c off=2 len=0 ns=800 FIN\n"
+        "server conn=3 10.0.0.2:8000 10.0.0.1:40000 c2s off=3 len=0 ns=800 END\n"
+        "server conn=3 10.0.0.2:8000 10.0.0.1:40000 c2s off=3 len=0 ns=800 RELEASE\n";
+    assert_string_equal(b.s, want);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.bad_records, 1);
+    assert_int_equal(st.closes, 3);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+}
+
+/* Sent bytes are stamped with the call's entry instant (enter_ns), received
+ * ones with its return (ts_ns); an entry after the return, or an entry
+ * instant on anything but sent data, is a bad record. */
+static void test_send_enter_instant(void **state)
+{
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    uint8_t rec[512];
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 150, "req", 0);
+    struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
+    r->enter_ns = 120;
+    r->lost[TT_PROBE_DIR_SEND] = 4; /* bytes lost before it: the gap takes the same instant */
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 160, "more", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0); /* no entry instant (0): the return's */
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 300, "resp", 0);
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    r->enter_ns = 250; /* on a receive */
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 400, "x", 0);
+    r->enter_ns = 401; /* after the return */
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 500, NULL, 0);
+    r->enter_ns = 450; /* on a record without data */
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 500, NULL, 0);
+    assert_int_equal(feed(s, 1, rec, n), -1); /* an end of file is of the peer's bytes only */
+    const char *want =
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=120 GAP\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=3 ns=120 DATA \"req\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=7 len=4 ns=160 DATA \"more\"\n"
+        "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=300 DATA \"resp\"\n";
+    assert_string_equal(b.s, want);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.bad_records, 4);
+    assert_int_equal(st.records, 3);
     tt_probe_source_free(s);
     tt_sb_free(&b);
 }
@@ -491,6 +597,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_connection),
         cmocka_unit_test(test_roles_layers_and_processes),
+        cmocka_unit_test(test_eof_and_close_end_cleanly),
+        cmocka_unit_test(test_send_enter_instant),
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_ring_wraps),
         cmocka_unit_test(test_ring_unfinished_and_damaged),

@@ -32,6 +32,7 @@ typedef struct probe_conn {
     bool fds_overflow;         /* more fds than kept: closes never end it */
     uint64_t last_ns;
     uint64_t offset[2];        /* next stream offset per tt_direction */
+    bool ended[2];             /* FIN delivered, per tt_direction */
     struct probe_conn *next;
 } probe_conn;
 
@@ -121,12 +122,27 @@ static void emit(tt_probe_source *s, probe_conn *c, tt_direction dir, tt_chunk_k
     if (kind == TT_CHUNK_DATA || kind == TT_CHUNK_GAP) c->offset[dir] += len;
 }
 
+static void conn_fin(tt_probe_source *s, probe_conn *c, tt_direction dir, uint64_t ns)
+{
+    if (c->ended[dir]) return;
+    emit(s, c, dir, TT_CHUNK_FIN, ns, NULL, 0);
+    c->ended[dir] = true;
+}
+
+/* The connection is over: END on each direction no FIN ended, RELEASE. */
 static void conn_end(tt_probe_source *s, probe_conn *c, uint64_t ns)
 {
-    emit(s, c, TT_DIR_C2S, TT_CHUNK_END, ns, NULL, 0);
-    emit(s, c, TT_DIR_S2C, TT_CHUNK_END, ns, NULL, 0);
+    for (int d = TT_DIR_C2S; d <= TT_DIR_S2C; d++)
+        if (!c->ended[d]) emit(s, c, (tt_direction)d, TT_CHUNK_END, ns, NULL, 0);
     emit(s, c, TT_DIR_C2S, TT_CHUNK_RELEASE, ns, NULL, 0);
     free(c);
+}
+
+/* The instant of a record's bytes: a send's entry (the program handed the
+ * bytes over; eBPF stamps writes the same way), else the call's return. */
+static uint64_t rec_instant(const struct tt_probe_rec *r)
+{
+    return r->dir == TT_PROBE_DIR_SEND && r->enter_ns ? r->enter_ns : r->ts_ns;
 }
 
 static void endpoint_from(tt_endpoint *ep, const uint8_t addr[16], uint16_t port, bool ipv6)
@@ -200,7 +216,7 @@ static probe_conn *conn_for(tt_probe_source *s, uint32_t pid, const struct tt_pr
         c->info.server = c->local_is_server ? local : remote;
         c->info.orientation_guessed = guessed;
         c->info.conn_id = s->next_conn_id++;
-        c->info.first_seen_ns = r->ts_ns;
+        c->info.first_seen_ns = rec_instant(r);
         unsigned b = conn_bucket(pid, r->sock_id, r->layer);
         c->next = s->buckets[b];
         s->buckets[b] = c;
@@ -221,11 +237,24 @@ static tt_direction conn_dir(const probe_conn *c, uint8_t probe_dir)
 static void emit_lost(tt_probe_source *s, probe_conn *c, const struct tt_probe_rec *r)
 {
     for (uint8_t d = 0; d < 2; d++)
-        if (r->lost[d]) emit(s, c, conn_dir(c, d), TT_CHUNK_GAP, r->ts_ns, NULL, r->lost[d]);
+        if (r->lost[d] && !c->ended[conn_dir(c, d)])
+            emit(s, c, conn_dir(c, d), TT_CHUNK_GAP, rec_instant(r), NULL, r->lost[d]);
+}
+
+/* The peer's bytes ended (a read returned 0, or close_notify at the TLS
+ * layer): that direction of this layer's connection ends cleanly. */
+static void feed_eof(tt_probe_source *s, uint32_t pid, const struct tt_probe_rec *r)
+{
+    probe_conn *c = conn_find(s, pid, r->sock_id, r->layer, NULL);
+    if (!c) return;
+    emit_lost(s, c, r);
+    if (r->ts_ns > c->last_ns) c->last_ns = r->ts_ns;
+    conn_fin(s, c, conn_dir(c, TT_PROBE_DIR_RECV), c->last_ns);
 }
 
 /* close(fd): the fd leaves each layer's connection of that socket; the
- * connection ends with its last fd. */
+ * connection ends with its last fd: the local end's sending direction
+ * cleanly (closing sends FIN), the other cut off unless an EOF ended it. */
 static void feed_close(tt_probe_source *s, uint32_t pid, const struct tt_probe_rec *r)
 {
     for (uint8_t layer = 0; layer < 2; layer++) {
@@ -241,7 +270,9 @@ static void feed_close(tt_probe_source *s, uint32_t pid, const struct tt_probe_r
         if (left) continue;
         *link = c->next;
         s->st.closes++;
-        conn_end(s, c, r->ts_ns > c->last_ns ? r->ts_ns : c->last_ns);
+        uint64_t ns = r->ts_ns > c->last_ns ? r->ts_ns : c->last_ns;
+        conn_fin(s, c, conn_dir(c, TT_PROBE_DIR_SEND), ns);
+        conn_end(s, c, ns);
     }
 }
 
@@ -258,7 +289,9 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
     if (r.kind >= TT_PROBE_KIND_COUNT || r.dir > TT_PROBE_DIR_RECV || r.layer > TT_PROBE_LAYER_TLS ||
         r.role > TT_PROBE_ROLE_SERVER || r.len > len - sizeof r || r.len > r.total_len ||
         (!data_kind && (r.len || r.total_len)) || r.lost[0] > UINT32_MAX * 64ull || r.lost[1] > UINT32_MAX * 64ull ||
-        (data_kind && r.total_len == 0) || (data_kind && r.len < r.total_len && !(r.flags & TT_PROBE_F_TRUNCATED))) {
+        (data_kind && r.total_len == 0) || (data_kind && r.len < r.total_len && !(r.flags & TT_PROBE_F_TRUNCATED)) ||
+        (r.enter_ns && (!data_kind || r.dir != TT_PROBE_DIR_SEND || r.enter_ns > r.ts_ns)) ||
+        (r.kind == TT_PROBE_KIND_EOF && r.dir != TT_PROBE_DIR_RECV)) {
         s->st.bad_records++;
         return -1;
     }
@@ -268,13 +301,23 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
         feed_close(s, pid, &r);
         return 0;
     }
+    if (r.kind == TT_PROBE_KIND_EOF) {
+        feed_eof(s, pid, &r);
+        return 0;
+    }
     if (!data_kind) return 0; /* CONNECT/ACCEPT: the role rides on every data record */
     probe_conn *c = conn_for(s, pid, &r);
     if (!c) return -1;
-    emit_lost(s, c, &r);
     tt_direction dir = conn_dir(c, r.dir);
-    if (r.len) emit(s, c, dir, TT_CHUNK_DATA, r.ts_ns, data, r.len);
-    if (r.total_len > r.len) emit(s, c, dir, TT_CHUNK_GAP, r.ts_ns, NULL, (size_t)r.total_len - r.len);
+    if (c->ended[dir]) { /* bytes after that direction's end of file: the record contradicts the stream */
+        s->st.records--;
+        s->st.bad_records++;
+        return -1;
+    }
+    emit_lost(s, c, &r);
+    uint64_t ns = rec_instant(&r);
+    if (r.len) emit(s, c, dir, TT_CHUNK_DATA, ns, data, r.len);
+    if (r.total_len > r.len) emit(s, c, dir, TT_CHUNK_GAP, ns, NULL, (size_t)r.total_len - r.len);
     return 0;
 }
 

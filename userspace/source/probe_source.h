@@ -10,10 +10,17 @@
  * orientation_guessed set: read first = server, wrote first = client.
  *
  * One connection per (pid, socket inode, layer): dup'd fds of one socket
- * share it, a forked child gets its own. It ends when the last fd the
- * probe saw naming it is closed (END both ways, then RELEASE), or at
- * finish. Bytes the probe dropped (ring full) or did not copy become
- * TT_CHUNK_GAP chunks, never silence.
+ * share it, a forked child gets its own. The peer's direction ends cleanly
+ * (TT_CHUNK_FIN) when a read returned end of file (at the TLS layer: when
+ * SSL_read met close_notify or the socket's end of file). The connection
+ * ends when the last fd the probe saw naming it is closed: the local end's
+ * sending direction with FIN, a direction not yet ended with END, then
+ * RELEASE; or at finish (END, RELEASE). Bytes the probe dropped (ring
+ * full) or did not copy become TT_CHUNK_GAP chunks, never silence.
+ *
+ * Instants (docs/probe.md): bytes the program sent are stamped when its
+ * call was entered (the record's enter_ns, as eBPF stamps writes), bytes
+ * it received when the call returned (ts_ns).
  *
  * The rings are shared with the traced program: every record is checked
  * against the ring's bounds before use, and a ring that contradicts itself
