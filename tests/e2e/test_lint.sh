@@ -15,8 +15,9 @@ set -eu
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 # ---- --fail-on and exit statuses, on generated captures ----
-"$GEN" -o "$work/clean.pcap" --streams 2 --tokens 4 > /dev/null          # info findings only
-"$GEN" -o "$work/crlf.pcap" --streams 2 --tokens 4 --crlf > /dev/null    # + a warn
+"$GEN" -o "$work/clean.pcap" --streams 2 --tokens 4 --dialect anthropic > /dev/null  # info findings only
+"$GEN" -o "$work/crlf.pcap" --streams 2 --tokens 4 --crlf > /dev/null    # warns: crlf, vLLM's empty-choices usage frame
+"$GEN" -o "$work/uwc.pcap" --streams 2 --tokens 4 --usage-with-choices > /dev/null  # usage on the finish chunk
 expect_rc() { # want args...
     local want=$1 rc=0; shift
     "$TT" lint "$@" > "$work/out" 2> "$work/err" || rc=$?
@@ -35,6 +36,11 @@ expect_rc 2 --fail-on fatal "$work/clean.pcap"
 expect_rc 2 "$work/clean.pcap" "$work/crlf.pcap"
 expect_rc 3 "$work/no-such.pcap"
 "$TT" lint --help | grep -q -- '--fail-on LEVEL' || fail "lint --help"
+expect_rc 0 "$work/crlf.pcap"
+grep -q '^warn   usage-empty-choices  *2 ' "$work/out" || fail "no usage-empty-choices on the choices:[] usage frames: $(cat "$work/out")"
+expect_rc 0 "$work/uwc.pcap"
+grep -q 'usage-with-choices' "$work/out" && ! grep -q 'usage-empty-choices' "$work/out" \
+    || fail "a one-choice usage frame is usage-with-choices only: $(cat "$work/out")"
 expect_rc 0 --text "$work/crlf.pcap"
 grep -q 'bytes .*\\r\\n\\r\\n' "$work/out" || fail "--text shows no escaped CRLF: $(grep -m1 bytes "$work/out")"
 "$TT" analyze "$work/crlf.pcap" | grep -q '^warn   crlf-separator' || fail "analyze's text report has no findings section"
@@ -115,8 +121,8 @@ found = {}
 for f in doc["findings"]:
     found.setdefault(f["request_id"], set()).add(f["id"])
 expect = {
-    "vllm-chat": {"role-only-first-chunk"},
-    "vllm-cmpl": set(),
+    "vllm-chat": {"role-only-first-chunk", "usage-empty-choices"},
+    "vllm-cmpl": {"usage-empty-choices"},
     "tabby-usage": {"crlf-separator", "usage-with-choices", "finish-without-text"},
     "tabby-plain": {"crlf-separator"},
     "responses": {"event-field"},

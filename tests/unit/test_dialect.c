@@ -452,6 +452,35 @@ static void test_multiple_choices(void **state)
     assert_string_equal(c.finish_reason, "stop");
 }
 
+/* TT_HAS_EMPTY_CHOICES marks a choices array with no element, and only that:
+ * vLLM's include_usage frame has it; a one-choice usage frame, a frame
+ * without choices and a choices array of non-objects do not. */
+static void test_empty_choices(void **state)
+{
+    tt_classified c = classify(TT_DIALECT_OPENAI_CHAT, NULL,
+                               "{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[],"
+                               "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}");
+    assert_int_equal(c.kind, TT_EV_USAGE);
+    assert_int_equal(c.has, TT_HAS_USAGE | TT_HAS_EMPTY_CHOICES);
+    assert_int_equal(c.usage_completion_tokens, 2);
+    c = classify(TT_DIALECT_UNKNOWN, NULL, "{\"object\":\"text_completion\",\"choices\":[],\"usage\":{}}");
+    assert_int_equal(c.dialect, TT_DIALECT_OPENAI_COMPLETIONS);
+    assert_int_equal(c.has, TT_HAS_USAGE | TT_HAS_EMPTY_CHOICES);
+    c = classify(TT_DIALECT_OPENAI_CHAT, NULL, "{\"choices\":[]}");
+    assert_int_equal(c.kind, TT_EV_META);
+    assert_int_equal(c.has, TT_HAS_EMPTY_CHOICES);
+    c = classify(TT_DIALECT_OPENAI_CHAT, NULL,
+                 "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],"
+                 "\"usage\":{\"completion_tokens\":2}}");
+    assert_int_equal(c.has, TT_HAS_USAGE | TT_HAS_FINISH | TT_HAS_CHOICES);
+    c = classify(TT_DIALECT_OPENAI_CHAT, NULL, "{\"usage\":{\"completion_tokens\":2}}");
+    assert_int_equal(c.has, TT_HAS_USAGE);
+    c = classify(TT_DIALECT_OPENAI_CHAT, NULL, "{\"choices\":[1],\"usage\":{}}");
+    assert_int_equal(c.has, TT_HAS_USAGE | TT_HAS_MALFORMED);
+    c = classify(TT_DIALECT_OPENAI_CHAT, NULL, "{\"choices\":{},\"usage\":{}}");
+    assert_false(c.has & TT_HAS_EMPTY_CHOICES);
+}
+
 static void test_text_hash_and_caps(void **state)
 {
     const char *a = "{\"choices\":[{\"text\":\"a\"}]}";
@@ -789,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_sse_types),
         cmocka_unit_test(test_hint_fallback),
         cmocka_unit_test(test_from_path),
+        cmocka_unit_test(test_empty_choices),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_threads_and_foreign_cjson),
         cmocka_unit_test(test_json_parser),

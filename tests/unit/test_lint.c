@@ -51,6 +51,10 @@ typedef struct stream_case {
 #define TOK_B "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"},\"finish_reason\":\"length\"}]}\n\n"
 #define TOK_B_NOFIN "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n"
 #define DONE "data: [DONE]\n\n"
+/* vLLM's include_usage frame: usage with an empty choices array */
+#define USAGE_EMPTY(n) "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":" #n "}}\n\n"
+/* the same counts without a choices member */
+#define USAGE_ONLY(n) "data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":" #n "}}\n\n"
 
 /* Feed one exchange through a tracker that keeps bodies; the caller frees. */
 static tt_tracker *run_exchange(const char *name, const char *req_body, const char *head,
@@ -153,8 +157,9 @@ static const stream_case cases[] = {
        "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\n",
       DONE},
      BIT(USAGE_WITH_CHOICES)},
-    {"usage-without-choices", NULL, NULL,
-     {TOK_A, TOK_B, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\n", DONE},
+    {"usage-empty-choices", NULL, NULL, {TOK_A, TOK_B, USAGE_EMPTY(2), DONE}, BIT(USAGE_EMPTY_CHOICES)},
+    {"usage-without-choices-member", NULL, NULL, {TOK_A, TOK_B, USAGE_ONLY(2), DONE}, 0},
+    {"empty-choices-without-usage", NULL, NULL, {TOK_A, TOK_B, "data: {\"choices\":[],\"usage\":null}\n\n", DONE},
      0},
     {"missing-terminal", NULL, NULL, {TOK_A, TOK_B}, BIT(MISSING_TERMINAL)},
     {"data-no-space", NULL, NULL,
@@ -174,8 +179,7 @@ static const stream_case cases[] = {
     {"missing-usage", "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true}}", NULL,
      {TOK_A, TOK_B, DONE}, BIT(MISSING_USAGE)},
     {"usage-as-asked", "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true}}", NULL,
-     {TOK_A, TOK_B, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\n", DONE},
-     0},
+     {TOK_A, TOK_B, USAGE_ONLY(2), DONE}, 0},
     {"data-after-terminal", NULL, NULL, {TOK_A, TOK_B, DONE, "data: {\"choices\":[]}\n\n"},
      BIT(DATA_AFTER_TERMINAL)},
     {"role-only-first", NULL, NULL,
@@ -186,12 +190,8 @@ static const stream_case cases[] = {
      {TOK_A, TOK_B_NOFIN, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
       DONE},
      BIT(FINISH_WITHOUT_TEXT)},
-    {"multi-token", NULL, NULL,
-     {TOK_A, TOK_B, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":5}}\n\n", DONE},
-     BIT(MULTI_TOKEN_CHUNKS)},
-    {"usage-undercount", NULL, NULL,
-     {TOK_A, TOK_B, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\n", DONE},
-     BIT(USAGE_TOKEN_MISMATCH)},
+    {"multi-token", NULL, NULL, {TOK_A, TOK_B, USAGE_ONLY(5), DONE}, BIT(MULTI_TOKEN_CHUNKS)},
+    {"usage-undercount", NULL, NULL, {TOK_A, TOK_B, USAGE_ONLY(1), DONE}, BIT(USAGE_TOKEN_MISMATCH)},
     {"ignore-eos-dropped", "{\"model\":\"m\",\"stream\":true,\"max_tokens\":10,\"ignore_eos\":true}", NULL,
      {TOK_A, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\n\n",
       DONE},
@@ -336,6 +336,34 @@ static void test_missing_terminal_is_error(void **state)
     tt_lint_result_free(&res);
 }
 
+/* usage-empty-choices is filed at the frame: its event, first byte, instant
+ * and bytes; once per request however many such frames came. */
+static void test_usage_empty_choices_at_frame(void **state)
+{
+    tt_lint_result res;
+    tt_tracker *t;
+    stream_case c = {"vllm-usage", "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                     NULL, {TOK_A, TOK_B, USAGE_EMPTY(2), USAGE_EMPTY(2), DONE},
+                     BIT(USAGE_EMPTY_CHOICES)};
+    assert_int_equal(lint_case(&c, &res, &t), c.expect);
+    assert_int_equal(res.n, 1);
+    const tt_lint_finding *f = find(&res, TT_LINT_USAGE_EMPTY_CHOICES);
+    assert_non_null(f);
+    assert_int_equal(f->event, 2);
+    assert_int_equal(f->count, 2);
+    assert_int_equal(f->offset, strlen(TOK_A) + strlen(TOK_B));
+    assert_int_equal(f->mono_ns, 5000);
+    assert_int_equal(f->excerpt_off, f->offset);
+    assert_int_equal(f->excerpt_len, strlen(USAGE_EMPTY(2)));
+    assert_int_equal(tt_lint_entry_of(TT_LINT_USAGE_EMPTY_CHOICES)->severity, TT_LINT_WARN);
+    assert_int_equal(res.by_severity[TT_LINT_WARN], 1);
+    assert_int_equal(res.by_id[TT_LINT_USAGE_EMPTY_CHOICES], 1);
+    assert_true(tt_lint_fails(&res, TT_LINT_WARN));
+    assert_false(tt_lint_fails(&res, TT_LINT_ERROR));
+    tt_lint_result_free(&res);
+    tt_tracker_free(t);
+}
+
 static void test_gzip_stream(void **state)
 {
     const char *plain = TOK_A TOK_B DONE;
@@ -452,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_catalogue),
         cmocka_unit_test(test_first_occurrence_details),
         cmocka_unit_test(test_missing_terminal_is_error),
+        cmocka_unit_test(test_usage_empty_choices_at_frame),
         cmocka_unit_test(test_gzip_stream),
         cmocka_unit_test(test_sse_cr_offset_every_split),
         cmocka_unit_test(test_many_events_cheap),

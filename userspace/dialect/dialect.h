@@ -51,6 +51,7 @@ enum {
     TT_HAS_ERROR = 1u << 8,
     TT_HAS_SPECIAL = 1u << 9,   /* a token the server marked special (TGI): a TOKEN, its text not counted */
     TT_HAS_MALFORMED = 1u << 10, /* a known field had an unexpected JSON type; it was ignored */
+    TT_HAS_EMPTY_CHOICES = 1u << 11, /* a choices array with no element (OpenAI: vLLM's include_usage frame) */
 };
 
 typedef struct tt_classified {

@@ -68,6 +68,7 @@ int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *s
 
     bool saw_delta = false, saw_text = false;
     if (choices) {
+        if (!choices->child) out->has |= TT_HAS_EMPTY_CHOICES;
         for (const cJSON *ch = choices->child; ch; ch = ch->next) {
             if (!dj_is_object(ch)) {
                 out->has |= TT_HAS_MALFORMED;

@@ -93,6 +93,8 @@ static void lint_events(const tt_request *r, occurrence *occ)
         if (e->shared_chunk) note(&occ[TT_LINT_COALESCED_EVENTS], ev, at, e->dispatch_ns, at, ext);
         if ((e->has & TT_HAS_USAGE) && (e->has & TT_HAS_CHOICES))
             note(&occ[TT_LINT_USAGE_WITH_CHOICES], ev, at, e->dispatch_ns, at, ext);
+        if ((e->has & TT_HAS_USAGE) && (e->has & TT_HAS_EMPTY_CHOICES))
+            note(&occ[TT_LINT_USAGE_EMPTY_CHOICES], ev, at, e->dispatch_ns, at, ext);
         if (e->frame_flags) {
             if (e->frame_flags & TT_FRAME_DATA_NO_SPACE) note(&occ[TT_LINT_DATA_NO_SPACE], ev, at, ns, at, ext);
             if (e->frame_flags & TT_FRAME_EMPTY_DATA_LINE)

@@ -49,6 +49,7 @@ typedef enum tt_lint_id {
     TT_LINT_ID_FIELD,
     TT_LINT_RETRY_FIELD,
     TT_LINT_KEEPALIVE_EVENT,
+    TT_LINT_USAGE_EMPTY_CHOICES,
     TT_LINT_COUNT
 } tt_lint_id;
 

@@ -109,6 +109,10 @@ static const tt_lint_entry catalogue[TT_LINT_COUNT] = {
     {TT_LINT_KEEPALIVE_EVENT, "keepalive-event", TT_LINT_INFO,
      "keep-alive events (an event named ping)",
      "clients that take every data event for a token count the ping; the anthropic SDK skips it"},
+    {TT_LINT_USAGE_EMPTY_CHOICES, "usage-empty-choices", TT_LINT_WARN,
+     "a usage frame with an empty choices array (vLLM's include_usage frame)",
+     "clients that index choices[0] of every frame raise IndexError: sglang bench_serving and llmperf fail "
+     "the request, genai-perf's profile parse aborts; vllm bench serve, aiperf and guidellm read the usage"},
 };
 
 const tt_lint_entry *tt_lint_entry_of(tt_lint_id id)

@@ -24,7 +24,8 @@ static const char *const field_names[] = {"data", "event", "id", "retry", "other
 static const char *const frame_names[] = {"data-no-space", "bom", "empty-data-line", "raw-line-sep",
                                           "unterminated", "truncated"};
 static const char *const has_names[] = {"text", "reasoning", "tool-args", "usage", "finish",
-                                        "terminal", "choices", "role", "error"};
+                                        "terminal", "choices", "role", "error", "special", "malformed",
+                                        "empty-choices"};
 
 #define N(a) (sizeof(a) / sizeof *(a))
 
@@ -53,7 +54,7 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
                 r->path[0] ? r->path : "-", r->status, tt_dialect_name(r->dialect), r->n_events);
         for (uint32_t k = 0; k < r->n_events; k++) {
             const tt_event_rec *e = &r->events[k];
-            char term[32], fields[48], flags[96], has[96];
+            char term[32], fields[48], flags[96], has[160];
             flag_names(term, sizeof term, e->terminators, term_names, N(term_names));
             flag_names(fields, sizeof fields, e->fields, field_names, N(field_names));
             flag_names(flags, sizeof flags, e->frame_flags, frame_names, N(frame_names));
@@ -94,7 +95,7 @@ void tt_report_events_json(FILE *out, const tt_analysis *a)
         tt_jw_array_begin(&w, "events");
         for (uint32_t k = 0; k < r->n_events; k++) {
             const tt_event_rec *e = &r->events[k];
-            char buf[96];
+            char buf[160];
             tt_jw_object_begin(&w, NULL);
             tt_jw_str(&w, "kind", tt_event_kind_name((tt_event_kind)e->kind));
             tt_jw_uint(&w, "dispatch_mono_ns", e->dispatch_ns);
