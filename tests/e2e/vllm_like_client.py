@@ -5,7 +5,9 @@ streamed chat completions from PORT with x-request-id PREFIX<index> (as vllm
 bench serve --request-id-prefix sends it). For every token event it reads it
 waits a KNOWN delay (DELAY_NS, spun from the instant its recv returned)
 before taking its own time.perf_counter_ns() stamp, then writes its TTFT,
-ITL and latency in vllm's --save-result --save-detailed layout to OUT.
+ITL and latency in vllm's --save-result --save-detailed layout to OUT, and
+to OUT.waited what it really waited before stamping each request's first
+token (a JSON list of ns, in request order).
 
 usage: vllm_like_client.py PORT DELAY_NS OUT N_REQ [PREFIX] [TOKENS]
 (PREFIX defaults to bd-, TOKENS to 20)."""
@@ -27,7 +29,7 @@ def stream(i):
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.sendall(head + body)
     raw, body_buf, headers_done, chunked = b"", b"", False, False
-    stamps, text = [], ""
+    stamps, text, waited = [], "", None
     buf = bytearray(65536)
     view = memoryview(buf)
     while True:
@@ -67,13 +69,16 @@ def stream(i):
                     while clock() < got + delay:
                         pass
                     stamps.append(clock())
+                    if waited is None:
+                        waited = stamps[0] - got
                     text += content
     s.close()
-    return start, stamps, text
+    return start, stamps, text, waited
 
-starts, ttfts, itls, lats, outs, texts = [], [], [], [], [], []
+starts, ttfts, itls, lats, outs, texts, waits = [], [], [], [], [], [], []
 for i in range(n_req):
-    start, stamps, text = stream(i)
+    start, stamps, text, waited = stream(i)
+    waits.append(waited)
     assert len(stamps) == tokens, (i, len(stamps))
     starts.append(start / 1e9)
     ttfts.append((stamps[0] - start) / 1e9)
@@ -90,3 +95,8 @@ doc = {"date": "20250101-000000", "endpoint_type": "openai-chat", "backend": "op
        "start_times": starts, "generated_texts": texts, "errors": [""] * n_req}
 with open(out, "w") as f:
     json.dump(doc, f)
+# What the client really waited before stamping each first token, from the
+# instant its recv returned (at least the delay asked; more when it was
+# preempted): the ground truth the recovered client lag is compared with.
+with open(out + ".waited", "w") as f:
+    json.dump(waits, f)
