@@ -382,6 +382,10 @@ static probe_ring *ring_open(tt_probe_source *s, const char *path, uint32_t pid,
     r->writable = writable;
     r->capacity = cap;
     r->tail = load_u64(&h->consumed_pos);
+    if (r->tail % 8) { /* records start on 8-byte boundaries: a damaged header */
+        r->broken = true;
+        s->st.bad_rings++;
+    }
     s->st.rings++;
     return r;
 }
