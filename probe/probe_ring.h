@@ -135,4 +135,25 @@ static inline void tt_producer_commit(struct tt_probe_rec *r, uint64_t pos)
     __atomic_store_n(&r->commit, pos + 1, __ATOMIC_RELEASE);
 }
 
+#define TT_PRODUCER_PREFETCH_BYTES 256u
+
+/* Ask the cache for the ring lines the next record will most likely be
+ * written to (those after `end`, the position just past the record made),
+ * in a state fit for writing: the next call then stores into lines already
+ * fetched from the collector's cache instead of waiting for them. A hint
+ * only: it changes nothing the collector sees. */
+static inline void tt_producer_prefetch(const tt_probe_producer *p, uint64_t end)
+{
+    uint64_t off = end & p->mask & ~63ull;
+    for (uint32_t b = 0; b < TT_PRODUCER_PREFETCH_BYTES && off + b < p->capacity; b += 64) {
+#if defined(__x86_64__)
+        /* prefetchw (a no-op on the few x86-64 without it); the compiler
+         * drops a write prefetch it was not told the CPU has */
+        __asm__ volatile("prefetchw %0" : : "m"(p->data[off + b]));
+#else
+        __builtin_prefetch(p->data + off + b, 1, 3);
+#endif
+    }
+}
+
 #endif

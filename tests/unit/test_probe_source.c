@@ -401,11 +401,17 @@ static void test_ring_wraps(void **state)
     uint64_t total = 0;
     for (int round = 0; round < 3; round++) {
         /* fill most of the ring, read it, and go round again */
+        uint64_t before = w.pos;
         for (int i = 0; i < 25; i++) {
             ring_put(&w, rec, n, true);
             total += 2048;
         }
         assert_int_equal(tt_probe_source_poll(s), 25);
+        /* how full the ring was found: what tells run.c to poll again at once */
+        assert_int_equal(tt_probe_source_last_fill(s), (w.pos - before) * 1000 / w.cap);
+        assert_true(tt_probe_source_last_fill(s) >= 250);
+        assert_int_equal(tt_probe_source_poll(s), 0);
+        assert_int_equal(tt_probe_source_last_fill(s), 0);
         struct tt_probe_ring *h = (struct tt_probe_ring *)w.map;
         assert_int_equal(h->consumed_pos, w.pos);
     }
@@ -561,6 +567,7 @@ static void test_producer_drop_accounting(void **state)
         } else {
             memcpy((uint8_t *)r + sizeof r->commit, rec + sizeof r->commit, n - sizeof r->commit);
             tt_producer_commit(r, pos);
+            tt_producer_prefetch(&p, pos + n); /* a hint, up to the ring's end and never past it */
             put++;
         }
         if (i % 300 == 299) tt_probe_source_poll(s); /* hands space back: the producer wraps */

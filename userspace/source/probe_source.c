@@ -65,6 +65,7 @@ struct tt_probe_source {
     probe_ring *rings;
     seen_pid *pids;
     uint64_t done_drop_records, done_drop_bytes, done_untracked; /* counters of unmapped rings */
+    unsigned last_fill_permille; /* the fullest ring at the last poll, in thousandths */
 };
 
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
@@ -405,8 +406,9 @@ static void ring_allocate_ahead(probe_ring *r, uint64_t head)
     }
 }
 
-/* Deliver the complete records of ring r in order. */
-static size_t ring_drain(tt_probe_source *s, probe_ring *r)
+/* Deliver the complete records of ring r in order; *fill_permille is
+ * raised to the part of the ring (in thousandths) that was waiting. */
+static size_t ring_drain(tt_probe_source *s, probe_ring *r, unsigned *fill_permille)
 {
     if (r->broken || r->done) return 0;
     struct tt_probe_ring *h = (struct tt_probe_ring *)r->map;
@@ -415,6 +417,8 @@ static size_t ring_drain(tt_probe_source *s, probe_ring *r)
     size_t handled = 0;
     uint64_t head = load_u64(&h->reserved_pos);
     if (head - r->tail > r->capacity) r->broken = true;
+    else if ((head - r->tail) * 1000 / r->capacity > *fill_permille)
+        *fill_permille = (unsigned)((head - r->tail) * 1000 / r->capacity);
     ring_allocate_ahead(r, head);
     /* One read of the producers' position and one store of ours per batch:
      * the shared lines move between cores once, not once per record. */
@@ -464,7 +468,8 @@ static void ring_retire_if_done(tt_probe_source *s, probe_ring *r)
     struct tt_probe_ring *h = (struct tt_probe_ring *)r->map;
     if (load_u64(&h->reserved_pos) != r->tail) return;
     if (kill((pid_t)r->pid, 0) == 0 || errno != ESRCH) return;
-    ring_drain(s, r);
+    unsigned fill = 0;
+    ring_drain(s, r, &fill);
     if (r->broken || load_u64(&h->reserved_pos) != r->tail) return;
     ring_counters(r, &s->done_drop_records, &s->done_drop_bytes, &s->done_untracked);
     munmap(r->map, r->map_len);
@@ -549,10 +554,12 @@ size_t tt_probe_source_poll(tt_probe_source *s)
     if (!s->have_dir || s->finished) return 0;
     scan_dir(s);
     size_t n = 0;
+    unsigned fill = 0;
     for (probe_ring *r = s->rings; r; r = r->next) {
-        n += ring_drain(s, r);
+        n += ring_drain(s, r, &fill);
         ring_retire_if_done(s, r);
     }
+    s->last_fill_permille = fill;
     return n;
 }
 
@@ -576,6 +583,11 @@ void tt_probe_source_finish(tt_probe_source *s)
             c = next;
         }
     }
+}
+
+unsigned tt_probe_source_last_fill(const tt_probe_source *s)
+{
+    return s->last_fill_permille;
 }
 
 void tt_probe_source_stats(const tt_probe_source *s, tt_probe_stats *out)

@@ -73,6 +73,10 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
  * unfinished, and every open connection ends (END both ways, RELEASE). */
 void tt_probe_source_finish(tt_probe_source *s);
 
+/* The fullest ring as the last poll found it (before draining it), in
+ * thousandths of its capacity: how soon the next poll is needed. */
+unsigned tt_probe_source_last_fill(const tt_probe_source *s);
+
 /* Counters so far. */
 void tt_probe_source_stats(const tt_probe_source *s, tt_probe_stats *out);
 
