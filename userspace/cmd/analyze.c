@@ -88,20 +88,7 @@ static int write_reports(const analyze_opts *o, const char *input, const tt_anal
         fprintf(stderr, "tokentap analyze: cannot write %s: %s\n", o->output, strerror(errno));
         status = TT_EXIT_OUTPUT;
     } else {
-        if (joined && o->json) {
-            tt_report_json_breakdown(out, input, &b);
-        } else if (joined) {
-            tt_report_breakdown_text(out, input, &b);
-            for (size_t k = 0; k < n; k++) {
-                fputc('\n', out);
-                tt_report_write(out, as[k], false, false);
-            }
-        } else {
-            for (size_t k = 0; k < n; k++) {
-                if (k && !o->json) fputc('\n', out);
-                tt_report_write(out, as[k], o->json, o->events);
-            }
-        }
+        tt_report_vantages(out, input, as, n, joined ? &b : NULL, o->json, o->events);
         status = tt_cmd_output_close("analyze", out, o->output);
     }
     if (o->perfetto && status == TT_EXIT_OK) {

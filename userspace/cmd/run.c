@@ -631,20 +631,7 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
         fprintf(stderr, "tokentap run: cannot write %s: %s\n", o->report_path, strerror(errno));
         ok = false;
     } else {
-        if (joined && o->json) {
-            tt_report_json_breakdown(out, input, &b);
-        } else if (joined) {
-            tt_report_breakdown_text(out, input, &b);
-            for (size_t k = 0; k < n; k++) {
-                fputc('\n', out);
-                tt_report_write(out, as[k], false, false);
-            }
-        } else {
-            for (size_t k = 0; k < n; k++) {
-                if (k && !o->json) fputc('\n', out);
-                tt_report_write(out, as[k], o->json, o->events);
-            }
-        }
+        tt_report_vantages(out, input, as, n, joined ? &b : NULL, o->json, o->events);
         if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
             fprintf(stderr, "tokentap run: writing %s failed: %s\n", o->report_path ? o->report_path : "stdout",
                     strerror(errno));

@@ -423,14 +423,16 @@ void tt_report_breakdown_text(FILE *out, const char *input, const tt_breakdown *
     findings(out, b);
 }
 
-int tt_breakdown_report(FILE *out, const char *input, const tt_analysis *const *as, size_t n,
-                        const tt_bench_result *bench, const tt_join_options *opt, bool json, FILE *perfetto)
+void tt_report_vantages(FILE *out, const char *input, const tt_analysis *const *as, size_t n,
+                        const tt_breakdown *b, bool json, bool events)
 {
-    tt_breakdown b;
-    if (tt_breakdown_build(&b, as, n, bench, opt) < 0) return -1;
-    if (json) tt_report_json_breakdown(out, input, &b);
-    else tt_report_breakdown_text(out, input, &b);
-    if (perfetto) tt_report_perfetto(perfetto, &b);
-    tt_breakdown_free(&b);
-    return 0;
+    if (b && json) {
+        tt_report_json_breakdown(out, input, b);
+        return;
+    }
+    if (b) tt_report_breakdown_text(out, input, b);
+    for (size_t k = 0; k < n; k++) {
+        if (b || (k && !json)) fputc('\n', out);
+        tt_report_write(out, as[k], b ? false : json, b ? false : events);
+    }
 }

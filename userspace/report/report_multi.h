@@ -29,12 +29,11 @@ void tt_report_breakdown_text(FILE *out, const char *input, const tt_breakdown *
  * request, token events as instants, the TTFT parts as complete slices. */
 void tt_report_perfetto(FILE *out, const tt_breakdown *b);
 
-/* The whole breakdown in one call (for `tokentap run --bench-result` and
- * `analyze`): join and decompose the n analyses and bench (NULL: none),
- * write the JSON document (json) or the text report to out, and the
- * Perfetto trace to perfetto when not NULL. Returns 0, or -1 when out of
- * memory (nothing written). */
-int tt_breakdown_report(FILE *out, const char *input, const tt_analysis *const *as, size_t n,
-                        const tt_bench_result *bench, const tt_join_options *opt, bool json, FILE *perfetto);
+/* The report over the n analyses as[] that `analyze` and `run` write: with
+ * b (a built breakdown) its JSON document (json), or its text followed by
+ * each vantage's own text report; without b, each vantage's own report
+ * (json: one JSON document per vantage; events: the event listings). */
+void tt_report_vantages(FILE *out, const char *input, const tt_analysis *const *as, size_t n,
+                        const tt_breakdown *b, bool json, bool events);
 
 #endif
