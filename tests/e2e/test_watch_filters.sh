@@ -162,4 +162,8 @@ else
 fi
 "$TT" watch --cgroup /tmp --duration 0.1 -q > /dev/null 2> "$work/bad.err" && fail "--cgroup /tmp accepted"
 grep -q 'not a cgroup v2 directory' "$work/bad.err" || fail "--cgroup /tmp: $(cat "$work/bad.err")"
+# record refuses a filter that names nothing, exit 3, and leaves no directory
+rc=0; "$TT" record -o "$work/norec" --pid 999999999 --duration 0.2 2> "$work/norec.err" || rc=$?
+[ $rc = 3 ] || fail "record --pid of no process: exit $rc: $(cat "$work/norec.err")"
+[ ! -e "$work/norec" ] || fail "record left $work/norec behind after refusing its filter"
 kill -TERM $spid; wait $spid || fail "serve exit $?"

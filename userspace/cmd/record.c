@@ -230,6 +230,10 @@ int tt_cmd_record(int argc, char **argv)
         tt_bpf_source_free(src);
         tt_synth_close(server);
         tt_synth_close(client);
+        /* Nothing was recorded: leave no half-made directory behind. */
+        unlink(path[0]);
+        unlink(path[1]);
+        rmdir(dir);
         free(comms);
         return TT_EXIT_INPUT;
     }
