@@ -1,5 +1,6 @@
 /* bpf_source.c - socktap ring-buffer records -> tt_chunk (see bpf_source.h). */
 #include "source/bpf_source.h"
+#include "source/chunk_conn.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -32,22 +33,16 @@ struct ring_buffer;
 #define TT_BPF_DEFAULT_RING_BYTES (16u << 20) /* the events map's size in bpf/socktap.bpf.c */
 
 typedef struct bpf_conn {
-    tt_conn_info info;
+    tt_chunk_conn cc; /* last_ns: the latest record instant */
     uint64_t sock_id;
     uint32_t tgid;
     int32_t fd;
-    bool local_is_server;
-    uint64_t last_ns;   /* latest record instant */
-    uint64_t offset[2]; /* next stream offset per tt_direction */
-    bool ended[2];      /* FIN already delivered, per tt_direction */
     struct bpf_conn *next;
 } bpf_conn;
 
 struct tt_bpf_source {
-    tt_chunk_fn fn[TT_VANTAGE_COUNT];
-    void *ctx[TT_VANTAGE_COUNT];
+    tt_chunk_sinks sinks;
     bpf_conn *buckets[CONN_BUCKETS];
-    uint64_t next_conn_id;
     tt_bpf_stats st;
     struct socktap *skel;
     struct ring_buffer *rb;
@@ -69,11 +64,8 @@ tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chu
 {
     tt_bpf_source *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->fn[TT_VANTAGE_SERVER] = on_server;
-    s->ctx[TT_VANTAGE_SERVER] = server_ctx;
-    s->fn[TT_VANTAGE_CLIENT] = on_client;
-    s->ctx[TT_VANTAGE_CLIENT] = client_ctx;
-    s->next_conn_id = 1;
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER, on_server, server_ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT, on_client, client_ctx);
     return s;
 }
 
@@ -83,81 +75,20 @@ static unsigned conn_bucket(uint32_t tgid, int32_t fd)
     return (unsigned)(h >> 40) % CONN_BUCKETS;
 }
 
-static tt_vantage conn_vantage(const bpf_conn *c)
-{
-    return c->local_is_server ? TT_VANTAGE_SERVER : TT_VANTAGE_CLIENT;
-}
-
-static void emit(tt_bpf_source *s, const bpf_conn *c, tt_direction dir, tt_chunk_kind kind, uint64_t ns,
-                 const uint8_t *data, size_t len)
-{
-    tt_vantage v = conn_vantage(c);
-    if (kind == TT_CHUNK_GAP) {
-        s->st.gaps++;
-        s->st.gap_bytes += len;
-        s->st.vantage_gaps[v]++;
-        s->st.vantage_gap_bytes[v] += len;
-    } else if (kind == TT_CHUNK_DATA) {
-        s->st.data_bytes += len;
-    }
-    if (!s->fn[v]) return;
-    tt_chunk ch = {
-        .conn = &c->info,
-        .vantage = v,
-        .dir = dir,
-        .kind = kind,
-        .mono_ns = ns,
-        .offset = c->offset[dir],
-        .data = kind == TT_CHUNK_DATA ? data : NULL,
-        .len = len,
-    };
-    s->fn[v](s->ctx[v], &ch);
-}
-
-/* The direction the local end sends in. */
-static tt_direction send_dir(const bpf_conn *c) { return c->local_is_server ? TT_DIR_S2C : TT_DIR_C2S; }
-
-static void conn_fin(tt_bpf_source *s, bpf_conn *c, tt_direction dir, uint64_t ns)
-{
-    if (c->ended[dir]) return;
-    emit(s, c, dir, TT_CHUNK_FIN, ns, NULL, 0);
-    c->ended[dir] = true;
-}
-
-/* The connection is over: END on each direction not already finished,
- * then RELEASE. */
+/* The connection is over: END, RELEASE (chunk_conn.h), then freed. */
 static void conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
 {
-    for (int d = TT_DIR_C2S; d <= TT_DIR_S2C; d++)
-        if (!c->ended[d]) emit(s, c, (tt_direction)d, TT_CHUNK_END, ns, NULL, 0);
-    emit(s, c, TT_DIR_C2S, TT_CHUNK_RELEASE, ns, NULL, 0);
+    tt_chunk_conn_end(&s->sinks, &c->cc, ns);
     free(c);
-}
-
-static void endpoint_from(tt_endpoint *ep, const uint8_t addr[16], uint16_t port, bool ipv6)
-{
-    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    memset(ep, 0, sizeof *ep);
-    ep->port = port;
-    if (ipv6 && memcmp(addr, v4_mapped, sizeof v4_mapped) != 0) {
-        ep->family = 6;
-        memcpy(ep->addr, addr, 16);
-    } else {
-        ep->family = 4;
-        memcpy(ep->addr, ipv6 ? addr + 12 : addr, 4);
-    }
 }
 
 static void conn_orient(bpf_conn *c, const struct tt_socktap_event *ev, bool local_is_server, bool guessed)
 {
     bool v6 = (ev->flags & TT_SOCKTAP_F_IPV6) != 0;
     tt_endpoint local, remote;
-    endpoint_from(&local, ev->laddr, ev->lport, v6);
-    endpoint_from(&remote, ev->raddr, ev->rport, v6);
-    c->local_is_server = local_is_server;
-    c->info.client = local_is_server ? remote : local;
-    c->info.server = local_is_server ? local : remote;
-    c->info.orientation_guessed = guessed;
+    tt_chunk_endpoint_from(&local, ev->laddr, ev->lport, v6);
+    tt_chunk_endpoint_from(&remote, ev->raddr, ev->rport, v6);
+    tt_chunk_conn_orient(&c->cc, &local, &remote, local_is_server, guessed);
 }
 
 /* The connection on (tgid, fd), unlinked from its bucket, or NULL. */
@@ -198,8 +129,8 @@ static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
         conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
     else
         conn_orient(c, ev, ev->dir == TT_SOCKTAP_DIR_RECV, true);
-    c->info.conn_id = s->next_conn_id++;
-    c->info.first_seen_ns = ev->ts_ns;
+    c->cc.info.conn_id = tt_chunk_sinks_next_conn_id(&s->sinks);
+    c->cc.info.first_seen_ns = ev->ts_ns;
     c->next = s->buckets[b];
     s->buckets[b] = c;
     s->st.connections++;
@@ -212,9 +143,9 @@ static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     bpf_conn *c = conn_unlink(s, ev->tgid, ev->fd);
     if (!c) return;
-    uint64_t ns = ev->ts_ns > c->last_ns ? ev->ts_ns : c->last_ns;
+    uint64_t ns = ev->ts_ns > c->cc.last_ns ? ev->ts_ns : c->cc.last_ns;
     if (c->sock_id != ev->sock_id) s->st.closes_other_sock++; /* stale: ended all the same */
-    else conn_fin(s, c, send_dir(c), ns);
+    else tt_chunk_conn_fin(&s->sinks, &c->cc, tt_chunk_conn_send_dir(&c->cc), ns);
     s->st.closes++;
     conn_end(s, c, ns);
 }
@@ -225,10 +156,9 @@ static void feed_eof(tt_bpf_source *s, const struct tt_socktap_event *ev)
     unsigned b = conn_bucket(ev->tgid, ev->fd);
     for (bpf_conn *c = s->buckets[b]; c; c = c->next) {
         if (c->tgid != ev->tgid || c->fd != ev->fd || c->sock_id != ev->sock_id) continue;
-        uint64_t ns = ev->ts_ns > c->last_ns ? ev->ts_ns : c->last_ns;
-        c->last_ns = ns;
-        tt_direction recv_dir = c->local_is_server ? TT_DIR_C2S : TT_DIR_S2C;
-        conn_fin(s, c, recv_dir, ns);
+        uint64_t ns = ev->ts_ns > c->cc.last_ns ? ev->ts_ns : c->cc.last_ns;
+        c->cc.last_ns = ns;
+        tt_chunk_conn_fin(&s->sinks, &c->cc, tt_chunk_conn_recv_dir(&c->cc), ns);
         return;
     }
 }
@@ -239,9 +169,9 @@ static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     bpf_conn *c = conn_for(s, ev);
     if (!c) return -1;
-    if (c->info.orientation_guessed && c->offset[TT_DIR_C2S] == 0 && c->offset[TT_DIR_S2C] == 0)
+    if (c->cc.info.orientation_guessed && c->cc.offset[TT_DIR_C2S] == 0 && c->cc.offset[TT_DIR_S2C] == 0)
         conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
-    if (ev->ts_ns > c->last_ns) c->last_ns = ev->ts_ns;
+    if (ev->ts_ns > c->cc.last_ns) c->cc.last_ns = ev->ts_ns;
     return 0;
 }
 
@@ -279,12 +209,10 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
     bpf_conn *c = conn_for(s, &ev);
     if (!c) return -1;
-    if (ev.ts_ns > c->last_ns) c->last_ns = ev.ts_ns;
-    bool sent = ev.dir == TT_SOCKTAP_DIR_SEND;
-    tt_direction dir = sent == c->local_is_server ? TT_DIR_S2C : TT_DIR_C2S;
+    if (ev.ts_ns > c->cc.last_ns) c->cc.last_ns = ev.ts_ns;
+    tt_direction dir = ev.dir == TT_SOCKTAP_DIR_SEND ? tt_chunk_conn_send_dir(&c->cc) : tt_chunk_conn_recv_dir(&c->cc);
     if (ev.lost_before) {
-        emit(s, c, dir, TT_CHUNK_GAP, ev.ts_ns, NULL, ev.lost_before);
-        c->offset[dir] += ev.lost_before;
+        tt_chunk_conn_emit(&s->sinks, &c->cc, dir, TT_CHUNK_GAP, ev.ts_ns, NULL, ev.lost_before);
     }
     uint64_t missing = 0;
     if (ev.flags & TT_SOCKTAP_F_NOT_COPIED) {
@@ -295,14 +223,12 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = rest;
     } else {
         if (ev.copied) {
-            emit(s, c, dir, TT_CHUNK_DATA, ev.ts_ns, data, ev.copied);
-            c->offset[dir] += ev.copied;
+            tt_chunk_conn_emit(&s->sinks, &c->cc, dir, TT_CHUNK_DATA, ev.ts_ns, data, ev.copied);
         }
         if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = (uint64_t)ev.total_len - ev.piece_off - ev.copied;
     }
     if (missing) {
-        emit(s, c, dir, TT_CHUNK_GAP, ev.ts_ns, NULL, missing);
-        c->offset[dir] += missing;
+        tt_chunk_conn_emit(&s->sinks, &c->cc, dir, TT_CHUNK_GAP, ev.ts_ns, NULL, missing);
     }
     return 0;
 }
@@ -314,10 +240,21 @@ void tt_bpf_source_finish(tt_bpf_source *s)
         s->buckets[b] = NULL;
         while (c) {
             bpf_conn *next = c->next;
-            conn_end(s, c, c->last_ns);
+            conn_end(s, c, c->cc.last_ns);
             c = next;
         }
     }
+}
+
+/* out <- the source's counters with those of the chunks delivered. */
+static void copy_stats(const tt_bpf_source *s, tt_bpf_stats *out)
+{
+    *out = s->st;
+    out->data_bytes = s->sinks.data_bytes;
+    out->gaps = s->sinks.gaps;
+    out->gap_bytes = s->sinks.gap_bytes;
+    memcpy(out->vantage_gaps, s->sinks.vantage_gaps, sizeof out->vantage_gaps);
+    memcpy(out->vantage_gap_bytes, s->sinks.vantage_gap_bytes, sizeof out->vantage_gap_bytes);
 }
 
 #ifdef TT_WITH_BPF
@@ -622,7 +559,7 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
 
 void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
 {
-    *out = s->st;
+    copy_stats(s, out);
     if (!s->skel) return;
     int ncpu = libbpf_num_possible_cpus();
     if (ncpu <= 0) return;
@@ -661,7 +598,7 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
     return -1;
 }
 
-void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out) { *out = s->st; }
+void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out) { copy_stats(s, out); }
 
 #endif
 

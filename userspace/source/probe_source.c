@@ -1,5 +1,6 @@
 /* probe_source.c - probe ring files -> tt_chunk (see probe_source.h). */
 #include "source/probe_source.h"
+#include "source/chunk_conn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,16 +24,12 @@
 #define ALLOC_STEP (1u << 20)
 
 typedef struct probe_conn {
-    tt_conn_info info;
+    tt_chunk_conn cc;
     uint32_t pid;
     uint64_t sock_id;
     uint8_t layer;
-    bool local_is_server;
     int32_t fds[CONN_MAX_FDS]; /* fds seen naming the socket; -1 free */
     bool fds_overflow;         /* more fds than kept: closes never end it */
-    uint64_t last_ns;
-    uint64_t offset[2];        /* next stream offset per tt_direction */
-    bool ended[2];             /* FIN delivered, per tt_direction */
     struct probe_conn *next;
 } probe_conn;
 
@@ -55,10 +52,8 @@ typedef struct seen_pid {
 } seen_pid;
 
 struct tt_probe_source {
-    tt_chunk_fn fn[TT_VANTAGE_COUNT];
-    void *ctx[TT_VANTAGE_COUNT];
+    tt_chunk_sinks sinks;
     probe_conn *buckets[CONN_BUCKETS];
-    uint64_t next_conn_id;
     tt_probe_stats st;
     char dir[4096];
     bool have_dir, remove_done, finished;
@@ -73,13 +68,9 @@ tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt
 {
     tt_probe_source *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->fn[TT_VANTAGE_CLIENT] = on_client;
-    s->ctx[TT_VANTAGE_CLIENT] = client_ctx;
-    s->fn[TT_VANTAGE_SERVER] = on_server;
-    s->ctx[TT_VANTAGE_SERVER] = server_ctx;
-    s->fn[TT_VANTAGE_TLS] = on_tls;
-    s->ctx[TT_VANTAGE_TLS] = tls_ctx;
-    s->next_conn_id = 1;
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT, on_client, client_ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER, on_server, server_ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_TLS, on_tls, tls_ctx);
     return s;
 }
 
@@ -91,73 +82,11 @@ static unsigned conn_bucket(uint32_t pid, uint64_t sock_id, uint8_t layer)
     return (unsigned)(h >> 40) % CONN_BUCKETS;
 }
 
-static tt_vantage conn_vantage(const probe_conn *c)
-{
-    if (c->layer == TT_PROBE_LAYER_TLS) return TT_VANTAGE_TLS;
-    return c->local_is_server ? TT_VANTAGE_SERVER : TT_VANTAGE_CLIENT;
-}
-
-static void emit(tt_probe_source *s, probe_conn *c, tt_direction dir, tt_chunk_kind kind, uint64_t ns,
-                 const uint8_t *data, size_t len)
-{
-    tt_vantage v = conn_vantage(c);
-    if (kind == TT_CHUNK_GAP) {
-        s->st.gaps++;
-        s->st.gap_bytes += len;
-    } else if (kind == TT_CHUNK_DATA) {
-        s->st.data_bytes += len;
-    }
-    if (s->fn[v]) {
-        tt_chunk ch = {
-            .conn = &c->info,
-            .vantage = v,
-            .dir = dir,
-            .kind = kind,
-            .mono_ns = ns,
-            .offset = c->offset[dir],
-            .data = kind == TT_CHUNK_DATA ? data : NULL,
-            .len = len,
-        };
-        s->fn[v](s->ctx[v], &ch);
-    }
-    if (kind == TT_CHUNK_DATA || kind == TT_CHUNK_GAP) c->offset[dir] += len;
-}
-
-static void conn_fin(tt_probe_source *s, probe_conn *c, tt_direction dir, uint64_t ns)
-{
-    if (c->ended[dir]) return;
-    emit(s, c, dir, TT_CHUNK_FIN, ns, NULL, 0);
-    c->ended[dir] = true;
-}
-
-/* The connection is over: END on each direction no FIN ended, RELEASE. */
-static void conn_end(tt_probe_source *s, probe_conn *c, uint64_t ns)
-{
-    for (int d = TT_DIR_C2S; d <= TT_DIR_S2C; d++)
-        if (!c->ended[d]) emit(s, c, (tt_direction)d, TT_CHUNK_END, ns, NULL, 0);
-    emit(s, c, TT_DIR_C2S, TT_CHUNK_RELEASE, ns, NULL, 0);
-    free(c);
-}
-
 /* The instant of a record's bytes: a send's entry (the program handed the
  * bytes over; eBPF stamps writes the same way), else the call's return. */
 static uint64_t rec_instant(const struct tt_probe_rec *r)
 {
     return r->dir == TT_PROBE_DIR_SEND && r->enter_ns ? r->enter_ns : r->ts_ns;
-}
-
-static void endpoint_from(tt_endpoint *ep, const uint8_t addr[16], uint16_t port, bool ipv6)
-{
-    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    memset(ep, 0, sizeof *ep);
-    ep->port = port;
-    if (ipv6 && memcmp(addr, v4_mapped, sizeof v4_mapped) != 0) {
-        ep->family = 6;
-        memcpy(ep->addr, addr, 16);
-    } else {
-        ep->family = 4;
-        memcpy(ep->addr, ipv6 ? addr + 12 : addr, 4);
-    }
 }
 
 static void note_pid(tt_probe_source *s, uint32_t pid)
@@ -207,17 +136,16 @@ static probe_conn *conn_for(tt_probe_source *s, uint32_t pid, const struct tt_pr
         c->sock_id = r->sock_id;
         c->layer = r->layer;
         for (int i = 0; i < CONN_MAX_FDS; i++) c->fds[i] = -1;
+        c->cc.tls = r->layer == TT_PROBE_LAYER_TLS;
         bool guessed = r->role == TT_PROBE_ROLE_UNKNOWN;
-        c->local_is_server = guessed ? r->dir == TT_PROBE_DIR_RECV : r->role == TT_PROBE_ROLE_SERVER;
+        bool local_is_server = guessed ? r->dir == TT_PROBE_DIR_RECV : r->role == TT_PROBE_ROLE_SERVER;
         bool v6 = (r->flags & TT_PROBE_F_IPV6) != 0;
         tt_endpoint local, remote;
-        endpoint_from(&local, r->laddr, r->lport, v6);
-        endpoint_from(&remote, r->raddr, r->rport, v6);
-        c->info.client = c->local_is_server ? remote : local;
-        c->info.server = c->local_is_server ? local : remote;
-        c->info.orientation_guessed = guessed;
-        c->info.conn_id = s->next_conn_id++;
-        c->info.first_seen_ns = rec_instant(r);
+        tt_chunk_endpoint_from(&local, r->laddr, r->lport, v6);
+        tt_chunk_endpoint_from(&remote, r->raddr, r->rport, v6);
+        tt_chunk_conn_orient(&c->cc, &local, &remote, local_is_server, guessed);
+        c->cc.info.conn_id = tt_chunk_sinks_next_conn_id(&s->sinks);
+        c->cc.info.first_seen_ns = rec_instant(r);
         unsigned b = conn_bucket(pid, r->sock_id, r->layer);
         c->next = s->buckets[b];
         s->buckets[b] = c;
@@ -225,21 +153,20 @@ static probe_conn *conn_for(tt_probe_source *s, uint32_t pid, const struct tt_pr
         note_pid(s, pid);
     }
     conn_add_fd(c, r->fd);
-    if (r->ts_ns > c->last_ns) c->last_ns = r->ts_ns;
+    if (r->ts_ns > c->cc.last_ns) c->cc.last_ns = r->ts_ns;
     return c;
 }
 
 static tt_direction conn_dir(const probe_conn *c, uint8_t probe_dir)
 {
-    bool sent = probe_dir == TT_PROBE_DIR_SEND;
-    return sent == c->local_is_server ? TT_DIR_S2C : TT_DIR_C2S;
+    return probe_dir == TT_PROBE_DIR_SEND ? tt_chunk_conn_send_dir(&c->cc) : tt_chunk_conn_recv_dir(&c->cc);
 }
 
 static void emit_lost(tt_probe_source *s, probe_conn *c, const struct tt_probe_rec *r)
 {
     for (uint8_t d = 0; d < 2; d++)
-        if (r->lost[d] && !c->ended[conn_dir(c, d)])
-            emit(s, c, conn_dir(c, d), TT_CHUNK_GAP, rec_instant(r), NULL, r->lost[d]);
+        if (r->lost[d] && !c->cc.ended[conn_dir(c, d)])
+            tt_chunk_conn_emit(&s->sinks, &c->cc, conn_dir(c, d), TT_CHUNK_GAP, rec_instant(r), NULL, r->lost[d]);
 }
 
 /* The peer's bytes ended (a read returned 0, or close_notify at the TLS
@@ -249,8 +176,8 @@ static void feed_eof(tt_probe_source *s, uint32_t pid, const struct tt_probe_rec
     probe_conn *c = conn_find(s, pid, r->sock_id, r->layer, NULL);
     if (!c) return;
     emit_lost(s, c, r);
-    if (r->ts_ns > c->last_ns) c->last_ns = r->ts_ns;
-    conn_fin(s, c, conn_dir(c, TT_PROBE_DIR_RECV), c->last_ns);
+    if (r->ts_ns > c->cc.last_ns) c->cc.last_ns = r->ts_ns;
+    tt_chunk_conn_fin(&s->sinks, &c->cc, conn_dir(c, TT_PROBE_DIR_RECV), c->cc.last_ns);
 }
 
 /* close(fd): the fd leaves each layer's connection of that socket; the
@@ -271,9 +198,10 @@ static void feed_close(tt_probe_source *s, uint32_t pid, const struct tt_probe_r
         if (left) continue;
         *link = c->next;
         s->st.closes++;
-        uint64_t ns = r->ts_ns > c->last_ns ? r->ts_ns : c->last_ns;
-        conn_fin(s, c, conn_dir(c, TT_PROBE_DIR_SEND), ns);
-        conn_end(s, c, ns);
+        uint64_t ns = r->ts_ns > c->cc.last_ns ? r->ts_ns : c->cc.last_ns;
+        tt_chunk_conn_fin(&s->sinks, &c->cc, conn_dir(c, TT_PROBE_DIR_SEND), ns);
+        tt_chunk_conn_end(&s->sinks, &c->cc, ns);
+        free(c);
     }
 }
 
@@ -310,15 +238,16 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
     probe_conn *c = conn_for(s, pid, &r);
     if (!c) return -1;
     tt_direction dir = conn_dir(c, r.dir);
-    if (c->ended[dir]) { /* bytes after that direction's end of file: the record contradicts the stream */
+    if (c->cc.ended[dir]) { /* bytes after that direction's end of file: the record contradicts the stream */
         s->st.records--;
         s->st.bad_records++;
         return -1;
     }
     emit_lost(s, c, &r);
     uint64_t ns = rec_instant(&r);
-    if (r.len) emit(s, c, dir, TT_CHUNK_DATA, ns, data, r.len);
-    if (r.total_len > r.len) emit(s, c, dir, TT_CHUNK_GAP, ns, NULL, (size_t)r.total_len - r.len);
+    if (r.len) tt_chunk_conn_emit(&s->sinks, &c->cc, dir, TT_CHUNK_DATA, ns, data, r.len);
+    if (r.total_len > r.len)
+        tt_chunk_conn_emit(&s->sinks, &c->cc, dir, TT_CHUNK_GAP, ns, NULL, (size_t)r.total_len - r.len);
     return 0;
 }
 
@@ -579,7 +508,8 @@ void tt_probe_source_finish(tt_probe_source *s)
         s->buckets[b] = NULL;
         while (c) {
             probe_conn *next = c->next;
-            conn_end(s, c, c->last_ns);
+            tt_chunk_conn_end(&s->sinks, &c->cc, c->cc.last_ns);
+            free(c);
             c = next;
         }
     }
@@ -593,6 +523,9 @@ unsigned tt_probe_source_last_fill(const tt_probe_source *s)
 void tt_probe_source_stats(const tt_probe_source *s, tt_probe_stats *out)
 {
     *out = s->st;
+    out->data_bytes = s->sinks.data_bytes;
+    out->gaps = s->sinks.gaps;
+    out->gap_bytes = s->sinks.gap_bytes;
     out->drop_records = s->done_drop_records;
     out->drop_bytes = s->done_drop_bytes;
     out->untracked_fds = s->done_untracked;
