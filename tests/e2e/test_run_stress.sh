@@ -6,9 +6,11 @@
 #     call left it) and the probe accounts for every TCP byte every process
 #     moved, exactly, with nothing dropped.
 #  2. a full ring (--ring-kb 64) under a fast stream: records are dropped and
-#     counted, delivered + dropped bytes = bytes moved, and the program runs
-#     at the same speed (median of 3 runs within 1.5x of the runs without the
-#     probe, plus 50 ms).
+#     counted, delivered + dropped bytes = bytes moved, and the program is
+#     not held back by the full ring: the median of 3 runs stays within 3x
+#     the runs without the probe, plus 200 ms (a guard against blocking, loose
+#     enough for a loaded machine; the probe's cost is measured by make bench,
+#     tests/bench/probe.sh).
 set -eu
 . "$(dirname "$0")/lib.sh"
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
@@ -52,7 +54,7 @@ done
 [ "$(run_drop_records "$work/flood1.err")" -gt 0 ] || fail "a 64 KiB ring under a 16 MB stream dropped nothing"
 median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
 mp=$(median "${plain[@]}") mq=$(median "${probed[@]}")
-[ "$mq" -le $((mp * 3 / 2 + 50000000)) ] || fail "the full ring slowed the program: median $mq ns vs $mp ns"
+[ "$mq" -le $((mp * 3 + 200000000)) ] || fail "the full ring held the program back: median $mq ns vs $mp ns"
 echo "tokentap run stress: $moved bytes over threads, 3 forks and $signals signal-handler writes all seen" \
      "(errno kept); full ring: $(run_drop_records "$work/flood1.err") records dropped and counted," \
      "flood median $((mq / 1000000)) ms with the probe vs $((mp / 1000000)) ms without"
