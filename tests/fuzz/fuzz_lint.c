@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lint/lint.h"
+#include "chunk_script.h"
 #include "timeline/conn_tracker.h"
 
 static void check(const tt_lint_result *res, const tt_request *reqs, size_t n)
@@ -27,31 +28,7 @@ static void check(const tt_lint_result *res, const tt_request *reqs, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tt_tracker *t = tt_tracker_new(&(tt_tracker_options){.keep_body = true, .keep_text = size & 1});
-    tt_conn_info conns[2] = {{.conn_id = 1}, {.conn_id = 2}};
-    uint64_t off[2][2] = {{0}}, ns = 1000;
-    bool released[2] = {false, false};
-    size_t i = 0;
-    while (i + 2 <= size) {
-        uint8_t op = data[i], len = data[i + 1];
-        i += 2;
-        int c = op & 1, dir = (op >> 1) & 1, kind = (op >> 2) % 6;
-        if (released[c]) continue;
-        size_t n = len;
-        if (kind == TT_CHUNK_DATA && n > size - i) n = size - i;
-        tt_chunk ch = {.conn = &conns[c], .dir = (tt_direction)dir, .kind = (tt_chunk_kind)kind,
-                       .mono_ns = ns, .offset = off[c][dir], .data = kind == TT_CHUNK_DATA ? data + i : NULL,
-                       .len = kind == TT_CHUNK_DATA || kind == TT_CHUNK_GAP ? n : 0};
-        ns += op >> 5;
-        if (kind == TT_CHUNK_DATA) i += n;
-        off[c][dir] += ch.len;
-        tt_tracker_chunk(t, &ch);
-        if (kind == TT_CHUNK_RELEASE) released[c] = true;
-    }
-    for (int c = 0; c < 2; c++) {
-        if (released[c]) continue;
-        tt_chunk ch = {.conn = &conns[c], .kind = TT_CHUNK_RELEASE, .mono_ns = ns};
-        tt_tracker_chunk(t, &ch);
-    }
+    tt_fuzz_feed_chunk_script(t, data, size);
     tt_tracker_sort(t);
     size_t n;
     tt_request *reqs = tt_tracker_requests(t, &n);
