@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lint/lint.h"
+#include "report/report.h"
 
 #define EXCERPT_SHOWN 160u
 
@@ -61,16 +62,6 @@ static const char *request_name(const tt_request *r, char *buf, size_t cap)
     return buf;
 }
 
-static void rule(FILE *out, const char *title)
-{
-    size_t n = strlen(title), width = 50;
-    size_t left = n < width ? (width - n) / 2 : 0, right = n < width ? width - n - left : 0;
-    for (size_t i = 0; i < left; i++) putc('=', out);
-    fputs(title, out);
-    for (size_t i = 0; i < right; i++) putc('=', out);
-    putc('\n', out);
-}
-
 static void write_summary_text(FILE *out, const tt_lint_result *res, const tt_lint_view *v)
 {
     fprintf(out, "%-6s %-22s %9s %12s  %s\n", "level", "finding", "requests", "occurrences", "first in");
@@ -121,7 +112,7 @@ static void write_finding_text(FILE *out, const tt_lint_finding *f, const tt_lin
 void tt_lint_write_text(FILE *out, const tt_lint_result *res, const tt_lint_view *v)
 {
     if (!res) return;
-    rule(out, " Findings ");
+    tt_report_rule(out, " Findings ", '=');
     if (!res->n) {
         fputs("none\n", out);
         return;

@@ -52,6 +52,10 @@ void tt_report_json(FILE *out, const tt_analysis *a);
 void tt_report_events_text(FILE *out, const tt_analysis *a);
 void tt_report_events_json(FILE *out, const tt_analysis *a);
 
+/* A 50-column rule with title centred in it, padded with fill, and a newline:
+ * the section headings of the text reports. */
+void tt_report_rule(FILE *out, const char *title, char fill);
+
 /* Names used in every output. */
 const char *tt_vantage_name(tt_vantage v);
 const char *tt_clock_name(tt_clock_domain c);

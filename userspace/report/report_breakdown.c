@@ -28,16 +28,6 @@ typedef struct column {
     const tt_distribution *ttft, *tpot, *itl, *e2el;
 } column;
 
-static void rule(FILE *out, const char *title, char fill)
-{
-    size_t n = strlen(title), width = 50;
-    size_t left = n < width ? (width - n) / 2 : 0, right = n < width ? width - n - left : 0;
-    for (size_t i = 0; i < left; i++) putc(fill, out);
-    fputs(title, out);
-    for (size_t i = 0; i < right; i++) putc(fill, out);
-    putc('\n', out);
-}
-
 static void row_counts(FILE *out, const char *label, const column *c, size_t n, int what)
 {
     fprintf(out, "%-34s", label);
@@ -58,7 +48,7 @@ static void block(FILE *out, const tt_breakdown *b, const column *c, size_t n, i
                   const char *name)
 {
     char label[64];
-    rule(out, title, '-');
+    tt_report_rule(out, title, '-');
     for (int stat = 0; stat < 2 + (int)b->n_pct; stat++) {
         if (stat == 0) snprintf(label, sizeof label, "Mean %s (ms):", name);
         else if (stat == 1) snprintf(label, sizeof label, "Median %s (ms):", name);
@@ -89,7 +79,7 @@ static void side_by_side(FILE *out, const tt_breakdown *b)
                           .tokens = s->output_tokens, .ttft = &s->ttft, .tpot = &s->tpot, .itl = &s->itl,
                           .e2el = &s->e2el};
     }
-    rule(out, " Serving Benchmark Result ", '=');
+    tt_report_rule(out, " Serving Benchmark Result ", '=');
     fprintf(out, "%-34s", "");
     for (size_t k = 0; k < n; k++) fprintf(out, " %10s", c[k].name);
     putc('\n', out);
@@ -100,7 +90,7 @@ static void side_by_side(FILE *out, const tt_breakdown *b)
     block(out, b, c, n, 1, "Time per Output Token (excl. 1st token)", "TPOT");
     block(out, b, c, n, 2, "Inter-token Latency", "ITL");
     block(out, b, c, n, 3, "End-to-end Latency", "E2EL");
-    rule(out, "", '=');
+    tt_report_rule(out, "", '=');
 }
 
 static void stat_row(FILE *out, const char *label, const tt_overhead_stat *o)
@@ -170,7 +160,7 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el)
     snprintf(title, sizeof title, " %s breakdown (ms), against %s ", e2el ? "E2EL" : "TTFT",
              tt_reference_name(b->reference));
     putc('\n', out);
-    rule(out, title, '-');
+    tt_report_rule(out, title, '-');
     fprintf(out, "%-28s %6s %10s %10s %10s\n", "part", "n", "mean", "median", "p99");
     stat_row(out, "send lag", &parts[TT_PART_SEND_LAG]);
     stat_row(out, "uplink", &parts[TT_PART_UPLINK]);
@@ -197,7 +187,7 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el)
 static void itl_section(FILE *out, const tt_breakdown *b)
 {
     putc('\n', out);
-    rule(out, " Inter-token latency distortion (ms) ", '-');
+    tt_report_rule(out, " Inter-token latency distortion (ms) ", '-');
     const tt_distribution *d = &b->itl_near_minus_far;
     if (d->n)
         fprintf(out, "%-34s n %zu, mean %.3f, median %.3f, max %.3f\n", "client ITL minus server ITL:", d->n,
@@ -287,7 +277,7 @@ static void disagreements(FILE *out, const tt_breakdown *b)
     size_t total = 0;
     for (int k = 0; k < TT_DIS_COUNT_BITS; k++) total += b->dis_count[k];
     putc('\n', out);
-    rule(out, " Disagreements ", '-');
+    tt_report_rule(out, " Disagreements ", '-');
     if (b->join.bench && b->join.bench_unmatched)
         fprintf(out, "%zu benchmark record%s met no captured request%s%s\n", b->join.bench_unmatched,
                 b->join.bench_unmatched == 1 ? "" : "s", b->join.bench_note ? ": " : "",
@@ -357,7 +347,7 @@ static void finding_line(FILE *out, const tt_breakdown *b, const tt_joined *g, t
 static void findings(FILE *out, const tt_breakdown *b)
 {
     putc('\n', out);
-    rule(out, " Findings ", '-');
+    tt_report_rule(out, " Findings ", '-');
     uint32_t *ids = calloc(b->join.n + 1, sizeof *ids);
     if (!ids) {
         fputs("(out of memory listing the findings)\n", out);

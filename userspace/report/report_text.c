@@ -8,7 +8,7 @@
 
 #define MAX_LISTED 20
 
-static void rule(FILE *out, const char *title, char fill)
+void tt_report_rule(FILE *out, const char *title, char fill)
 {
     size_t n = strlen(title), width = 50;
     size_t left = n < width ? (width - n) / 2 : 0, right = n < width ? width - n - left : 0;
@@ -33,7 +33,7 @@ static void distribution(FILE *out, const tt_summary *s, const tt_distribution *
                          const char *name)
 {
     char label[64];
-    rule(out, title, '-');
+    tt_report_rule(out, title, '-');
     if (d->n == 0) {
         snprintf(label, sizeof label, "%s (ms):", name);
         fprintf(out, "%-40s %-10s\n", label, "n/a (no complete sample)");
@@ -100,7 +100,7 @@ void tt_report_text(FILE *out, const tt_analysis *a)
         fprintf(out, "warning: %" PRIu64 " gaps, %" PRIu64 " bytes never captured\n", a->reasm->gaps,
                 a->reasm->gap_bytes);
 
-    rule(out, " Serving Benchmark Result ", '=');
+    tt_report_rule(out, " Serving Benchmark Result ", '=');
     line_count(out, "Requests seen:", s->requests);
     line_count(out, "Successful requests (complete):", s->complete);
     line_count(out, "Incomplete requests:", s->incomplete);
@@ -114,7 +114,7 @@ void tt_report_text(FILE *out, const tt_analysis *a)
     distribution(out, s, &s->tpot, "Time per Output Token (excl. 1st token)", "TPOT");
     distribution(out, s, &s->itl, "Inter-token Latency", "ITL");
     distribution(out, s, &s->e2el, "End-to-end Latency", "E2EL");
-    rule(out, "", '=');
+    tt_report_rule(out, "", '=');
     if (a->n_reqs) request_table(out, a);
     for (size_t i = 0; i < a->n_notes; i++) {
         char c[64], sv[64];
