@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../../probe/probe_abi.h"
+#include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "core/util.h"
 #include "import/bench_import.h"
@@ -225,9 +226,6 @@ static bool sink_close(vantage_sink *v)
 typedef struct run_analysis {
     tt_analysis a;
     tt_reasm_stats rs;
-    tt_pcap_source *wire_src;
-    tt_reasm *wire_reasm;
-    tt_tracker *wire_tracker;
     char input[4300];
     bool filled;
 } run_analysis;
@@ -253,46 +251,9 @@ static int analysis_of(run_analysis *ra, tt_tracker *t, tt_vantage v, const char
     return rc;
 }
 
-/* The wire vantage: the capture read back, converted to CLOCK_MONOTONIC. */
-static int wire_analysis(run_analysis *ra, const char *path, int64_t offset, bool text)
-{
-    char err[512];
-    ra->wire_src = tt_pcap_source_open(path, err, sizeof err);
-    if (!ra->wire_src) {
-        fprintf(stderr, "tokentap run: wire: %s\n", err);
-        return -1;
-    }
-    tt_pcap_source_set_mono_offset(ra->wire_src, offset);
-    tt_tracker_options topt = {.keep_text = text};
-    ra->wire_tracker = tt_tracker_new(&topt);
-    ra->wire_reasm = ra->wire_tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, ra->wire_tracker) : NULL;
-    if (!ra->wire_reasm) return -1;
-    if (tt_pcap_source_run(ra->wire_src, ra->wire_reasm, NULL, NULL, err, sizeof err) < 0)
-        fprintf(stderr, "tokentap run: wire: %s\n", err);
-    snprintf(ra->input, sizeof ra->input, "%s", path);
-    ra->a = (tt_analysis){
-        .command = "run",
-        .input = ra->input,
-        .vantage = TT_VANTAGE_WIRE,
-        .clock = tt_pcap_source_clock(ra->wire_src),
-        .has_mono_offset = true,
-        .mono_offset_ns = offset,
-        .pcap = tt_pcap_source_stats(ra->wire_src),
-        .reasm = tt_reasm_get_stats(ra->wire_reasm),
-        .with_text = text,
-    };
-    const double pct[1] = {99};
-    int rc = tt_analysis_fill(&ra->a, ra->wire_tracker, pct, 1);
-    ra->filled = true;
-    return rc;
-}
-
 static void analysis_free(run_analysis *ra)
 {
     if (ra->filled) tt_analysis_release(&ra->a);
-    tt_reasm_free(ra->wire_reasm);
-    tt_tracker_free(ra->wire_tracker);
-    tt_pcap_source_close(ra->wire_src);
 }
 
 static void write_probe_stats(tt_jw *w, const tt_probe_stats *p)
@@ -597,14 +558,17 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
         as[n] = &ra[n].a;
         n++;
     }
+    /* The wire: the capture read back like `tokentap analyze` reads one,
+     * converted to CLOCK_MONOTONIC with the offset sampled at the start. */
+    tt_cmd_input wire_in = {0};
     if (!st->wire.skipped[0] && st->wire_path[0]) {
-        if (wire_analysis(&ra[n], st->wire_path, offset, o->text) == 0 && ra[n].a.n_reqs) {
-            n_reqs += ra[n].a.n_reqs;
-            as[n] = &ra[n].a;
-            n++;
-        } else {
-            analysis_free(&ra[n]);
-            memset(&ra[n], 0, sizeof ra[n]);
+        static const double pct99[1] = {99};
+        tt_cmd_input_options wopt = {.command = "run", .keep_text = o->text, .have_offset = true,
+                                     .mono_offset_ns = offset, .pct = pct99, .n_pct = 1};
+        int rc = tt_cmd_input_load(st->wire_path, &wopt, &wire_in);
+        if ((rc == TT_EXIT_OK || rc == TT_EXIT_DAMAGED) && wire_in.n == 1) {
+            n_reqs += wire_in.analyses[0]->n_reqs;
+            as[n++] = wire_in.analyses[0];
         }
     }
     tt_bench_result bench = {0};
@@ -642,6 +606,7 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
     if (built) tt_breakdown_free(&b);
     if (have_bench) tt_bench_result_free(&bench);
     for (size_t k = 0; k < 5; k++) analysis_free(&ra[k]);
+    tt_cmd_input_free(&wire_in);
     return ok;
 }
 
