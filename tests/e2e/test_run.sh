@@ -47,38 +47,7 @@ grep -q 'ring full: 0 records' "$work/probe/run.err" || fail "records dropped: $
 # 2. aiohttp with its own read log
 /usr/bin/python3 -c 'import aiohttp' 2>/dev/null && have_aiohttp=1 || have_aiohttp=
 if [ -n "$have_aiohttp" ]; then
-cat > "$work/client.py" <<'PY'
-import asyncio, json, sys, time
-import aiohttp
-from aiohttp.client_proto import ResponseHandler
-port, out = sys.argv[1], sys.argv[2]
-reads = []  # (local port, perf_counter_ns, bytes): stamped as the bytes reach the protocol
-plain = ResponseHandler.data_received
-def stamped(self, data):
-    reads.append((self.transport.get_extra_info("sockname")[1], time.perf_counter_ns(), len(data)))
-    return plain(self, data)
-ResponseHandler.data_received = stamped
-ports = {}
-async def one(session, i):
-    body = {"model": "m", "stream": True, "max_tokens": 30, "messages": [{"role": "user", "content": "hi"}]}
-    async with session.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body,
-                            headers={"x-request-id": f"cl-{i}"}) as resp:
-        assert resp.status == 200, resp.status
-        ports[f"cl-{i}"] = resp.connection.transport.get_extra_info("sockname")[1]
-        async for _ in resp.content.iter_any():
-            pass
-async def main():
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
-                                     timeout=aiohttp.ClientTimeout(total=20)) as s:
-        await asyncio.gather(*(one(s, i) for i in range(4)))
-asyncio.run(main())
-by_port = {p: rid for rid, p in ports.items()}
-with open(out, "w") as f:
-    for p, ns, n in reads:
-        if p in by_port:
-            f.write(json.dumps({"request_id": by_port[p], "recv_ns": ns, "len": n}) + "\n")
-PY
-"$TT" run --json --events --report "$work/probe/aio.json" -- /usr/bin/python3 "$work/client.py" "$port" \
+"$TT" run --json --events --report "$work/probe/aio.json" -- /usr/bin/python3 "$(dirname "$0")/aiohttp_read_log_client.py" "$port" \
     "$work/probe/client.jsonl" 2> "$work/probe/aio.err" || fail "run (aiohttp) exit $?: $(cat "$work/probe/aio.err")"
 fi
 

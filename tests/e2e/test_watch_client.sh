@@ -28,37 +28,8 @@ wpid=$!
 for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
 grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
 
-/usr/bin/python3 - "$port" "$work/client.jsonl" <<'PY'
-import asyncio, json, sys, time
-import aiohttp
-from aiohttp.client_proto import ResponseHandler
-port, out = sys.argv[1], sys.argv[2]
-reads = []  # (local port, perf_counter_ns, bytes): stamped as the bytes reach the protocol
-plain = ResponseHandler.data_received
-def stamped(self, data):
-    reads.append((self.transport.get_extra_info("sockname")[1], time.perf_counter_ns(), len(data)))
-    return plain(self, data)
-ResponseHandler.data_received = stamped
-ports = {}
-async def one(session, i):
-    body = {"model": "m", "stream": True, "max_tokens": 30, "messages": [{"role": "user", "content": "hi"}]}
-    async with session.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body,
-                            headers={"x-request-id": f"cl-{i}"}) as resp:
-        assert resp.status == 200, resp.status
-        ports[f"cl-{i}"] = resp.connection.transport.get_extra_info("sockname")[1]
-        async for _ in resp.content.iter_any():
-            pass
-async def main():
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
-                                     timeout=aiohttp.ClientTimeout(total=20)) as s:
-        await asyncio.gather(*(one(s, i) for i in range(4)))
-with open(out, "w") as f:
-    asyncio.run(main())
-    by_port = {p: rid for rid, p in ports.items()}
-    for p, ns, n in reads:
-        if p in by_port:
-            f.write(json.dumps({"request_id": by_port[p], "recv_ns": ns, "len": n}) + "\n")
-PY
+timeout 60 /usr/bin/python3 "$(dirname "$0")/aiohttp_read_log_client.py" "$port" "$work/client.jsonl" \
+    || fail "aiohttp client exit $?"
 for i in 1 2; do
     curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: cu-$i" \
         -d '{"model":"m","stream":true,"max_tokens":25,"messages":[{"role":"user","content":"hi"}]}' \
