@@ -69,29 +69,7 @@ rc=0; "$TT" run -- sh -c 'kill -KILL $$' 2> /dev/null || rc=$?; [ $rc = 137 ] ||
 rc=0; "$TT" run -- "$work/no-such-command" 2> /dev/null || rc=$?; [ $rc = 127 ] || fail "a missing command came back as $rc"
 rc=0; "$TT" run 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "no command came back as $rc"
 # 5. close-delimited
-cat > "$work/close_srv.py" <<'PY'
-import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
-        self.end_headers()
-        for i in range(5):
-            self.wfile.write(b'data: {"choices":[{"index":0,"delta":{"content":"t%d"}}]}\n\n' % i)
-            self.wfile.flush()
-            time.sleep(0.002)
-        self.wfile.write(b"data: [DONE]\n\n")
-    def log_message(self, *a):
-        pass
-srv = HTTPServer(("127.0.0.1", 0), Handler)
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
-PY
-/usr/bin/python3 "$work/close_srv.py" > "$work/close_port" 2> "$work/close_srv.err" &
+/usr/bin/python3 "$(dirname "$0")/close_sse_server.py" 5 2 > "$work/close_port" 2> "$work/close_srv.err" &
 close_srv=$!
 for _ in $(seq 50); do [ -s "$work/close_port" ] && break; sleep 0.1; done
 cport=$(cat "$work/close_port"); [ -n "$cport" ] || fail "the close-delimited server did not start: $(cat "$work/close_srv.err")"

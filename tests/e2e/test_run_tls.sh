@@ -17,33 +17,7 @@ curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
     > /dev/null 2>&1 || fail "openssl could not make a certificate"
-cat > "$work/srv.py" <<'PY'
-import ssl, sys, time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
-        self.end_headers()
-        for i in range(6):
-            self.wfile.write(b'data: {"choices":[{"index":0,"delta":{"content":"t%d"}}]}\n\n' % i)
-            self.wfile.flush()
-            time.sleep(0.005)
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-    def log_message(self, *a):
-        pass
-srv = HTTPServer(("127.0.0.1", 0), Handler)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(sys.argv[1], sys.argv[2])
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
-PY
-/usr/bin/python3 "$work/srv.py" "$work/c.pem" "$work/k.pem" > "$work/port" 2> "$work/srv.err" &
+/usr/bin/python3 "$(dirname "$0")/close_sse_server.py" 6 5 "$work/c.pem" "$work/k.pem" > "$work/port" 2> "$work/srv.err" &
 for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port"); [ -n "$port" ] || fail "the HTTPS server did not start: $(cat "$work/srv.err")"
 get() { curl -sS -N -k --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: $1" \
