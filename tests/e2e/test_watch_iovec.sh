@@ -21,6 +21,7 @@ spid=$SERVE_PID port=$SERVE_PORT
 # client.py PORT REQUEST_ID SEND_MODE RECV_MODE BUFFER_SIZES OUT
 cat > "$work/client.py" <<'PY'
 import json, os, socket, sys
+import sse_response
 port, rid, send_mode, recv_mode, sizes, out = sys.argv[1:7]
 sizes = [int(x) for x in sizes.split(",")]
 body = json.dumps({"model": "m", "stream": True, "max_tokens": 40,
@@ -46,24 +47,7 @@ while True:
     if raw.endswith(b"0\r\n\r\n") and b"[DONE]" in raw:
         break
 s.close()
-head_end = raw.index(b"\r\n\r\n") + 4
-headers, rest = raw[:head_end].decode().lower(), bytes(raw[head_end:])
-if "transfer-encoding: chunked" in headers:
-    data = b""
-    while True:
-        line_end = rest.index(b"\r\n")
-        size = int(rest[:line_end].split(b";")[0], 16)
-        if size == 0:
-            break
-        data += rest[line_end + 2:line_end + 2 + size]
-        rest = rest[line_end + 4 + size:]
-else:
-    data = rest
-text = ""
-for line in data.decode().split("\n"):
-    if line.startswith("data: ") and line[6:].strip() != "[DONE]":
-        for ch in json.loads(line[6:]).get("choices", []):
-            text += (ch.get("delta") or {}).get("content") or ""
+text = sse_response.chat_text(raw)
 json.dump({"request_id": rid, "text": text, "bytes": len(raw)}, open(out, "w"))
 PY
 
@@ -81,12 +65,12 @@ watch_stop() {
 }
 
 watch_start iov
-/usr/bin/python3 "$work/client.py" "$port" rm-1 sendmsg recvmsg 7,9 "$work/rm-1.json"
-/usr/bin/python3 "$work/client.py" "$port" rv-1 writev readv 5,11,3 "$work/rv-1.json"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" rm-1 sendmsg recvmsg 7,9 "$work/rm-1.json"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" rv-1 writev readv 5,11,3 "$work/rv-1.json"
 watch_stop iov
 
 watch_start cut
-/usr/bin/python3 "$work/client.py" "$port" cut-1 sendmsg recvmsg 2,2,2,2,2,2,2,2,2,2,2,2 "$work/cut-1.json"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" cut-1 sendmsg recvmsg 2,2,2,2,2,2,2,2,2,2,2,2 "$work/cut-1.json"
 watch_stop cut
 kill -TERM $spid; wait $spid || fail "serve exit $?"
 

@@ -42,31 +42,14 @@ watch_start cut
 watch_stop cut
 kill -TERM $spid; wait $spid || fail "serve exit $?"
 
-/usr/bin/python3 - "$work" <<'PY'
+/usr/bin/python3 - "$work" "$(dirname "$0")" <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[2])
+import sse_response
 work = sys.argv[1]
 
 def client_text(path):
-    raw = open(path, "rb").read()
-    head_end = raw.index(b"\r\n\r\n") + 4
-    headers, rest = raw[:head_end].decode().lower(), raw[head_end:]
-    data = b""
-    if "transfer-encoding: chunked" in headers:
-        while True:
-            line_end = rest.index(b"\r\n")
-            size = int(rest[:line_end].split(b";")[0], 16)
-            if size == 0:
-                break
-            data += rest[line_end + 2:line_end + 2 + size]
-            rest = rest[line_end + 4 + size:]
-    else:
-        data = rest
-    text = ""
-    for line in data.decode().split("\n"):
-        if line.startswith("data: ") and line[6:].strip() != "[DONE]":
-            for ch in json.loads(line[6:]).get("choices", []):
-                text += (ch.get("delta") or {}).get("content") or ""
-    return text
+    return sse_response.chat_text(open(path, "rb").read())
 
 log = [json.loads(l) for l in open(f"{work}/serve.log")]
 rep = json.load(open(f"{work}/mm.json"))
