@@ -14,6 +14,7 @@ static void usage(FILE *out)
             "\n"
             "commands:\n"
             "  analyze   reconstruct streams from a capture; per-request TTFT/ITL/TPOT/E2EL\n"
+            "  audit     grade a benchmark tool's numbers against serve's truth, per framing and load\n"
             "  lint      framing and protocol findings that make benchmark clients mis-measure\n"
             "  record    every vantage (server, client, wire) of a live exchange into a directory\n"
             "  run       run a command with the probe preloaded (no root): its client vantage\n"
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "analyze")) return tt_cmd_analyze(argc - 1, argv + 1);
+    if (!strcmp(cmd, "audit")) return tt_cmd_audit(argc - 1, argv + 1);
     if (!strcmp(cmd, "lint")) return tt_cmd_lint(argc - 1, argv + 1);
     if (!strcmp(cmd, "record")) return tt_cmd_record(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return tt_cmd_run(argc - 1, argv + 1);

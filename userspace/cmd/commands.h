@@ -6,6 +6,7 @@
 #include "core/version.h"
 
 int tt_cmd_analyze(int argc, char **argv);
+int tt_cmd_audit(int argc, char **argv);
 int tt_cmd_lint(int argc, char **argv);
 int tt_cmd_record(int argc, char **argv);
 int tt_cmd_run(int argc, char **argv);

@@ -1,0 +1,604 @@
+/* audit_cell.c - grade one audit cell: what the tool reported (its result
+ * file, read by import/) against the truth (serve's log, audit_truth.c)
+ * and the client socket (the joined report of `tokentap run --json`,
+ * docs/formats.md), and name the causes its evidence shows.
+ *
+ * The true instants of a request: its start is the first request byte at
+ * the client socket (the probe), its tokens are serve's token writes. So a
+ * tool that measures perfectly is off only by the downlink's transit (tens
+ * of microseconds on loopback). docs/audit.md defines every number. */
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit/audit_internal.h"
+#include "import/bench_import.h"
+#include "metrics/metrics.h"
+
+/* A growable array of int64 samples. */
+typedef struct samples {
+    int64_t *v;
+    size_t n, cap;
+    bool oom;
+} samples;
+
+static void push(samples *s, int64_t x)
+{
+    if (s->oom) return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        int64_t *n = realloc(s->v, cap * sizeof *n);
+        if (!n) {
+            s->oom = true;
+            return;
+        }
+        s->v = n;
+        s->cap = cap;
+    }
+    s->v[s->n++] = x;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* mean, median, p99 of v (n of them); false when n is 0 or out of memory. */
+static bool summarise(const int64_t *v, size_t n, double *mean, double *median, double *p99)
+{
+    if (!n) return false;
+    double *d = malloc(n * sizeof *d);
+    if (!d) return false;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += (d[i] = (double)v[i]);
+    qsort(d, n, sizeof *d, cmp_double);
+    *mean = sum / (double)n;
+    *median = tt_percentile_sorted(d, n, 50);
+    *p99 = tt_percentile_sorted(d, n, 99);
+    free(d);
+    return true;
+}
+
+static void stat_of(const samples *s, tt_audit_stat *st)
+{
+    memset(st, 0, sizeof *st);
+    if (summarise(s->v, s->n, &st->mean, &st->median, &st->p99)) st->n = s->n;
+}
+
+static void overhead_of(const samples *s, tt_audit_overhead *o)
+{
+    double mean;
+    memset(o, 0, sizeof *o);
+    if (summarise(s->v, s->n, &mean, &o->median, &o->p99)) o->n = s->n;
+}
+
+/* The distribution difference of two pooled samples: reported minus true
+ * at the mean, the median and p99 (the counts may differ). */
+static void diff_of(const samples *rep, const samples *truth, tt_audit_stat *st)
+{
+    memset(st, 0, sizeof *st);
+    double m1, md1, p1, m2, md2, p2;
+    if (!summarise(rep->v, rep->n, &m1, &md1, &p1) || !summarise(truth->v, truth->n, &m2, &md2, &p2)) return;
+    st->n = rep->n;
+    st->mean = m1 - m2;
+    st->median = md1 - md2;
+    st->p99 = p1 - p2;
+}
+
+int tt_audit_add_cause(tt_audit_cell *c, const char *finding, size_t requests, const char *fmt, ...)
+{
+    tt_audit_cause *n = realloc(c->causes, (c->n_causes + 1) * sizeof *n);
+    if (!n) return -1;
+    c->causes = n;
+    tt_audit_cause *k = &n[c->n_causes++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->finding, sizeof k->finding, "%s", finding ? finding : "");
+    k->requests = requests;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->symptom, sizeof k->symptom, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+void tt_audit_cell_free(tt_audit_cell *c)
+{
+    free(c->causes);
+    free(c->ttft_err_ns);
+    free(c->itl_reported_ns);
+    free(c->itl_true_ns);
+    c->causes = NULL;
+    c->n_causes = 0;
+    c->ttft_err_ns = c->itl_reported_ns = c->itl_true_ns = NULL;
+    c->n_ttft_err = c->n_itl_reported = c->n_itl_true = 0;
+}
+
+void tt_audit_card_free(tt_audit_card *card)
+{
+    for (size_t i = 0; i < card->n_cells; i++) tt_audit_cell_free(&card->cells[i]);
+    free(card->cells);
+    card->cells = NULL;
+    card->n_cells = 0;
+}
+
+/* ---- reading the run's JSON report ---- */
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static bool num(const cJSON *o, const char *key, int64_t *out)
+{
+    const cJSON *v = get(o, key);
+    if (!cJSON_IsNumber(v)) return false;
+    *out = (int64_t)llround(v->valuedouble);
+    return true;
+}
+
+static cJSON *read_json_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            char *n = realloc(buf, cap);
+            if (!n) break;
+            buf = n;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        if (!r) break;
+        len += r;
+    }
+    fclose(f);
+    cJSON *doc = buf ? cJSON_ParseWithLength(buf, len) : NULL;
+    free(buf);
+    return doc;
+}
+
+/* The finding ids filed on each request of the report, comma-joined. */
+typedef struct finding_sets {
+    char (*ids)[512];
+    size_t n;
+} finding_sets;
+
+static bool set_has(const char *set, const char *id)
+{
+    size_t k = strlen(id);
+    for (const char *p = set; (p = strstr(p, id)) != NULL; p += k)
+        if ((p == set || p[-1] == ',') && (p[k] == ',' || p[k] == 0)) return true;
+    return false;
+}
+
+static void set_add(char *set, size_t cap, const char *id)
+{
+    if (!*id || set_has(set, id)) return;
+    size_t used = strlen(set);
+    if (used + strlen(id) + 2 > cap) return;
+    snprintf(set + used, cap - used, "%s%s", used ? "," : "", id);
+}
+
+static void set_union(char *set, size_t cap, const char *other)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", other);
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) set_add(set, cap, t);
+}
+
+static int findings_by_request(const cJSON *doc, size_t n_reqs, finding_sets *fs)
+{
+    fs->n = n_reqs;
+    fs->ids = calloc(n_reqs ? n_reqs : 1, sizeof *fs->ids);
+    if (!fs->ids) return -1;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, get(doc, "findings"))
+    {
+        int64_t j;
+        const cJSON *id = get(f, "id");
+        if (!cJSON_IsString(id)) continue;
+        if (!num(f, "joined_request", &j) && !num(f, "request_index", &j)) continue;
+        if (j >= 0 && (size_t)j < n_reqs) set_add(fs->ids[j], sizeof fs->ids[j], id->valuestring);
+    }
+    return 0;
+}
+
+/* ---- grading ---- */
+
+/* What the cell's requests showed, gathered before the causes are named. */
+typedef struct tally {
+    samples ttft_err, e2el_err, tpot_err, itl_rep, itl_true, send_lag, client_lag, downlink;
+    samples ttft_true, e2el_true, tpot_true;
+    samples role_early;           /* TTFT taken at the role-only chunk: how early */
+    size_t other_kind_ttft;       /* TTFT taken at another non-token event */
+    char other_kind[16];
+    samples headers_early;        /* TTFT taken at the response headers */
+    size_t role_extra_token, role_extra_itl; /* of the role requests: +1 token, +1 ITL sample */
+    size_t usage_unread;          /* tokens wrong where usage rode in a frame with choices */
+    size_t tokens_wrong;          /* other requests with a wrong token count */
+    int64_t tokens_wrong_rep, tokens_wrong_true;
+    size_t itl_n_wrong;           /* other requests with a wrong ITL sample count */
+    size_t usage_frame_itl;       /* one ITL sample too many, ending at the usage-only frame */
+    uint64_t shared_read_events, token_events;
+    bool itl_reported_unknown, tokens_unknown;
+} tally;
+
+static void tally_free(tally *t)
+{
+    samples *all[] = {&t->ttft_err, &t->e2el_err, &t->tpot_err, &t->itl_rep, &t->itl_true, &t->send_lag,
+                      &t->client_lag, &t->downlink, &t->ttft_true, &t->e2el_true, &t->tpot_true, &t->role_early,
+                      &t->headers_early};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
+}
+
+static bool tally_oom(const tally *t)
+{
+    return t->ttft_err.oom || t->e2el_err.oom || t->tpot_err.oom || t->itl_rep.oom || t->itl_true.oom ||
+           t->send_lag.oom || t->client_lag.oom || t->downlink.oom || t->role_early.oom || t->headers_early.oom;
+}
+
+/* The disagreement of kind k on request R, or NULL. */
+static const cJSON *disagreement(const cJSON *R, const char *kind)
+{
+    const cJSON *d;
+    cJSON_ArrayForEach(d, get(R, "disagreements"))
+    {
+        const cJSON *k = get(d, "kind");
+        if (cJSON_IsString(k) && !strcmp(k->valuestring, kind)) return d;
+    }
+    return NULL;
+}
+
+/* One successful record rec of the tool, joined to request R (client
+ * vantage cl, may be NULL) and to its truth T. */
+static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, const cJSON *cl,
+                         const tt_truth_req *T, const char *findings, double tol_ms)
+{
+    int64_t start = T->read_ns, v;
+    if (cl && num(cl, "req_first_mono_ns", &v)) start = v;
+    int64_t first = T->token_ns[0], last = T->token_ns[T->n_token - 1];
+    if (rec->ttft_ns != TT_BENCH_NONE) {
+        push(&t->ttft_err, rec->ttft_ns - (first - start));
+        push(&t->ttft_true, first - start);
+    }
+    if (rec->e2el_ns != TT_BENCH_NONE) {
+        push(&t->e2el_err, rec->e2el_ns - (last - start));
+        push(&t->e2el_true, last - start);
+    }
+    if (rec->ttft_ns != TT_BENCH_NONE && rec->e2el_ns != TT_BENCH_NONE && rec->output_tokens > 1 && T->n_token > 1) {
+        int64_t rep = (rec->e2el_ns - rec->ttft_ns) / (rec->output_tokens - 1);
+        int64_t tru = (last - first) / (int64_t)(T->n_token - 1);
+        push(&t->tpot_err, rep - tru);
+        push(&t->tpot_true, tru);
+    }
+    for (size_t k = 0; rec->itl_ns && k < rec->n_itl; k++) push(&t->itl_rep, rec->itl_ns[k]);
+    if (!rec->itl_ns) t->itl_reported_unknown = true;
+    for (size_t k = 1; k < T->n_token; k++) push(&t->itl_true, T->token_ns[k] - T->token_ns[k - 1]);
+
+    const cJSON *dec = get(R, "decomposition");
+    if (num(dec, "send_lag_ns", &v)) push(&t->send_lag, v);
+    if (num(dec, "client_lag_ns", &v)) push(&t->client_lag, v);
+    if (cl && num(cl, "first_token_mono_ns", &v)) push(&t->downlink, v - first);
+    int64_t shared, n_tok;
+    if (num(get(dec, "itl"), "shared_read_events", &shared)) t->shared_read_events += (uint64_t)shared;
+    if (cl && num(cl, "token_events", &n_tok)) t->token_events += (uint64_t)n_tok;
+
+    /* where the tool took its first token */
+    bool at_role = false;
+    const cJSON *d = disagreement(R, "ttft-at-non-token-event");
+    int64_t early = 0;
+    if (d && num(d, "early_ns", &early)) {
+        const cJSON *kind = get(d, "event_kind");
+        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "ROLE")) {
+            push(&t->role_early, early);
+            at_role = true;
+        } else if (cJSON_IsString(kind)) {
+            t->other_kind_ttft++;
+            snprintf(t->other_kind, sizeof t->other_kind, "%s", kind->valuestring);
+        }
+    }
+    /* at the response headers: the stamp within tolerance of them, well
+     * before the first event (the start from the file, else the client's) */
+    int64_t headers, first_event, first_tok, req_first, rstart;
+    double near_ns = tol_ms * 1e6;
+    if (!at_role && cl && rec->ttft_ns != TT_BENCH_NONE && num(cl, "resp_headers_mono_ns", &headers) &&
+        num(cl, "first_event_mono_ns", &first_event) && num(cl, "first_token_mono_ns", &first_tok) &&
+        num(cl, "req_first_mono_ns", &req_first)) {
+        int64_t mark = num(get(R, "reported"), "start_mono_ns", &rstart) ? rstart + rec->ttft_ns
+                                                                         : req_first + rec->ttft_ns;
+        if ((double)llabs(mark - headers) <= near_ns && (double)(first_event - mark) > near_ns)
+            push(&t->headers_early, first_tok - mark);
+    }
+
+    /* counts */
+    int64_t true_tokens = T->tokens >= 0 ? T->tokens : (int64_t)T->n_token;
+    if (rec->output_tokens < 0) {
+        t->tokens_unknown = true;
+    } else if (rec->output_tokens != true_tokens) {
+        if (at_role && rec->output_tokens == true_tokens + 1) t->role_extra_token++;
+        else if (set_has(findings, "usage-with-choices")) t->usage_unread++;
+        else {
+            t->tokens_wrong++;
+            t->tokens_wrong_rep += rec->output_tokens;
+            t->tokens_wrong_true += true_tokens;
+        }
+    }
+    int64_t true_itl = T->n_token > 0 ? (int64_t)T->n_token - 1 : 0;
+    if (rec->itl_ns && (int64_t)rec->n_itl != true_itl) {
+        int64_t extra = (int64_t)rec->n_itl - true_itl;
+        if (at_role && extra >= 1) {
+            t->role_extra_itl++;
+            extra--;
+        }
+        /* one more gap, ending at the usage-only frame: the tool timed it as a token */
+        if (extra == 1 && set_has(findings, "usage-empty-choices")) {
+            t->usage_frame_itl++;
+            extra = 0;
+        }
+        if (extra) t->itl_n_wrong++;
+    }
+}
+
+static double median_of(const samples *s)
+{
+    double mean = 0, med = 0, p99 = 0;
+    return summarise(s->v, s->n, &mean, &med, &p99) ? med : NAN;
+}
+
+static double ms(double ns)
+{
+    return ns / 1e6;
+}
+
+/* The tolerance on a median error: the larger of the two bounds. */
+static double tolerance_ns(const tt_cell_inputs *in, double true_median)
+{
+    double pct = isfinite(true_median) ? fabs(true_median) * in->tolerance_pct / 100.0 : 0;
+    double abs_ns = in->tolerance_ms * 1e6;
+    return pct > abs_ns ? pct : abs_ns;
+}
+
+static int name_causes(tt_audit_cell *c, const tally *t, const tt_cell_inputs *in)
+{
+    int rc = 0;
+    if (t->role_early.n) {
+        char extra[200] = "";
+        if (t->role_extra_token || t->role_extra_itl)
+            snprintf(extra, sizeof extra, "; it also counted that chunk as a token: one output token too many (%zu requests) "
+                     "and one ITL sample too many (%zu requests)", t->role_extra_token, t->role_extra_itl);
+        rc |= tt_audit_add_cause(c, "role-only-first-chunk", t->role_early.n,
+                                 "TTFT taken at the role-only first chunk, which carries no text: %.3f ms before the "
+                                 "first token (median)%s", ms(median_of(&t->role_early)), extra);
+    }
+    if (t->other_kind_ttft)
+        rc |= tt_audit_add_cause(c, !strcmp(t->other_kind, "KEEPALIVE") ? "keepalive-comment" : "", t->other_kind_ttft,
+                                 "TTFT taken at a %s event, before the first token", t->other_kind);
+    if (t->headers_early.n)
+        rc |= tt_audit_add_cause(c, "", t->headers_early.n,
+                                 "TTFT taken at the response headers, before any event arrived: %.3f ms before the "
+                                 "first token reached the client socket (median)", ms(median_of(&t->headers_early)));
+    if (t->usage_unread)
+        rc |= tt_audit_add_cause(c, "usage-with-choices", t->usage_unread,
+                                 "output tokens wrong where the usage came in a frame that still carries choices: the "
+                                 "tool did not read that usage");
+    if (t->tokens_wrong)
+        rc |= tt_audit_add_cause(c, "", t->tokens_wrong, "output tokens reported %lld, true %lld over these requests",
+                                 (long long)t->tokens_wrong_rep, (long long)t->tokens_wrong_true);
+    if (t->usage_frame_itl)
+        rc |= tt_audit_add_cause(c, "usage-empty-choices", t->usage_frame_itl,
+                                 "one ITL sample too many per request: the tool timed the usage-only frame "
+                                 "(choices []) as if it carried a token");
+    if (t->itl_n_wrong)
+        rc |= tt_audit_add_cause(c, "", t->itl_n_wrong,
+                                 "ITL samples reported differ from token events - 1 (not explained by a counted "
+                                 "role chunk)");
+    if (c->ok_but_undelivered)
+        rc |= tt_audit_add_cause(c, "", c->ok_but_undelivered,
+                                 "counted successful although the stream did not complete at the client socket");
+    if (c->records > c->records_matched)
+        rc |= tt_audit_add_cause(c, "", c->records - c->records_matched,
+                                 "records in the result file that match no request seen at the client socket");
+    if (c->client_lag.n && fabs(c->client_lag.median) > in->tolerance_ms * 1e6)
+        rc |= tt_audit_add_cause(c, "", c->client_lag.n,
+                                 "the tool stamps the first token %.3f ms after its socket returned it (client lag "
+                                 "median; p99 %.3f ms): its own processing, added to TTFT and E2EL",
+                                 ms(c->client_lag.median), ms(c->client_lag.p99));
+    if (c->downlink.n && fabs(c->downlink.median) > in->tolerance_ms * 1e6)
+        rc |= tt_audit_add_cause(c, "", c->downlink.n,
+                                 "the first token took %.3f ms from serve's write to the tool's read (median; p99 "
+                                 "%.3f ms): on loopback that is the tool's socket queue, its event loop busy "
+                                 "elsewhere (no vantage here splits it from the network)",
+                                 ms(c->downlink.median), ms(c->downlink.p99));
+    if (c->send_lag.n && fabs(c->send_lag.median) > in->tolerance_ms * 1e6)
+        rc |= tt_audit_add_cause(c, "", c->send_lag.n,
+                                 "the tool starts its clock %.3f ms before its request reaches the socket (send lag "
+                                 "median; p99 %.3f ms)", ms(c->send_lag.median), ms(c->send_lag.p99));
+    double itl_tol = tolerance_ns(in, median_of(&t->itl_true));
+    if (t->shared_read_events && c->err_itl.n && fabs(c->err_itl.median) > itl_tol)
+        rc |= tt_audit_add_cause(c, "coalesced-events", 0,
+                                 "%llu of %llu token events reached the tool in one read with another event: it "
+                                 "cannot time them apart, so its ITL samples are off (median %+.3f ms)",
+                                 (unsigned long long)t->shared_read_events, (unsigned long long)t->token_events,
+                                 ms(c->err_itl.median));
+    return rc ? -1 : 0;
+}
+
+static int copy_samples(int64_t **dst, size_t *n, const samples *s)
+{
+    *n = 0;
+    *dst = NULL;
+    if (!s->n) return 0;
+    *dst = malloc(s->n * sizeof **dst);
+    if (!*dst) return -1;
+    memcpy(*dst, s->v, s->n * sizeof **dst);
+    *n = s->n;
+    return 0;
+}
+
+/* Whether every graded number of c is within tolerance. */
+static bool judge(const tt_audit_cell *c, const tally *t, const tt_cell_inputs *in)
+{
+    if (!c->graded || c->cmd_status != 0 || c->cmd_problem[0]) return false;
+    if (c->failed_but_delivered || c->ok_but_undelivered || c->records != c->records_matched) return false;
+    if (c->records < c->requests_sent) return false;
+    if (c->tokens_reported >= 0 && c->tokens_reported != c->tokens_true) return false;
+    if (c->itl_samples_reported >= 0 && c->itl_samples_reported != c->itl_samples_true) return false;
+    const struct { const tt_audit_stat *err; const samples *truth; } m[] = {
+        {&c->err_ttft, &t->ttft_true}, {&c->err_itl, &t->itl_true}, {&c->err_tpot, &t->tpot_true},
+        {&c->err_e2el, &t->e2el_true}};
+    for (size_t i = 0; i < 4; i++)
+        if (m[i].err->n && fabs(m[i].err->median) > tolerance_ns(in, median_of(m[i].truth))) return false;
+    return true;
+}
+
+/* An importer's reason without the path it starts with (the card names {result}). */
+static const char *without_path(const char *err, const char *path)
+{
+    size_t k = strlen(path);
+    if (strncmp(err, path, k)) return err;
+    err += k;
+    if (*err == ':') err++;
+    while (*err == ' ') err++;
+    return err;
+}
+
+int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evidence *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    c->tokens_reported = c->tokens_true = c->itl_samples_reported = c->itl_samples_true = -1;
+    char err[512];
+    tt_truth truth;
+    if (tt_truth_load(in->serve_log, &truth, err, sizeof err) < 0) {
+        snprintf(c->cmd_problem, sizeof c->cmd_problem, "%.390s", err);
+        return 0;
+    }
+    for (size_t i = 0; i < truth.n; i++)
+        if (truth.reqs[i].generation && tt_truth_ended(&truth.reqs[i])) c->server_completed++;
+
+    cJSON *doc = read_json_file(in->run_report);
+    tt_bench_result bench = {0};
+    bool have_bench = false;
+    if (access(in->result_path, F_OK) != 0) {
+        snprintf(c->cmd_problem, sizeof c->cmd_problem, "wrote no result file at {result}");
+    } else if (tt_bench_load(in->result_path, TT_BENCH_AUTO, &bench, err, sizeof err) < 0) {
+        snprintf(c->cmd_problem, sizeof c->cmd_problem, "its result file is not one tokentap reads: %.300s", without_path(err, in->result_path));
+    } else {
+        have_bench = true;
+        snprintf(c->result_format, sizeof c->result_format, "%s", tt_bench_format_name(bench.format));
+    }
+    if (!doc && !c->cmd_problem[0])
+        snprintf(c->cmd_problem, sizeof c->cmd_problem, "tokentap run wrote no report (%.300s)", in->run_report);
+
+    const cJSON *reqs = get(doc, "requests");
+    size_t n_reqs = (size_t)cJSON_GetArraySize(reqs);
+    finding_sets fs = {0};
+    const cJSON **by_record = NULL;
+    int rc = 0;
+    tally t;
+    memset(&t, 0, sizeof t);
+    if (findings_by_request(doc, n_reqs, &fs) < 0) goto oom;
+
+    /* requests sent: generation requests the client socket saw */
+    size_t i = 0;
+    const cJSON *R;
+    cJSON_ArrayForEach(R, reqs)
+    {
+        const cJSON *conn = get(R, "connection"), *cl = get(get(R, "vantages"), "client");
+        int64_t ord;
+        const cJSON *peer = get(conn, "client");
+        if (cl && cJSON_IsString(peer) && num(conn, "ordinal", &ord)) {
+            const tt_truth_req *T = tt_truth_find(&truth, peer->valuestring, (uint32_t)ord + 1);
+            if (T && T->generation) c->requests_sent++;
+        }
+        i++;
+    }
+    if (!have_bench || !doc) goto done;
+
+    c->records = bench.n_reqs;
+    by_record = calloc(bench.n_reqs ? bench.n_reqs : 1, sizeof *by_record);
+    if (!by_record) goto oom;
+    size_t *req_index = calloc(bench.n_reqs ? bench.n_reqs : 1, sizeof *req_index);
+    if (!req_index) goto oom;
+    i = 0;
+    cJSON_ArrayForEach(R, reqs)
+    {
+        int64_t idx;
+        if (num(get(R, "reported"), "index", &idx) && idx >= 0 && (size_t)idx < bench.n_reqs) {
+            by_record[idx] = R;
+            req_index[idx] = i;
+        }
+        i++;
+    }
+    c->tokens_reported = c->tokens_true = c->itl_samples_reported = c->itl_samples_true = 0;
+    c->graded = true;
+    for (size_t k = 0; k < bench.n_reqs; k++) {
+        const tt_bench_request *rec = &bench.reqs[k];
+        R = by_record[k];
+        if (rec->success) c->reported_ok++;
+        if (!R) continue;
+        const cJSON *conn = get(R, "connection"), *cl = get(get(R, "vantages"), "client"), *peer = get(conn, "client");
+        int64_t ord;
+        const tt_truth_req *T = cJSON_IsString(peer) && num(conn, "ordinal", &ord)
+                                    ? tt_truth_find(&truth, peer->valuestring, (uint32_t)ord + 1) : NULL;
+        if (!T || !T->generation) continue;
+        c->records_matched++;
+        const char *findings = fs.ids[req_index[k]];
+        int64_t events, complete_tok;
+        bool complete = cJSON_IsTrue(get(R, "complete"));
+        bool delivered = cl ? complete && num(cl, "token_events", &events) && events == (int64_t)T->n_token
+                            : tt_truth_ended(T);
+        (void)complete_tok;
+        if (rec->success && !delivered) c->ok_but_undelivered++;
+        if (!rec->success && delivered && tt_truth_ended(T)) {
+            c->failed_but_delivered++;
+            set_union(ev->failed_findings, sizeof ev->failed_findings, findings);
+            if (rec->error && !ev->failed_error[0]) snprintf(ev->failed_error, sizeof ev->failed_error, "%s", rec->error);
+        }
+        if (rec->success) set_union(ev->ok_findings, sizeof ev->ok_findings, findings);
+        int64_t true_tokens = T->tokens >= 0 ? T->tokens : (int64_t)T->n_token;
+        if (rec->output_tokens >= 0) c->tokens_reported += rec->output_tokens;
+        else t.tokens_unknown = true;
+        c->tokens_true += true_tokens;
+        c->itl_samples_reported += rec->itl_ns || !rec->success ? (int64_t)rec->n_itl : 0;
+        if (rec->success && !rec->itl_ns) t.itl_reported_unknown = true;
+        c->itl_samples_true += T->n_token > 0 ? (int64_t)T->n_token - 1 : 0;
+        if (rec->success && T->n_token > 0) grade_timing(&t, rec, R, cl, T, findings, in->tolerance_ms);
+    }
+    free(req_index);
+    if (t.tokens_unknown) c->tokens_reported = -1;
+    if (t.itl_reported_unknown) c->itl_samples_reported = -1;
+    if (tally_oom(&t)) goto oom;
+    stat_of(&t.ttft_err, &c->err_ttft);
+    stat_of(&t.e2el_err, &c->err_e2el);
+    stat_of(&t.tpot_err, &c->err_tpot);
+    diff_of(&t.itl_rep, &t.itl_true, &c->err_itl);
+    overhead_of(&t.send_lag, &c->send_lag);
+    overhead_of(&t.client_lag, &c->client_lag);
+    overhead_of(&t.downlink, &c->downlink);
+    /* client_queue stays n 0: no vantage here sees when the kernel made the bytes readable */
+    if (copy_samples(&c->ttft_err_ns, &c->n_ttft_err, &t.ttft_err) < 0 ||
+        copy_samples(&c->itl_reported_ns, &c->n_itl_reported, &t.itl_rep) < 0 ||
+        copy_samples(&c->itl_true_ns, &c->n_itl_true, &t.itl_true) < 0 || name_causes(c, &t, in) < 0)
+        goto oom;
+done:
+    c->within_tolerance = judge(c, &t, in);
+    goto out;
+oom:
+    rc = -1;
+out:
+    tally_free(&t);
+    free(by_record);
+    free(fs.ids);
+    if (have_bench) tt_bench_result_free(&bench);
+    cJSON_Delete(doc);
+    tt_truth_free(&truth);
+    return rc;
+}

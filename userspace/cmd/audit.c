@@ -1,0 +1,725 @@
+/* audit.c - `tokentap audit [OPTIONS] -- CMD ARGS...`: run a benchmark tool
+ * against `tokentap serve` under `tokentap run`, for each server framing
+ * and concurrency, and grade what it reported (docs/audit.md). Each cell
+ * is two child processes of this binary (serve, then run with CMD), whose
+ * files in the cell's directory are all the grading reads: serve's log,
+ * run's JSON report, the tool's result file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "audit/audit.h"
+#include "audit/audit_internal.h"
+#include "cmd/commands.h"
+#include "core/tt_types.h"
+#include "core/util.h"
+#include "report/report.h"
+
+#define AUDIT_MAX_PROFILES 8
+#define AUDIT_MAX_CONC 16
+
+static const char *const all_profiles[] = {"vllm", "tabby", "responses", "anthropic", "tgi", "llamacpp", "ollama"};
+
+/* Which profiles answer a request path (serve's endpoints, docs/serve.md). */
+static const struct { const char *path; const char *profiles[2]; } endpoints[] = {
+    {"/v1/chat/completions", {"vllm", "tabby"}}, {"/v1/completions", {"vllm", "tabby"}},
+    {"/v1/responses", {"responses", NULL}},      {"/v1/messages", {"anthropic", NULL}},
+    {"/generate_stream", {"tgi", NULL}},         {"/generate", {"tgi", NULL}},
+    {"/completion", {"llamacpp", NULL}},         {"/api/generate", {"ollama", NULL}},
+    {"/api/chat", {"ollama", NULL}},
+};
+
+typedef struct audit_options {
+    char profiles[AUDIT_MAX_PROFILES][16];
+    size_t n_profiles;
+    unsigned conc[AUDIT_MAX_CONC];
+    size_t n_conc;
+    unsigned requests;          /* 0: max(16, 2 x concurrency) */
+    double ttft_ms, itl_ms;
+    unsigned tokens;
+    double tol_ms, tol_pct, timeout_s;
+    const char *report_path, *html_path, *keep_dir;
+    bool json, quiet, no_server_vantage;
+    char **cmd;
+} audit_options;
+
+static volatile sig_atomic_t audit_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    audit_interrupted = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tokentap audit [OPTIONS] -- CMD [ARGS...]\n"
+            "\n"
+            "Say which of a benchmark tool's numbers are wrong, by how much, and why. For each\n"
+            "server framing and each concurrency, audit starts `tokentap serve` on a known\n"
+            "schedule, runs CMD under the probe (`tokentap run`; as root also the eBPF server\n"
+            "vantage), reads the result file CMD wrote, and grades what it reported against\n"
+            "serve's log of every token write and the client socket. See docs/audit.md.\n"
+            "\n"
+            "ARGS may hold placeholders, filled per run (also exported as TOKENTAP_AUDIT_URL,\n"
+            "_HOST, _PORT, _CONCURRENCY, _REQUESTS, _RESULT, _REQUEST_ID_PREFIX):\n"
+            "  {url} http://127.0.0.1:PORT   {host}   {port}   {concurrency}   {requests}\n"
+            "  {result} the path CMD must write its result file to (vllm --save-detailed,\n"
+            "           genai-perf, aiperf, guidellm, sglang, llmperf; format detected)\n"
+            "  {request_id_prefix} a prefix for x-request-id (vllm --request-id-prefix)\n"
+            "\n"
+            "options:\n"
+            "  --profiles LIST       serve profiles to audit under (comma-separated: vllm, tabby,\n"
+            "                        responses, anthropic, tgi, llamacpp, ollama); default: every\n"
+            "                        profile answering the API the tool's first run used\n"
+            "  --concurrency LIST    concurrencies, comma-separated (default 1,8,64,256)\n"
+            "  --requests N          requests per run (default: max(16, 2 x concurrency))\n"
+            "  --ttft-ms MS          serve's time to first token (default 20)\n"
+            "  --itl-ms MS           serve's time between tokens (default 5)\n"
+            "  --tokens N            output tokens when the request sets no limit (default 16)\n"
+            "  --tolerance-ms MS     a median error within the larger of MS (default 1) ...\n"
+            "  --tolerance-pct P     ... and P%% of the true median (default 5) is tolerated\n"
+            "  --timeout S           per run; CMD is killed after S seconds (default 300)\n"
+            "  --no-server-vantage   as root, do not take the eBPF server vantage\n"
+            "  --json                the JSON card (docs/formats.md) instead of text\n"
+            "  --html FILE           also write a self-contained HTML page with plots (mode 0600)\n"
+            "  -o, --report FILE     write the card to FILE (mode 0600) instead of stdout\n"
+            "  --keep DIR            keep every run's files in DIR (created; serve logs, reports,\n"
+            "                        result files, CMD's output); default: a temporary directory,\n"
+            "                        removed at the end\n"
+            "  -q, --quiet           no progress line\n"
+            "  -h, --help            this help\n"
+            "\n"
+            "exit status: 0 every run within tolerance; 1 the tool mis-measured or failed\n"
+            "(CMD's own failures are in the card); 2 bad usage; 3 audit could not run\n"
+            "(serve or the probe could not start); 6 the card could not be written.\n");
+}
+
+static int parse_list_u32(const char *s, unsigned *out, size_t max, size_t *n)
+{
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", s);
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint32_t v;
+        if (*n == max || !tt_parse_u32(t, 100000, &v) || v == 0) return -1;
+        out[(*n)++] = v;
+    }
+    return *n ? 0 : -1;
+}
+
+static bool known_profile(const char *p)
+{
+    for (size_t i = 0; i < sizeof all_profiles / sizeof all_profiles[0]; i++)
+        if (!strcmp(all_profiles[i], p)) return true;
+    return false;
+}
+
+static bool parse_ms(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e6) return false;
+    *out = v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, audit_options *o)
+{
+    static const struct option longopts[] = {
+        {"profiles", required_argument, NULL, 'P'},  {"concurrency", required_argument, NULL, 'c'},
+        {"requests", required_argument, NULL, 'n'},  {"ttft-ms", required_argument, NULL, 'T'},
+        {"itl-ms", required_argument, NULL, 'I'},    {"tokens", required_argument, NULL, 'k'},
+        {"tolerance-ms", required_argument, NULL, 'm'}, {"tolerance-pct", required_argument, NULL, 'p'},
+        {"timeout", required_argument, NULL, 't'},   {"no-server-vantage", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},            {"html", required_argument, NULL, 'H'},
+        {"report", required_argument, NULL, 'o'},    {"keep", required_argument, NULL, 'K'},
+        {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    uint32_t v;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'P': {
+            char copy[256];
+            snprintf(copy, sizeof copy, "%s", optarg);
+            o->n_profiles = 0;
+            for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (!known_profile(t) || o->n_profiles == AUDIT_MAX_PROFILES) {
+                    fprintf(stderr, "tokentap audit: --profiles: unknown profile '%s' (vllm, tabby, responses, "
+                                    "anthropic, tgi, llamacpp, ollama)\n", t);
+                    return TT_EXIT_USAGE;
+                }
+                snprintf(o->profiles[o->n_profiles++], 16, "%s", t);
+            }
+            if (!o->n_profiles) {
+                fprintf(stderr, "tokentap audit: --profiles wants a comma-separated list\n");
+                return TT_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'c':
+            if (parse_list_u32(optarg, o->conc, AUDIT_MAX_CONC, &o->n_conc) < 0) {
+                fprintf(stderr, "tokentap audit: --concurrency wants up to %d numbers 1..100000, got '%s'\n",
+                        AUDIT_MAX_CONC, optarg);
+                return TT_EXIT_USAGE;
+            }
+            break;
+        case 'n':
+            if (!tt_parse_u32(optarg, 1000000, &v) || v == 0) {
+                fprintf(stderr, "tokentap audit: --requests wants 1..1000000, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            o->requests = v;
+            break;
+        case 'k':
+            if (!tt_parse_u32(optarg, 4096, &v) || v == 0) {
+                fprintf(stderr, "tokentap audit: --tokens wants 1..4096, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            o->tokens = v;
+            break;
+        case 'T':
+        case 'I':
+        case 'm':
+        case 'p': {
+            double d;
+            const char *name = c == 'T' ? "--ttft-ms" : c == 'I' ? "--itl-ms" : c == 'm' ? "--tolerance-ms"
+                                                                                        : "--tolerance-pct";
+            if (!parse_ms(optarg, &d)) {
+                fprintf(stderr, "tokentap audit: %s wants a number >= 0, got '%s'\n", name, optarg);
+                return TT_EXIT_USAGE;
+            }
+            *(c == 'T' ? &o->ttft_ms : c == 'I' ? &o->itl_ms : c == 'm' ? &o->tol_ms : &o->tol_pct) = d;
+            break;
+        }
+        case 't':
+            if (!tt_parse_seconds(optarg, &o->timeout_s)) {
+                fprintf(stderr, "tokentap audit: --timeout wants seconds > 0, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            break;
+        case 'S': o->no_server_vantage = true; break;
+        case 'j': o->json = true; break;
+        case 'H': o->html_path = optarg; break;
+        case 'o': o->report_path = optarg; break;
+        case 'K': o->keep_dir = optarg; break;
+        case 'q': o->quiet = true; break;
+        case 'h': usage(stdout); return TT_EXIT_OK;
+        case ':':
+            fprintf(stderr, "tokentap audit: option '%s' needs a value (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        default:
+            fprintf(stderr, "tokentap audit: unknown option '%s' (try --help)\n", argv[optind - 1]);
+            return TT_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "tokentap audit: no command to audit (try --help)\n");
+        return TT_EXIT_USAGE;
+    }
+    o->cmd = argv + optind;
+    return -1;
+}
+
+/* ---- child processes ---- */
+
+static char self_exe[4096];
+
+static int find_self(void)
+{
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    if (n <= 0) return -1;
+    self_exe[n] = 0;
+    return 0;
+}
+
+/* Redirect stdout and stderr of this (child) process to path. */
+static void redirect_output(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+}
+
+static pid_t spawn(char **argv, const char *output)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    redirect_output(output);
+    execv(argv[0], argv);
+    fprintf(stderr, "tokentap audit: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Stop the process group of pid: TERM, then KILL after grace_ms. */
+static int stop_group(pid_t pid, int grace_ms)
+{
+    int status = 0;
+    kill(-pid, SIGTERM);
+    for (int waited = 0; waited <= grace_ms; waited += 10) {
+        if (waitpid(pid, &status, WNOHANG) == pid) return status;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+/* Start serve for one cell; its port in *port. -1 (said) when it does not listen. */
+static pid_t start_serve(const audit_options *o, const char *profile, const char *dir, unsigned *port)
+{
+    char log[4200], out[4200], ttft[32], itl[32], tokens[16];
+    snprintf(log, sizeof log, "%s/serve.jsonl", dir);
+    snprintf(out, sizeof out, "%s/serve.out", dir);
+    snprintf(ttft, sizeof ttft, "%g", o->ttft_ms);
+    snprintf(itl, sizeof itl, "%g", o->itl_ms);
+    snprintf(tokens, sizeof tokens, "%u", o->tokens);
+    char *argv[] = {self_exe, "serve", "--listen", "127.0.0.1:0", "--profile", (char *)profile, "--ttft-ms", ttft,
+                    "--itl-ms", itl, "--tokens", tokens, "--log", log, NULL};
+    pid_t pid = spawn(argv, out);
+    if (pid < 0) return -1;
+    for (int i = 0; i < 1000; i++) { /* 10 s */
+        FILE *f = fopen(out, "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f)) {
+            char *colon = strrchr(line, ':');
+            if (!strncmp(line, "listening on ", 13) && colon && sscanf(colon + 1, "%u", port) == 1) {
+                fclose(f);
+                return pid;
+            }
+        }
+        if (f) fclose(f);
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "tokentap audit: tokentap serve --profile %s did not start (see %s)\n", profile, out);
+    stop_group(pid, 500);
+    return -1;
+}
+
+/* ---- placeholders ---- */
+
+typedef struct cell_values {
+    char url[64], host[16], port[8], concurrency[16], requests[16], result[4200], prefix[32];
+} cell_values;
+
+static const char *placeholder(const cell_values *v, const char *name, size_t len)
+{
+    static const char *const names[] = {"url", "host", "port", "concurrency", "requests", "result",
+                                        "request_id_prefix"};
+    const char *vals[] = {v->url, v->host, v->port, v->concurrency, v->requests, v->result, v->prefix};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !strncmp(names[i], name, len)) return vals[i];
+    return NULL;
+}
+
+/* arg with every known {name} replaced (unknown braces are kept: JSON in
+ * an argument stays as it is). Returns a malloc'd string or NULL. */
+static char *fill(const char *arg, const cell_values *v)
+{
+    size_t cap = strlen(arg) * 2 + 4300, n = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (const char *p = arg; *p;) {
+        const char *close = *p == '{' ? strchr(p, '}') : NULL;
+        const char *val = close ? placeholder(v, p + 1, (size_t)(close - p - 1)) : NULL;
+        size_t add = val ? strlen(val) : 1;
+        if (n + add + 1 > cap) {
+            cap = (n + add + 1) * 2;
+            char *g = realloc(out, cap);
+            if (!g) {
+                free(out);
+                return NULL;
+            }
+            out = g;
+        }
+        if (val) {
+            memcpy(out + n, val, add);
+            p = close + 1;
+        } else {
+            out[n] = *p++;
+        }
+        n += add;
+    }
+    out[n] = 0;
+    return out;
+}
+
+/* ---- one cell ---- */
+
+/* The last line of CMD's output that is not tokentap run's own. */
+static void last_words(const char *log, char *out, size_t cap)
+{
+    *out = 0;
+    FILE *f = fopen(log, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        size_t k = strlen(line);
+        if (!k || (!strncmp(line, "tokentap run:", 13) && !strstr(line, "cannot run"))) continue;
+        if (k >= cap) k = cap - 1;
+        memcpy(out, line, k);
+        out[k] = 0;
+    }
+    fclose(f);
+}
+
+/* Streams serve finished so far, from its log (the progress line). */
+static size_t done_so_far(const char *log, long *offset, size_t done)
+{
+    FILE *f = fopen(log, "r");
+    if (!f) return done;
+    char buf[1 << 16];
+    if (fseek(f, *offset, SEEK_SET) == 0) {
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+            /* count only whole lines: keep a partial one for the next read */
+            size_t whole = n;
+            while (whole && buf[whole - 1] != '\n') whole--;
+            if (!whole) break;
+            done += tt_truth_count_done(buf, whole);
+            *offset += (long)whole;
+            if (whole < n) fseek(f, *offset, SEEK_SET);
+        }
+    }
+    fclose(f);
+    return done;
+}
+
+typedef struct cell_run {
+    size_t index;
+    char of[48];    /* " of N", or what the run is for */
+    char dir[4096];
+} cell_run;
+
+/* Run the tool once under serve's profile and grade it into c. Returns 0,
+ * TT_EXIT_INPUT when serve could not start, TT_EXIT_INTERNAL out of memory. */
+static int run_cell(const audit_options *o, tt_audit_cell *c, const cell_run *cr, tt_cell_evidence *ev)
+{
+    unsigned port = 0;
+    pid_t serve = start_serve(o, c->profile, cr->dir, &port);
+    if (serve < 0) return TT_EXIT_INPUT;
+    cell_values v;
+    snprintf(v.url, sizeof v.url, "http://127.0.0.1:%u", port);
+    snprintf(v.host, sizeof v.host, "127.0.0.1");
+    snprintf(v.port, sizeof v.port, "%u", port);
+    snprintf(v.concurrency, sizeof v.concurrency, "%u", c->concurrency);
+    snprintf(v.requests, sizeof v.requests, "%u", c->requests_asked);
+    snprintf(v.result, sizeof v.result, "%s/result.json", cr->dir);
+    snprintf(v.prefix, sizeof v.prefix, "tt%zu-", cr->index);
+
+    char report[4200], cmdlog[4200], serve_log[4200], port_s[8];
+    snprintf(report, sizeof report, "%s/run.json", cr->dir);
+    snprintf(cmdlog, sizeof cmdlog, "%s/cmd.log", cr->dir);
+    snprintf(serve_log, sizeof serve_log, "%s/serve.jsonl", cr->dir);
+    snprintf(port_s, sizeof port_s, "%u", port);
+    size_t n_cmd = 0;
+    while (o->cmd[n_cmd]) n_cmd++;
+    char **argv = calloc(n_cmd + 16, sizeof *argv);
+    if (!argv) {
+        stop_group(serve, 2000);
+        return TT_EXIT_INTERNAL;
+    }
+    size_t a = 0;
+    argv[a++] = self_exe;
+    argv[a++] = "run";
+    argv[a++] = "--json";
+    argv[a++] = "--report";
+    argv[a++] = report;
+    argv[a++] = "--bench-result";
+    argv[a++] = v.result;
+    if (geteuid() == 0 && !o->no_server_vantage) {
+        argv[a++] = "--server-port";
+        argv[a++] = port_s;
+    }
+    argv[a++] = "--";
+    size_t first_filled = a;
+    bool oom = false;
+    for (size_t i = 0; i < n_cmd; i++) oom |= !(argv[a++] = fill(o->cmd[i], &v));
+    setenv("TOKENTAP_AUDIT_URL", v.url, 1);
+    setenv("TOKENTAP_AUDIT_HOST", v.host, 1);
+    setenv("TOKENTAP_AUDIT_PORT", v.port, 1);
+    setenv("TOKENTAP_AUDIT_CONCURRENCY", v.concurrency, 1);
+    setenv("TOKENTAP_AUDIT_REQUESTS", v.requests, 1);
+    setenv("TOKENTAP_AUDIT_RESULT", v.result, 1);
+    setenv("TOKENTAP_AUDIT_REQUEST_ID_PREFIX", v.prefix, 1);
+
+    int status = 0;
+    bool timed_out = false;
+    if (!oom) {
+        pid_t run = spawn(argv, cmdlog);
+        uint64_t start = tt_clock_ns(CLOCK_MONOTONIC);
+        long offset = 0;
+        size_t done = 0;
+        bool tty = !o->quiet && isatty(2);
+        for (;;) {
+            if (waitpid(run, &status, WNOHANG) == run) break;
+            if (audit_interrupted || (double)(tt_clock_ns(CLOCK_MONOTONIC) - start) / 1e9 > o->timeout_s) {
+                timed_out = !audit_interrupted;
+                status = stop_group(run, 2000);
+                break;
+            }
+            if (tty) {
+                done = done_so_far(serve_log, &offset, done);
+                fprintf(stderr, "\rtokentap audit: run %zu%s (%s, concurrency %u): %zu of %u requests done   ",
+                        cr->index + 1, cr->of, c->profile, c->concurrency, done, c->requests_asked);
+            }
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (tty) fprintf(stderr, "\r%*s\r", 100, "");
+        else if (!o->quiet)
+            fprintf(stderr, "tokentap audit: run %zu%s (%s, concurrency %u) finished\n", cr->index + 1, cr->of,
+                    c->profile, c->concurrency);
+    }
+    stop_group(serve, 2000);
+    for (size_t i = first_filled; i < a; i++) free(argv[i]);
+    free(argv);
+    if (oom) return TT_EXIT_INTERNAL;
+
+    c->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 70;
+    tt_cell_inputs in = {.run_report = report, .result_path = v.result, .serve_log = serve_log,
+                         .tolerance_ms = o->tol_ms, .tolerance_pct = o->tol_pct};
+    if (tt_audit_grade_cell(c, &in, ev) < 0) return TT_EXIT_INTERNAL;
+    if (c->cmd_status != 0 || timed_out) {
+        char words[200], grade_problem[400];
+        last_words(cmdlog, words, sizeof words);
+        snprintf(grade_problem, sizeof grade_problem, "%s", c->cmd_problem);
+        if (timed_out)
+            snprintf(c->cmd_problem, sizeof c->cmd_problem, "killed after the %g s timeout%s%.300s", o->timeout_s,
+                     grade_problem[0] ? "; " : "", grade_problem);
+        else
+            snprintf(c->cmd_problem, sizeof c->cmd_problem, "CMD exited %d%s%.120s%s%s%.200s", c->cmd_status,
+                     words[0] ? " (its last line: " : "", words, words[0] ? ")" : "", grade_problem[0] ? "; " : "",
+                     grade_problem);
+        c->within_tolerance = false;
+    }
+    return 0;
+}
+
+/* The profiles whose endpoints the requests of a run's report used, in
+ * all_profiles order; 0 when it holds no request to a known endpoint. */
+static size_t profiles_from_report(const char *path, char out[][16], char *paths, size_t paths_cap)
+{
+    bool want[sizeof all_profiles / sizeof all_profiles[0]] = {0};
+    *paths = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    static char buf[1 << 22];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    cJSON *doc = cJSON_ParseWithLength(buf, len);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "requests"))
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "path");
+        if (!cJSON_IsString(p)) continue;
+        char clean[128];
+        snprintf(clean, sizeof clean, "%s", p->valuestring);
+        clean[strcspn(clean, "?")] = 0;
+        if (!strstr(paths, clean) && strlen(paths) + strlen(clean) + 3 < paths_cap)
+            snprintf(paths + strlen(paths), paths_cap - strlen(paths), "%s%s", *paths ? ", " : "", clean);
+        for (size_t e = 0; e < sizeof endpoints / sizeof endpoints[0]; e++) {
+            if (strcmp(endpoints[e].path, clean)) continue;
+            for (int k = 0; k < 2 && endpoints[e].profiles[k]; k++)
+                for (size_t q = 0; q < sizeof all_profiles / sizeof all_profiles[0]; q++)
+                    if (!strcmp(all_profiles[q], endpoints[e].profiles[k])) want[q] = true;
+        }
+    }
+    cJSON_Delete(doc);
+    size_t n = 0;
+    for (size_t q = 0; q < sizeof all_profiles / sizeof all_profiles[0]; q++)
+        if (want[q]) snprintf(out[n++], 16, "%s", all_profiles[q]);
+    return n;
+}
+
+/* Remove the work directory tree made by audit (two levels). */
+static void remove_tree(const char *dir)
+{
+    char cmd_path[4200];
+    snprintf(cmd_path, sizeof cmd_path, "%s", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("rm", "rm", "-rf", "--", cmd_path, (char *)NULL);
+        _exit(127);
+    }
+    if (pid > 0) waitpid(pid, NULL, 0);
+}
+
+static int write_outputs(const audit_options *o, const tt_audit_card *card)
+{
+    FILE *out = tt_open_output(o->report_path);
+    if (!out) {
+        fprintf(stderr, "tokentap audit: cannot write %s: %s\n", o->report_path, strerror(errno));
+        return TT_EXIT_OUTPUT;
+    }
+    int rc = o->json ? tt_audit_write_json(out, card) : tt_audit_write_text(out, card);
+    if (fflush(out) != 0 || rc < 0 || (out != stdout && fclose(out) != 0)) {
+        fprintf(stderr, "tokentap audit: writing %s failed: %s\n", o->report_path ? o->report_path : "stdout",
+                strerror(errno));
+        return TT_EXIT_OUTPUT;
+    }
+    if (o->html_path) {
+        FILE *h = tt_open_output(o->html_path);
+        if (!h || tt_audit_write_html(h, card) < 0 || fclose(h) != 0) {
+            fprintf(stderr, "tokentap audit: cannot write %s: %s\n", o->html_path, strerror(errno));
+            return TT_EXIT_OUTPUT;
+        }
+    }
+    return 0;
+}
+
+static int make_cell_dir(const char *work, size_t index, const char *profile, unsigned conc, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.3900s/%02zu-%.15s-c%u", work, index, profile, conc);
+    return mkdir(out, 0700);
+}
+
+int tt_cmd_audit(int argc, char **argv)
+{
+    audit_options o = {.ttft_ms = 20, .itl_ms = 5, .tokens = 16, .tol_ms = 1, .tol_pct = 5, .timeout_s = 300,
+                       .conc = {1, 8, 64, 256}, .n_conc = 4};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (find_self() < 0) {
+        fprintf(stderr, "tokentap audit: cannot find its own binary (/proc/self/exe)\n");
+        return TT_EXIT_INPUT;
+    }
+    char work[4096];
+    if (o.keep_dir) {
+        snprintf(work, sizeof work, "%s", o.keep_dir);
+        if (mkdir(work, 0700) < 0) {
+            fprintf(stderr, "tokentap audit: cannot create %s: %s\n", work, strerror(errno));
+            return TT_EXIT_OUTPUT;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(work, sizeof work, "%s/tokentap-audit.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(work)) {
+            fprintf(stderr, "tokentap audit: cannot create a temporary directory: %s\n", strerror(errno));
+            return TT_EXIT_OUTPUT;
+        }
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    tt_audit_card card;
+    memset(&card, 0, sizeof card);
+    size_t used = 0;
+    for (int i = 0; o.cmd[i] && used < sizeof card.command - 1; i++)
+        used += (size_t)snprintf(card.command + used, sizeof card.command - used, "%s%s", i ? " " : "", o.cmd[i]);
+    card.ttft_ms = o.ttft_ms;
+    card.itl_ms = o.itl_ms;
+    card.tokens = o.tokens;
+    card.tolerance_ms = o.tol_ms;
+    card.tolerance_pct = o.tol_pct;
+    card.root_vantages = geteuid() == 0 && !o.no_server_vantage;
+
+    size_t max_cells = AUDIT_MAX_PROFILES * AUDIT_MAX_CONC + 1;
+    card.cells = calloc(max_cells, sizeof *card.cells);
+    tt_cell_evidence *ev = calloc(max_cells, sizeof *ev);
+    if (!card.cells || !ev) {
+        fprintf(stderr, "tokentap audit: out of memory\n");
+        return TT_EXIT_INTERNAL;
+    }
+    rc = TT_EXIT_OK;
+    size_t total = o.n_profiles ? o.n_profiles * o.n_conc : o.n_conc; /* updated once the profiles are known */
+    bool discovering = o.n_profiles == 0;
+    size_t run_no = 0; /* runs made, for the directories and the progress line */
+    if (discovering) {
+        /* the first run, under vllm (OpenAI's API, what most tools speak), shows the API */
+        tt_audit_cell *c = &card.cells[0];
+        snprintf(c->profile, sizeof c->profile, "vllm");
+        c->concurrency = o.conc[0];
+        c->requests_asked = o.requests ? o.requests : (o.conc[0] * 2 > 16 ? o.conc[0] * 2 : 16);
+        cell_run cr = {.index = 0, .of = " (the first: it shows the tool's API)"};
+        if (make_cell_dir(work, 0, "vllm", o.conc[0], cr.dir, sizeof cr.dir) < 0) rc = TT_EXIT_OUTPUT;
+        else rc = run_cell(&o, c, &cr, &ev[0]);
+        if (rc == 0) {
+            card.n_cells = 1;
+            char report[4200], paths[256];
+            snprintf(report, sizeof report, "%s/run.json", cr.dir);
+            o.n_profiles = profiles_from_report(report, o.profiles, paths, sizeof paths);
+            if (!o.n_profiles) {
+                snprintf(o.profiles[o.n_profiles++], 16, "vllm");
+                snprintf(card.note, sizeof card.note,
+                         "profiles: the first run (under vllm) showed no request to a known endpoint%s%s%s; audited "
+                         "under vllm only", *paths ? " (paths: " : "", paths, *paths ? ")" : "");
+            } else {
+                snprintf(card.note, sizeof card.note, "profiles: chosen from the paths of the first run (%s)", paths);
+            }
+            if (strcmp(o.profiles[0], "vllm")) { /* the first run does not count: not the tool's API */
+                tt_audit_cell_free(c);
+                memset(c, 0, sizeof *c);
+                memset(&ev[0], 0, sizeof ev[0]);
+                card.n_cells = 0;
+            }
+            total = o.n_profiles * o.n_conc + (card.n_cells ? 0 : 1);
+        }
+        run_no = 1;
+    }
+    for (size_t p = 0; rc == 0 && p < o.n_profiles && !audit_interrupted; p++) {
+        for (size_t k = 0; rc == 0 && k < o.n_conc && !audit_interrupted; k++) {
+            if (discovering && p == 0 && k == 0 && card.n_cells == 1) continue; /* the first run already */
+            tt_audit_cell *c = &card.cells[card.n_cells];
+            snprintf(c->profile, sizeof c->profile, "%s", o.profiles[p]);
+            c->concurrency = o.conc[k];
+            c->requests_asked = o.requests ? o.requests : (o.conc[k] * 2 > 16 ? o.conc[k] * 2 : 16);
+            cell_run cr = {.index = run_no++};
+            snprintf(cr.of, sizeof cr.of, " of %zu", total);
+            if (make_cell_dir(work, cr.index, c->profile, c->concurrency, cr.dir, sizeof cr.dir) < 0) {
+                fprintf(stderr, "tokentap audit: cannot create %s: %s\n", cr.dir, strerror(errno));
+                rc = TT_EXIT_OUTPUT;
+                break;
+            }
+            rc = run_cell(&o, c, &cr, &ev[card.n_cells]);
+            if (rc == 0) card.n_cells++;
+        }
+    }
+    if (audit_interrupted) fprintf(stderr, "tokentap audit: interrupted; the card covers the runs that finished\n");
+    if (rc == TT_EXIT_INTERNAL) fprintf(stderr, "tokentap audit: out of memory\n");
+    if (rc == 0 || card.n_cells) {
+        if (tt_audit_cross_causes(&card, ev) < 0) {
+            fprintf(stderr, "tokentap audit: out of memory\n");
+            rc = TT_EXIT_INTERNAL;
+        } else {
+            int wrc = write_outputs(&o, &card);
+            if (wrc) rc = wrc;
+            else if (rc == 0 && audit_interrupted) rc = TT_EXIT_FINDINGS;
+            else if (rc == 0) rc = card.mis_measured ? TT_EXIT_FINDINGS : TT_EXIT_OK;
+        }
+    }
+    if (!o.keep_dir) remove_tree(work);
+    tt_audit_card_free(&card);
+    free(ev);
+    return rc;
+}
