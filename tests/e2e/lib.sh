@@ -48,3 +48,12 @@ start_serve() {
     SERVE_PORT=$(wait_listening "$dir/serve.out")
     [ -n "$SERVE_PORT" ] || fail "serve did not start: $(cat "$dir/serve.err")"
 }
+
+# npm_cmd: print how to run npm here (Debian's npm, or the one a NodeSource
+# node bundles under /usr/lib/node_modules); nothing when there is none.
+npm_cmd() {
+    if command -v npm >/dev/null; then echo npm
+    elif [ -r /usr/lib/node_modules/npm/bin/npm-cli.js ] && command -v node >/dev/null; then
+        echo "node /usr/lib/node_modules/npm/bin/npm-cli.js"
+    fi
+}

@@ -7,10 +7,10 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 command -v node >/dev/null || skip "node not installed"
-command -v npm >/dev/null || skip "npm not installed"
+npm=$(npm_cmd); [ -n "$npm" ] || skip "npm not installed"
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-(cd "$work" && timeout 180 npm install --no-audit --no-fund --silent --prefer-offline openai@4 > npm.log 2>&1) \
+(cd "$work" && timeout 180 $npm install --no-audit --no-fund --silent --prefer-offline openai@4 > npm.log 2>&1) \
     || skip "npm cannot install openai here: $(tail -1 "$work/npm.log")"
 cat > "$work/client.js" <<'JS'
 const OpenAI = require('openai');

@@ -1,8 +1,9 @@
 /* audit_causes.c - the causes that need more than one cell: why a tool
  * counted failed a request whose every token reached it. The evidence is
  * the findings (docs/framing.md) its failed requests carried that none of
- * the requests it counted successful did, in any cell; without a success
- * to compare with, the findings known to break a client's parsing. */
+ * the requests it counted successful did, in any cell (and of those, the
+ * ones known to break a client's parsing, when there are any); without a
+ * success to compare with, only the findings known to break parsing. */
 #include <stdio.h>
 #include <string.h>
 
@@ -46,12 +47,21 @@ int tt_audit_cross_causes(tt_audit_card *card, const tt_cell_evidence *ev)
         if (!c->failed_but_delivered) continue;
         char said[220] = "";
         if (ev[i].failed_error[0]) snprintf(said, sizeof said, " (the tool said: \"%.160s\")", ev[i].failed_error);
+        /* the findings that set the failures apart; of those, the ones
+         * known to break parsing when there are any */
+        char apart[1024] = "";
+        bool any_breaking = false;
         char copy[1024];
         snprintf(copy, sizeof copy, "%s", ev[i].failed_findings);
-        int named = 0;
         for (char *save = NULL, *id = strtok_r(copy, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
-            bool apart = have_successes ? !in_set(ok_anywhere, id) : is_breaking(id);
-            if (!apart) continue;
+            if (have_successes ? in_set(ok_anywhere, id) : !is_breaking(id)) continue;
+            size_t used = strlen(apart);
+            snprintf(apart + used, sizeof apart - used, "%s%s", used ? "," : "", id);
+            any_breaking |= is_breaking(id);
+        }
+        int named = 0;
+        for (char *save = NULL, *id = strtok_r(apart, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+            if (any_breaking && !is_breaking(id)) continue;
             int rc = have_successes
                          ? tt_audit_add_cause(c, id, c->failed_but_delivered,
                                               "counted failed although every token reached the client socket; "

@@ -220,13 +220,16 @@ typedef struct tally {
     samples role_early;           /* TTFT taken at the role-only chunk: how early */
     size_t other_kind_ttft;       /* TTFT taken at another non-token event */
     char other_kind[16];
-    samples headers_early;        /* TTFT taken at the response headers */
+    samples before_events;        /* TTFT taken before any event arrived: how early */
+    size_t near_headers;          /* ... of them, within tolerance of the response headers */
     size_t role_extra_token, role_extra_itl; /* of the role requests: +1 token, +1 ITL sample */
     size_t usage_unread;          /* tokens wrong where usage rode in a frame with choices */
     size_t tokens_wrong;          /* other requests with a wrong token count */
     int64_t tokens_wrong_rep, tokens_wrong_true;
     size_t itl_n_wrong;           /* other requests with a wrong ITL sample count */
-    size_t usage_frame_itl;       /* one ITL sample too many, ending at the usage-only frame */
+    size_t usage_frame_itl;       /* one ITL sample too many, ending at a frame after the last token */
+    size_t usage_frame_token;     /* one token too many: that frame counted */
+    char trailing_finding[32];    /* the finding naming that frame */
     uint64_t shared_read_events, token_events;
     bool itl_reported_unknown, tokens_unknown;
 } tally;
@@ -235,14 +238,14 @@ static void tally_free(tally *t)
 {
     samples *all[] = {&t->ttft_err, &t->e2el_err, &t->tpot_err, &t->itl_rep, &t->itl_true, &t->send_lag,
                       &t->client_lag, &t->downlink, &t->ttft_true, &t->e2el_true, &t->tpot_true, &t->role_early,
-                      &t->headers_early};
+                      &t->before_events};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
 }
 
 static bool tally_oom(const tally *t)
 {
     return t->ttft_err.oom || t->e2el_err.oom || t->tpot_err.oom || t->itl_rep.oom || t->itl_true.oom ||
-           t->send_lag.oom || t->client_lag.oom || t->downlink.oom || t->role_early.oom || t->headers_early.oom;
+           t->send_lag.oom || t->client_lag.oom || t->downlink.oom || t->role_early.oom || t->before_events.oom;
 }
 
 /* The disagreement of kind k on request R, or NULL. */
@@ -291,11 +294,30 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     if (num(get(dec, "itl"), "shared_read_events", &shared)) t->shared_read_events += (uint64_t)shared;
     if (cl && num(cl, "token_events", &n_tok)) t->token_events += (uint64_t)n_tok;
 
-    /* where the tool took its first token */
-    bool at_role = false;
+    /* Before any event arrived: the tool's first-token stamp (its start
+     * plus its TTFT; without a start in the file, the request at the
+     * socket plus its TTFT, a bound from above since the tool started
+     * earlier) well before the first event reached its socket. Near the
+     * response headers when within tolerance of them. */
+    bool before_events = false, at_role = false;
+    int64_t headers, first_event, first_tok, req_first, rstart = 0;
+    double near_ns = tol_ms * 1e6;
+    bool have_start = num(get(R, "reported"), "start_mono_ns", &rstart);
+    if (cl && rec->ttft_ns != TT_BENCH_NONE && num(cl, "resp_headers_mono_ns", &headers) &&
+        num(cl, "first_event_mono_ns", &first_event) && num(cl, "first_token_mono_ns", &first_tok) &&
+        num(cl, "req_first_mono_ns", &req_first)) {
+        int64_t mark = (have_start ? rstart : req_first) + rec->ttft_ns;
+        if ((double)(first_event - mark) > near_ns) {
+            push(&t->before_events, first_tok - mark);
+            if ((double)llabs(mark - headers) <= near_ns) t->near_headers++;
+            before_events = true;
+        }
+    }
+    /* at an event before the first token (the breakdown's disagreement;
+     * its event is a guess when the file gives no start) */
     const cJSON *d = disagreement(R, "ttft-at-non-token-event");
     int64_t early = 0;
-    if (d && num(d, "early_ns", &early)) {
+    if (!before_events && have_start && d && num(d, "early_ns", &early)) {
         const cJSON *kind = get(d, "event_kind");
         if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "ROLE")) {
             push(&t->role_early, early);
@@ -305,43 +327,58 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
             snprintf(t->other_kind, sizeof t->other_kind, "%s", kind->valuestring);
         }
     }
-    /* at the response headers: the stamp within tolerance of them, well
-     * before the first event (the start from the file, else the client's) */
-    int64_t headers, first_event, first_tok, req_first, rstart;
-    double near_ns = tol_ms * 1e6;
-    if (!at_role && cl && rec->ttft_ns != TT_BENCH_NONE && num(cl, "resp_headers_mono_ns", &headers) &&
-        num(cl, "first_event_mono_ns", &first_event) && num(cl, "first_token_mono_ns", &first_tok) &&
-        num(cl, "req_first_mono_ns", &req_first)) {
-        int64_t mark = num(get(R, "reported"), "start_mono_ns", &rstart) ? rstart + rec->ttft_ns
-                                                                         : req_first + rec->ttft_ns;
-        if ((double)llabs(mark - headers) <= near_ns && (double)(first_event - mark) > near_ns)
-            push(&t->headers_early, first_tok - mark);
-    }
 
-    /* counts */
+    /* Counts one too many: a chunk without a token timed as one. The role
+     * chunk comes right before the first token (often in the same read, so
+     * the TTFT cannot show it): the tool's first ITL is then a sliver of the
+     * true first gap. The usage-only frame comes right after the last
+     * token: its last ITL is a sliver. */
+    size_t n = T->n_token;
+    bool first_sliver = false, last_sliver = false;
+    if (rec->itl_ns && rec->n_itl && n > 1) {
+        first_sliver = rec->itl_ns[0] * 4 < T->token_ns[1] - T->token_ns[0];
+        last_sliver = rec->itl_ns[rec->n_itl - 1] * 4 < T->token_ns[n - 1] - T->token_ns[n - 2];
+    }
+    bool role_counted = at_role || (first_sliver && set_has(findings, "role-only-first-chunk"));
+    /* a frame after the last token that carries none: vLLM's usage-only
+     * frame, or a finish chunk without text */
+    const char *trailing = set_has(findings, "usage-empty-choices")  ? "usage-empty-choices"
+                           : set_has(findings, "finish-without-text") ? "finish-without-text"
+                                                                      : NULL;
+    bool usage_counted = last_sliver && trailing;
+    if (usage_counted) snprintf(t->trailing_finding, sizeof t->trailing_finding, "%s", trailing);
+
     int64_t true_tokens = T->tokens >= 0 ? T->tokens : (int64_t)T->n_token;
     if (rec->output_tokens < 0) {
         t->tokens_unknown = true;
     } else if (rec->output_tokens != true_tokens) {
-        if (at_role && rec->output_tokens == true_tokens + 1) t->role_extra_token++;
-        else if (set_has(findings, "usage-with-choices")) t->usage_unread++;
-        else {
+        int64_t extra = rec->output_tokens - true_tokens;
+        if (role_counted && extra >= 1) {
+            t->role_extra_token++;
+            extra--;
+        }
+        if (usage_counted && extra >= 1) {
+            t->usage_frame_token++;
+            extra--;
+        }
+        if (extra && set_has(findings, "usage-with-choices")) {
+            t->usage_unread++;
+        } else if (extra) {
             t->tokens_wrong++;
             t->tokens_wrong_rep += rec->output_tokens;
             t->tokens_wrong_true += true_tokens;
         }
     }
-    int64_t true_itl = T->n_token > 0 ? (int64_t)T->n_token - 1 : 0;
+    int64_t true_itl = n > 0 ? (int64_t)n - 1 : 0;
     if (rec->itl_ns && (int64_t)rec->n_itl != true_itl) {
         int64_t extra = (int64_t)rec->n_itl - true_itl;
-        if (at_role && extra >= 1) {
+        if (role_counted && extra >= 1) {
             t->role_extra_itl++;
             extra--;
         }
-        /* one more gap, ending at the usage-only frame: the tool timed it as a token */
-        if (extra == 1 && set_has(findings, "usage-empty-choices")) {
+        if (usage_counted && extra >= 1) {
             t->usage_frame_itl++;
-            extra = 0;
+            extra--;
         }
         if (extra) t->itl_n_wrong++;
     }
@@ -366,25 +403,38 @@ static double tolerance_ns(const tt_cell_inputs *in, double true_median)
     return pct > abs_ns ? pct : abs_ns;
 }
 
+/* "one output token too many (N requests) and one ITL sample too many (M
+ * requests)", leaving out a part whose count is 0; "" when both are. */
+static void counted_parts(char *out, size_t cap, size_t tokens, size_t itls)
+{
+    char a[80] = "", b[80] = "";
+    if (tokens) snprintf(a, sizeof a, "one output token too many (%zu requests)", tokens);
+    if (itls) snprintf(b, sizeof b, "one ITL sample too many (%zu requests)", itls);
+    snprintf(out, cap, "%s%s%s", a, a[0] && b[0] ? " and " : "", b);
+}
+
 static int name_causes(tt_audit_cell *c, const tally *t, const tt_cell_inputs *in)
 {
     int rc = 0;
-    if (t->role_early.n) {
-        char extra[200] = "";
-        if (t->role_extra_token || t->role_extra_itl)
-            snprintf(extra, sizeof extra, "; it also counted that chunk as a token: one output token too many (%zu requests) "
-                     "and one ITL sample too many (%zu requests)", t->role_extra_token, t->role_extra_itl);
-        rc |= tt_audit_add_cause(c, "role-only-first-chunk", t->role_early.n,
-                                 "TTFT taken at the role-only first chunk, which carries no text: %.3f ms before the "
-                                 "first token (median)%s", ms(median_of(&t->role_early)), extra);
+    if (t->role_early.n || t->role_extra_token || t->role_extra_itl) {
+        char at[160] = "", counted[200];
+        if (t->role_early.n)
+            snprintf(at, sizeof at, "TTFT taken at the role-only first chunk, which carries no text: %.3f ms before "
+                     "the first token (median, %zu requests)", ms(median_of(&t->role_early)), t->role_early.n);
+        counted_parts(counted, sizeof counted, t->role_extra_token, t->role_extra_itl);
+        size_t touched = t->role_early.n > t->role_extra_itl ? t->role_early.n : t->role_extra_itl;
+        if (t->role_extra_token > touched) touched = t->role_extra_token;
+        rc |= tt_audit_add_cause(c, "role-only-first-chunk", touched, "%s%s%s%s", at, at[0] && counted[0] ? "; " : "",
+                                 counted[0] ? "the role-only first chunk timed as a token: " : "", counted);
     }
     if (t->other_kind_ttft)
         rc |= tt_audit_add_cause(c, !strcmp(t->other_kind, "KEEPALIVE") ? "keepalive-comment" : "", t->other_kind_ttft,
                                  "TTFT taken at a %s event, before the first token", t->other_kind);
-    if (t->headers_early.n)
-        rc |= tt_audit_add_cause(c, "", t->headers_early.n,
-                                 "TTFT taken at the response headers, before any event arrived: %.3f ms before the "
-                                 "first token reached the client socket (median)", ms(median_of(&t->headers_early)));
+    if (t->before_events.n)
+        rc |= tt_audit_add_cause(c, "", t->before_events.n,
+                                 "TTFT taken before any event arrived: %.3f ms before the first token reached the "
+                                 "client socket (median); the stamp lies within %g ms of the response headers in %zu "
+                                 "of them", ms(median_of(&t->before_events)), in->tolerance_ms, t->near_headers);
     if (t->usage_unread)
         rc |= tt_audit_add_cause(c, "usage-with-choices", t->usage_unread,
                                  "output tokens wrong where the usage came in a frame that still carries choices: the "
@@ -392,14 +442,20 @@ static int name_causes(tt_audit_cell *c, const tally *t, const tt_cell_inputs *i
     if (t->tokens_wrong)
         rc |= tt_audit_add_cause(c, "", t->tokens_wrong, "output tokens reported %lld, true %lld over these requests",
                                  (long long)t->tokens_wrong_rep, (long long)t->tokens_wrong_true);
-    if (t->usage_frame_itl)
-        rc |= tt_audit_add_cause(c, "usage-empty-choices", t->usage_frame_itl,
-                                 "one ITL sample too many per request: the tool timed the usage-only frame "
-                                 "(choices []) as if it carried a token");
+    if (t->usage_frame_itl || t->usage_frame_token) {
+        char counted[200];
+        counted_parts(counted, sizeof counted, t->usage_frame_token, t->usage_frame_itl);
+        rc |= tt_audit_add_cause(c, t->trailing_finding,
+                                 t->usage_frame_itl > t->usage_frame_token ? t->usage_frame_itl : t->usage_frame_token,
+                                 "a frame after the last token that carries none (%s) timed as a token: %s",
+                                 !strcmp(t->trailing_finding, "usage-empty-choices") ? "the usage-only frame, choices []"
+                                                                                      : "a finish chunk without text",
+                                 counted);
+    }
     if (t->itl_n_wrong)
         rc |= tt_audit_add_cause(c, "", t->itl_n_wrong,
-                                 "ITL samples reported differ from token events - 1 (not explained by a counted "
-                                 "role chunk)");
+                                 "ITL samples reported differ from token events - 1 (not explained by a chunk "
+                                 "without a token timed as one)");
     if (c->ok_but_undelivered)
         rc |= tt_audit_add_cause(c, "", c->ok_but_undelivered,
                                  "counted successful although the stream did not complete at the client socket");
