@@ -20,6 +20,9 @@
 # --server-port as root (server and wire vantages too), and the breakdown
 # of the TTFT it reported is printed (send lag, uplink, server, downlink,
 # client lag).
+# Last, `tokentap audit` (docs/audit.md) grades the same client with a
+# framing defect switched on under the vllm and tabby profiles at
+# concurrency 1 and 4, and prints its report card (the HTML page too).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -67,13 +70,31 @@ bench_demo() {
     echo "demo: (client lag = the benchmark's own 1 ms per token read; full report: $out/run_report.txt)"
 }
 
+# The audit (docs/audit.md): the same client, with two defects switched on
+# (it splits events only on "\n\n", and waits 1 ms per token before its
+# stamp), graded under two framings at two concurrencies.
+audit_demo() {
+    [ -x /usr/bin/python3 ] || { echo "demo: /usr/bin/python3 is missing: no audit"; return 0; }
+    local cmd=(/usr/bin/python3 tests/e2e/vllm_like_client.py {port} 1000000 {result} {requests} {request_id_prefix} 12
+               --concurrency {concurrency} --defect crlf)
+    echo
+    echo "demo: tokentap audit --profiles vllm,tabby --concurrency 1,4 --requests 8 --html $out/audit.html -- ${cmd[*]}"
+    local rc=0
+    "$TT" audit -q --profiles vllm,tabby --concurrency 1,4 --requests 8 --html "$out/audit.html" \
+        -o "$out/audit.txt" -- "${cmd[@]}" 2> "$out/audit.err" || rc=$?
+    [ $rc = 0 ] || [ $rc = 1 ] || { echo "demo: tokentap audit exited $rc: $(cat "$out/audit.err")" >&2; return 1; }
+    cat "$out/audit.txt"
+    echo "demo: (exit $rc: 1 = the tool mis-measured; the card as a page with plots: $out/audit.html)"
+}
+finish_demo() { bench_demo && audit_demo; }
+
 if [ -n "${DEMO_GENERATED:-}" ]; then generated_demo "DEMO_GENERATED is set"; exit 0; fi
 if [ "$(id -u)" != 0 ]; then
     generated_demo "not root, so no live capture on lo and no eBPF (server and client vantages not taken)"
-    bench_demo
+    finish_demo
     exit 0
 fi
-if ! command -v curl > /dev/null; then generated_demo "curl is not installed"; bench_demo; exit 0; fi
+if ! command -v curl > /dev/null; then generated_demo "curl is not installed"; finish_demo; exit 0; fi
 
 started=()
 cleanup() {
@@ -113,14 +134,14 @@ else
 fi
 if [ $mode = wire ]; then
     echo "demo: server and client vantages not taken: $no_bpf; capturing the wire only"
-    [ -x "$BUILD/tools/ttcapture" ] || { cleanup; generated_demo "$BUILD/tools/ttcapture is not built"; bench_demo; exit 0; }
+    [ -x "$BUILD/tools/ttcapture" ] || { cleanup; generated_demo "$BUILD/tools/ttcapture is not built"; finish_demo; exit 0; }
     "$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$out/demo.pcap" -d 20 > "$out/capture.out" 2> "$out/capture.err" &
     cap_pid=$!; started+=("$cap_pid")
     for _ in $(seq 100); do grep -q ready "$out/capture.out" 2>/dev/null && break; kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.05; done
     if ! grep -q ready "$out/capture.out" 2>/dev/null; then
         why="ttcapture could not capture on lo ($(head -1 "$out/capture.err"))"
         cleanup
-        generated_demo "$why"; bench_demo; exit 0
+        generated_demo "$why"; finish_demo; exit 0
     fi
     echo "demo: ttcapture -i lo -f 'tcp port $port' -w $out/demo.pcap; $streams concurrent curl streams of $tokens tokens"
 else
@@ -178,7 +199,7 @@ if [ $mode = wire ]; then
         echo "demo: could not compare TTFTs (analyze: '${analyze_ttft}', serve log: '${s_ttft}')"
     fi
     echo "demo: vantages taken: wire; not taken: server, client ($no_bpf)"
-    bench_demo
+    finish_demo
     exit 0
 fi
 
@@ -245,4 +266,4 @@ if serve and "server" in per and per["server"]["ttft_ns"].get("n"):
           "%.2f ms, difference %+.3f ms" % (t_ms, n, s_ms, t_ms - s_ms))
 print("demo: vantages taken: %s%s" % (", ".join(order), "; not taken: " + ", ".join(missing) if missing else ""))
 PY
-bench_demo
+finish_demo

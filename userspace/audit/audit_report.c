@@ -55,10 +55,11 @@ static void text_cell(FILE *out, const tt_audit_cell *c)
     text_stat(out, "TPOT", &c->err_tpot);
     text_stat(out, "E2EL", &c->err_e2el);
     fprintf(out, "  %-28s %10s %10s %10s\n", "overhead (ms)", "", "median", "p99");
-    text_overhead(out, "send lag", &c->send_lag, "no client vantage");
+    const char *none = c->reported_ok ? "no client vantage" : "no request the tool counted successful";
+    text_overhead(out, "send lag", &c->send_lag, none);
     text_overhead(out, "client queue", &c->client_queue, "no vantage sees when the kernel made the bytes readable");
-    text_overhead(out, "client lag", &c->client_lag, "no client vantage");
-    text_overhead(out, "downlink (network + queue)", &c->downlink, "no client vantage");
+    text_overhead(out, "client lag", &c->client_lag, none);
+    text_overhead(out, "downlink (network + queue)", &c->downlink, none);
     if (c->n_causes) fprintf(out, "  causes:\n");
     for (size_t k = 0; k < c->n_causes; k++) {
         const tt_audit_cause *x = &c->causes[k];
