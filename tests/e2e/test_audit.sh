@@ -88,7 +88,7 @@ elif want == "delay":
         got = c["overhead"]["client_lag_ns"]["median"]
         assert abs(got - truth) <= 0.05 * truth, (got, truth)
         assert not c["within_tolerance"] and any("client lag" in k["symptom"] for k in c["causes"]), c["causes"]
-        assert abs(c["errors"]["ttft_ns"]["median"] - truth) <= 0.05 * truth + 300e3, (c["errors"]["ttft_ns"], truth)
+        assert c["errors"]["ttft_ns"]["median"] >= 0.95 * truth, (c["errors"]["ttft_ns"], truth)  # the delay is in its TTFT
         print("delay: c=%d client lag median %.3f ms, the client waited %.3f ms (%+.1f %%)"
               % (c["concurrency"], got / 1e6, truth / 1e6, 100 * (got - truth) / truth))
 elif want == "usage":

@@ -122,6 +122,24 @@ static void write_result(const fixture *fx, const int64_t *ttft, const int64_t *
     fclose(f);
 }
 
+/* A tool whose every request succeeded, with TTFT = ttft_ns and the true
+ * E2EL, counting extra tokens and extra ITL samples (each itl_ns) beyond
+ * the truth. */
+static void write_uniform_result(const fixture *fx, int64_t ttft_ns, int extra, int64_t itl_ns)
+{
+    int64_t ttft[N_REQ], e2el[N_REQ];
+    int n_tok[N_REQ], n_itl[N_REQ];
+    bool ok[N_REQ];
+    for (int r = 0; r < N_REQ; r++) {
+        ttft[r] = ttft_ns;
+        e2el[r] = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
+        n_tok[r] = N_TOK + extra;
+        n_itl[r] = N_TOK - 1 + extra;
+        ok[r] = true;
+    }
+    write_result(fx, ttft, e2el, n_tok, n_itl, itl_ns, ok);
+}
+
 static int setup(void **state)
 {
     fixture *fx = calloc(1, sizeof *fx);
@@ -201,7 +219,6 @@ static void test_errors_exact(void **state)
     assert_int_equal(c.n_ttft_err, N_REQ);
     assert_int_equal(c.n_itl_true, N_REQ * (N_TOK - 1));
     assert_true(c.within_tolerance);
-    for (size_t i = 0; i < c.n_causes; i++) print_message("cause: %s %s\n", c.causes[i].finding, c.causes[i].symptom);
     assert_int_equal(c.n_causes, 0);
     tt_audit_cell_free(&c);
 }
@@ -213,11 +230,7 @@ static void test_role_chunk(void **state)
     write_serve_log(fx, 0);
     const int64_t lag[N_REQ] = {0, 0, 0};
     write_run_report(fx, lag, lag, true, "role-only-first-chunk");
-    int64_t ttft[N_REQ], e2el[N_REQ];
-    for (int r = 0; r < N_REQ; r++) ttft[r] = TOKEN0 - 1000 - REQ_FIRST, e2el[r] = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
-    const int n_tok[N_REQ] = {N_TOK + 1, N_TOK + 1, N_TOK + 1}, n_itl[N_REQ] = {N_TOK, N_TOK, N_TOK};
-    const bool ok[N_REQ] = {true, true, true};
-    write_result(fx, ttft, e2el, n_tok, n_itl, GAP, ok);
+    write_uniform_result(fx, TOKEN0 - 1000 - REQ_FIRST, 1, GAP);
     tt_audit_cell c = {.concurrency = 1};
     tt_cell_evidence ev;
     tt_cell_inputs in = inputs(fx);
@@ -233,6 +246,43 @@ static void test_role_chunk(void **state)
     tt_audit_cell_free(&c);
 }
 
+/* The role chunk shared its read with the first token (no TTFT evidence):
+ * one token and one ITL too many, and the tool's first ITL a sliver, name
+ * it; the same counts with an ordinary first ITL name nothing. */
+static void test_role_chunk_coalesced(void **state)
+{
+    fixture *fx = *state;
+    write_serve_log(fx, 0);
+    const int64_t lag[N_REQ] = {0, 0, 0};
+    write_run_report(fx, lag, lag, false, "role-only-first-chunk");
+    int64_t ttft[N_REQ], e2el[N_REQ];
+    int n_tok[N_REQ], n_itl[N_REQ];
+    bool ok[N_REQ];
+    for (int r = 0; r < N_REQ; r++) {
+        ttft[r] = TOKEN0 - REQ_FIRST, e2el[r] = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
+        n_tok[r] = N_TOK + 1, n_itl[r] = N_TOK, ok[r] = true;
+    }
+    /* write_result gives every gap the same value: a sliver everywhere */
+    write_result(fx, ttft, e2el, n_tok, n_itl, 3000, ok);
+    tt_audit_cell c = {.concurrency = 1};
+    tt_cell_evidence ev;
+    tt_cell_inputs in = inputs(fx);
+    assert_int_equal(tt_audit_grade_cell(&c, &in, &ev), 0);
+    const tt_audit_cause *k = cause(&c, "role-only-first-chunk");
+    assert_non_null(k);
+    assert_non_null(strstr(k->symptom, "timed as a token: one output token too many (3 requests) and one ITL sample"));
+    assert_null(strstr(k->symptom, "TTFT taken"));
+    tt_audit_cell_free(&c);
+
+    write_uniform_result(fx, TOKEN0 - REQ_FIRST, 1, GAP);
+    memset(&c, 0, sizeof c);
+    assert_int_equal(tt_audit_grade_cell(&c, &in, &ev), 0);
+    assert_null(cause(&c, "role-only-first-chunk"));
+    assert_false(c.within_tolerance);
+    assert_true(c.n_causes >= 1); /* the wrong counts, said without a finding */
+    tt_audit_cell_free(&c);
+}
+
 /* TTFT stamped at the response headers (curl's time_starttransfer). */
 static void test_headers_ttft(void **state)
 {
@@ -240,11 +290,7 @@ static void test_headers_ttft(void **state)
     write_serve_log(fx, 0);
     const int64_t lag[N_REQ] = {0, 0, 0};
     write_run_report(fx, lag, lag, false, NULL);
-    int64_t ttft[N_REQ], e2el[N_REQ];
-    for (int r = 0; r < N_REQ; r++) ttft[r] = READ_NS + 100 + 50000 - REQ_FIRST, e2el[r] = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
-    const int n_tok[N_REQ] = {N_TOK, N_TOK, N_TOK}, n_itl[N_REQ] = {N_TOK - 1, N_TOK - 1, N_TOK - 1};
-    const bool ok[N_REQ] = {true, true, true};
-    write_result(fx, ttft, e2el, n_tok, n_itl, GAP, ok);
+    write_uniform_result(fx, READ_NS + 100 + 50000 - REQ_FIRST, 0, GAP);
     tt_audit_cell c = {.concurrency = 1};
     tt_cell_evidence ev;
     tt_cell_inputs in = inputs(fx);
@@ -283,11 +329,7 @@ static void test_failed_but_delivered(void **state)
 
     /* a second run where the tool succeeded on streams with another finding */
     write_run_report(fx, lag, lag, false, "role-only-first-chunk");
-    int64_t ttft[N_REQ], e2el[N_REQ];
-    for (int r = 0; r < N_REQ; r++) ttft[r] = TOKEN0 - REQ_FIRST, e2el[r] = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
-    const int n_tok[N_REQ] = {N_TOK, N_TOK, N_TOK}, n_itl[N_REQ] = {N_TOK - 1, N_TOK - 1, N_TOK - 1};
-    const bool ok2[N_REQ] = {true, true, true};
-    write_result(fx, ttft, e2el, n_tok, n_itl, GAP, ok2);
+    write_uniform_result(fx, TOKEN0 - REQ_FIRST, 0, GAP);
     assert_int_equal(tt_audit_grade_cell(&card.cells[1], &in, &ev[1]), 0);
     assert_true(card.cells[1].within_tolerance);
 
@@ -310,11 +352,7 @@ static void test_ok_but_undelivered(void **state)
     last_incomplete = true;
     write_run_report(fx, lag, lag, false, NULL);
     last_incomplete = false;
-    int64_t ttft[N_REQ], e2el[N_REQ];
-    for (int r = 0; r < N_REQ; r++) ttft[r] = TOKEN0 - REQ_FIRST, e2el[r] = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
-    const int n_tok[N_REQ] = {N_TOK, N_TOK, N_TOK}, n_itl[N_REQ] = {N_TOK - 1, N_TOK - 1, N_TOK - 1};
-    const bool ok[N_REQ] = {true, true, true};
-    write_result(fx, ttft, e2el, n_tok, n_itl, GAP, ok);
+    write_uniform_result(fx, TOKEN0 - REQ_FIRST, 0, GAP);
     tt_audit_cell c = {.concurrency = 1};
     tt_cell_evidence ev;
     tt_cell_inputs in = inputs(fx);
@@ -384,6 +422,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_errors_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_role_chunk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_role_chunk_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_headers_ttft, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_but_delivered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ok_but_undelivered, setup, teardown),

@@ -134,12 +134,27 @@ static const cJSON *get(const cJSON *o, const char *key)
     return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
 }
 
+/* An integer field of the report; false when absent, not a number or
+ * beyond 2^53 (the document's instants and counts are far below it). */
 static bool num(const cJSON *o, const char *key, int64_t *out)
 {
     const cJSON *v = get(o, key);
-    if (!cJSON_IsNumber(v)) return false;
+    if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= 9007199254740992.0)) return false;
     *out = (int64_t)llround(v->valuedouble);
     return true;
+}
+
+/* a - b and a + b, saturated: a result file may hold any int64 duration. */
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
 static cJSON *read_json_file(const char *path)
@@ -269,17 +284,17 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     if (cl && num(cl, "req_first_mono_ns", &v)) start = v;
     int64_t first = T->token_ns[0], last = T->token_ns[T->n_token - 1];
     if (rec->ttft_ns != TT_BENCH_NONE) {
-        push(&t->ttft_err, rec->ttft_ns - (first - start));
+        push(&t->ttft_err, sub_sat(rec->ttft_ns, first - start));
         push(&t->ttft_true, first - start);
     }
     if (rec->e2el_ns != TT_BENCH_NONE) {
-        push(&t->e2el_err, rec->e2el_ns - (last - start));
+        push(&t->e2el_err, sub_sat(rec->e2el_ns, last - start));
         push(&t->e2el_true, last - start);
     }
     if (rec->ttft_ns != TT_BENCH_NONE && rec->e2el_ns != TT_BENCH_NONE && rec->output_tokens > 1 && T->n_token > 1) {
-        int64_t rep = (rec->e2el_ns - rec->ttft_ns) / (rec->output_tokens - 1);
+        int64_t rep = sub_sat(rec->e2el_ns, rec->ttft_ns) / (rec->output_tokens - 1);
         int64_t tru = (last - first) / (int64_t)(T->n_token - 1);
-        push(&t->tpot_err, rep - tru);
+        push(&t->tpot_err, sub_sat(rep, tru));
         push(&t->tpot_true, tru);
     }
     for (size_t k = 0; rec->itl_ns && k < rec->n_itl; k++) push(&t->itl_rep, rec->itl_ns[k]);
@@ -306,10 +321,10 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     if (cl && rec->ttft_ns != TT_BENCH_NONE && num(cl, "resp_headers_mono_ns", &headers) &&
         num(cl, "first_event_mono_ns", &first_event) && num(cl, "first_token_mono_ns", &first_tok) &&
         num(cl, "req_first_mono_ns", &req_first)) {
-        int64_t mark = (have_start ? rstart : req_first) + rec->ttft_ns;
-        if ((double)(first_event - mark) > near_ns) {
-            push(&t->before_events, first_tok - mark);
-            if ((double)llabs(mark - headers) <= near_ns) t->near_headers++;
+        int64_t mark = add_sat(have_start ? rstart : req_first, rec->ttft_ns);
+        if ((double)first_event - (double)mark > near_ns) {
+            push(&t->before_events, sub_sat(first_tok, mark));
+            if (fabs((double)mark - (double)headers) <= near_ns) t->near_headers++;
             before_events = true;
         }
     }
@@ -336,8 +351,8 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     size_t n = T->n_token;
     bool first_sliver = false, last_sliver = false;
     if (rec->itl_ns && rec->n_itl && n > 1) {
-        first_sliver = rec->itl_ns[0] * 4 < T->token_ns[1] - T->token_ns[0];
-        last_sliver = rec->itl_ns[rec->n_itl - 1] * 4 < T->token_ns[n - 1] - T->token_ns[n - 2];
+        first_sliver = rec->itl_ns[0] < (T->token_ns[1] - T->token_ns[0]) / 4;
+        last_sliver = rec->itl_ns[rec->n_itl - 1] < (T->token_ns[n - 1] - T->token_ns[n - 2]) / 4;
     }
     bool role_counted = at_role || (first_sliver && set_has(findings, "role-only-first-chunk"));
     /* a frame after the last token that carries none: vLLM's usage-only
@@ -365,7 +380,7 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
             t->usage_unread++;
         } else if (extra) {
             t->tokens_wrong++;
-            t->tokens_wrong_rep += rec->output_tokens;
+            t->tokens_wrong_rep = add_sat(t->tokens_wrong_rep, rec->output_tokens);
             t->tokens_wrong_true += true_tokens;
         }
     }
@@ -620,7 +635,7 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
         }
         if (rec->success) set_union(ev->ok_findings, sizeof ev->ok_findings, findings);
         int64_t true_tokens = T->tokens >= 0 ? T->tokens : (int64_t)T->n_token;
-        if (rec->output_tokens >= 0) c->tokens_reported += rec->output_tokens;
+        if (rec->output_tokens >= 0) c->tokens_reported = add_sat(c->tokens_reported, rec->output_tokens);
         else t.tokens_unknown = true;
         c->tokens_true += true_tokens;
         c->itl_samples_reported += rec->itl_ns || !rec->success ? (int64_t)rec->n_itl : 0;

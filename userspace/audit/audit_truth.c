@@ -3,6 +3,7 @@
  * CLOCK_MONOTONIC instant of the write that completed each token event. */
 #include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,12 @@ static const char *str_of(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* An integer field; false when absent, not a number or beyond 2^53 (no
+ * instant or count of serve's is, and beyond it a double is not exact). */
 static bool int_of(const cJSON *o, const char *key, int64_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v)) return false;
+    if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= 9007199254740992.0)) return false;
     *out = (int64_t)v->valuedouble;
     return true;
 }

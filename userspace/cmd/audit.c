@@ -383,7 +383,10 @@ static void last_words(const char *log, char *out, size_t cap)
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
         size_t k = strlen(line);
-        if (!k || (!strncmp(line, "tokentap run:", 13) && !strstr(line, "cannot run"))) continue;
+        /* tokentap run's own lines: its summary and what it could not take are not CMD's words */
+        bool run_said = !strncmp(line, "tokentap run:", 13);
+        if (!k || (run_said && (strstr(line, " exited ") || strstr(line, "not taken") || strstr(line, "not root") ||
+                                strstr(line, "probe: ")))) continue;
         if (k >= cap) k = cap - 1;
         memcpy(out, line, k);
         out[k] = 0;
@@ -610,6 +613,12 @@ int tt_cmd_audit(int argc, char **argv)
     if (rc >= 0) return rc;
     if (find_self() < 0) {
         fprintf(stderr, "tokentap audit: cannot find its own binary (/proc/self/exe)\n");
+        return TT_EXIT_INPUT;
+    }
+    char probe[4096];
+    if (tt_probe_library_path(probe, sizeof probe) < 0) {
+        fprintf(stderr, "tokentap audit: the probe library %s is missing (build it with make, or set TOKENTAP_PROBE)\n",
+                probe);
         return TT_EXIT_INPUT;
     }
     char work[4096];

@@ -116,8 +116,7 @@ static void sink_chunk(void *ctx, const tt_chunk *c)
     if (v->synth) tt_synth_chunk(v->synth, c);
 }
 
-/* The probe library: $TOKENTAP_PROBE, else next to this binary. */
-static int find_probe(char *out, size_t cap)
+int tt_probe_library_path(char *out, size_t cap)
 {
     const char *env = getenv("TOKENTAP_PROBE");
     if (env && *env) {
@@ -619,7 +618,7 @@ int tt_cmd_run(int argc, char **argv)
     char **cmd_argv = argv + cmd_index;
 
     char probe_path[4096], ring_dir[4096];
-    if (find_probe(probe_path, sizeof probe_path) < 0) {
+    if (tt_probe_library_path(probe_path, sizeof probe_path) < 0) {
         fprintf(stderr, "tokentap run: the probe library %s is missing (build it with make, or set TOKENTAP_PROBE)\n",
                 probe_path);
         return TT_EXIT_INPUT;
