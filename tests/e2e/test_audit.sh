@@ -76,7 +76,7 @@ elif want == "role":
     k = [k for k in c["causes"] if k["finding"] == "role-only-first-chunk"]
     assert k and k[0]["requests"] == n, c["causes"]
     assert "one output token too many" in k[0]["symptom"] and "one ITL sample too many" in k[0]["symptom"], k
-    print("role: TTFT at the role chunk (TTFT error median %+.0f us), +1 token and +1 ITL per request"
+    print("role: the role-only chunk timed as a token (TTFT error median %+.0f us), +1 token and +1 ITL per request"
           % (c["errors"]["ttft_ns"]["median"] / 1e3))
 elif want == "delay":
     for c in cells:

@@ -5,6 +5,7 @@
 #ifndef TT_AUDIT_INTERNAL_H
 #define TT_AUDIT_INTERNAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +80,33 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
  * pinned on the findings its requests carried and no request the tool
  * counted successful did. Then every cell's within_tolerance. */
 int tt_audit_cross_causes(tt_audit_card *card, const tt_cell_evidence *ev);
+
+/* How every run of the tool is made (cmd/audit.c fills it once). */
+typedef struct tt_audit_run_plan {
+    const char *self_exe;       /* this binary: serve and run are its subcommands */
+    char **cmd;                 /* CMD ARGS, placeholders unfilled, NULL-terminated */
+    double ttft_ms, itl_ms;     /* serve's schedule */
+    unsigned tokens;
+    double tolerance_ms, tolerance_pct;
+    double timeout_s;           /* a run's process group is killed after it */
+    bool quiet;                 /* no progress line */
+    bool server_vantage;        /* pass --server-port to run (root: eBPF and the wire) */
+    volatile sig_atomic_t *interrupted; /* set by a signal: stop the run in progress */
+} tt_audit_run_plan;
+
+/* Where a run goes: its number, how the progress line counts it, its directory. */
+typedef struct tt_audit_run_slot {
+    size_t index;               /* 0-based: the run's number, and its x-request-id prefix ttN- */
+    char of[48];                /* " of N", or what the run is for */
+    char dir[4096];             /* made by the caller; the run's files go there */
+} tt_audit_run_slot;
+
+/* Run the tool once against a fresh serve under c->profile at
+ * c->concurrency (c->requests_asked filled in), then grade it into c (and
+ * ev, as tt_audit_grade_cell). Returns 0 (CMD's failures are in c),
+ * TT_EXIT_INPUT when serve could not start, TT_EXIT_INTERNAL out of memory. */
+int tt_audit_run_cell(const tt_audit_run_plan *p, tt_audit_cell *c, const tt_audit_run_slot *slot,
+                      tt_cell_evidence *ev);
 
 /* Append a cause to c; -1 when out of memory. */
 int tt_audit_add_cause(tt_audit_cell *c, const char *finding, size_t requests, const char *fmt, ...)

@@ -1,11 +1,9 @@
 /* audit.c - `tokentap audit [OPTIONS] -- CMD ARGS...`: run a benchmark tool
  * against `tokentap serve` under `tokentap run`, for each server framing
- * and concurrency, and grade what it reported (docs/audit.md). Each cell
- * is two child processes of this binary (serve, then run with CMD), whose
- * files in the cell's directory are all the grading reads: serve's log,
- * run's JSON report, the tool's result file. */
+ * and concurrency, and grade what it reported (docs/audit.md). This file:
+ * the options, the choice of profiles from the first run, the loop over
+ * the cells (each run by audit/audit_run.c) and the card's outputs. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -14,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -238,8 +235,6 @@ static int parse_args(int argc, char **argv, audit_options *o)
     return -1;
 }
 
-/* ---- child processes ---- */
-
 static char self_exe[4096];
 
 static int find_self(void)
@@ -247,283 +242,6 @@ static int find_self(void)
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
     if (n <= 0) return -1;
     self_exe[n] = 0;
-    return 0;
-}
-
-/* Redirect stdout and stderr of this (child) process to path. */
-static void redirect_output(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-    }
-}
-
-static pid_t spawn(char **argv, const char *output)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    setpgid(0, 0);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    redirect_output(output);
-    execv(argv[0], argv);
-    fprintf(stderr, "tokentap audit: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-/* Stop the process group of pid: TERM, then KILL after grace_ms. */
-static int stop_group(pid_t pid, int grace_ms)
-{
-    int status = 0;
-    kill(-pid, SIGTERM);
-    for (int waited = 0; waited <= grace_ms; waited += 10) {
-        if (waitpid(pid, &status, WNOHANG) == pid) return status;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    kill(-pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return status;
-}
-
-/* Start serve for one cell; its port in *port. -1 (said) when it does not listen. */
-static pid_t start_serve(const audit_options *o, const char *profile, const char *dir, unsigned *port)
-{
-    char log[4200], out[4200], ttft[32], itl[32], tokens[16];
-    snprintf(log, sizeof log, "%s/serve.jsonl", dir);
-    snprintf(out, sizeof out, "%s/serve.out", dir);
-    snprintf(ttft, sizeof ttft, "%g", o->ttft_ms);
-    snprintf(itl, sizeof itl, "%g", o->itl_ms);
-    snprintf(tokens, sizeof tokens, "%u", o->tokens);
-    char *argv[] = {self_exe, "serve", "--listen", "127.0.0.1:0", "--profile", (char *)profile, "--ttft-ms", ttft,
-                    "--itl-ms", itl, "--tokens", tokens, "--log", log, NULL};
-    pid_t pid = spawn(argv, out);
-    if (pid < 0) return -1;
-    for (int i = 0; i < 1000; i++) { /* 10 s */
-        FILE *f = fopen(out, "r");
-        char line[256];
-        while (f && fgets(line, sizeof line, f)) {
-            char *colon = strrchr(line, ':');
-            if (!strncmp(line, "listening on ", 13) && colon && sscanf(colon + 1, "%u", port) == 1) {
-                fclose(f);
-                return pid;
-            }
-        }
-        if (f) fclose(f);
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) break;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    fprintf(stderr, "tokentap audit: tokentap serve --profile %s did not start (see %s)\n", profile, out);
-    stop_group(pid, 500);
-    return -1;
-}
-
-/* ---- placeholders ---- */
-
-typedef struct cell_values {
-    char url[64], host[16], port[8], concurrency[16], requests[16], result[4200], prefix[32];
-} cell_values;
-
-static const char *placeholder(const cell_values *v, const char *name, size_t len)
-{
-    static const char *const names[] = {"url", "host", "port", "concurrency", "requests", "result",
-                                        "request_id_prefix"};
-    const char *vals[] = {v->url, v->host, v->port, v->concurrency, v->requests, v->result, v->prefix};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strlen(names[i]) == len && !strncmp(names[i], name, len)) return vals[i];
-    return NULL;
-}
-
-/* arg with every known {name} replaced (unknown braces are kept: JSON in
- * an argument stays as it is). Returns a malloc'd string or NULL. */
-static char *fill(const char *arg, const cell_values *v)
-{
-    size_t cap = strlen(arg) * 2 + 4300, n = 0;
-    char *out = malloc(cap);
-    if (!out) return NULL;
-    for (const char *p = arg; *p;) {
-        const char *close = *p == '{' ? strchr(p, '}') : NULL;
-        const char *val = close ? placeholder(v, p + 1, (size_t)(close - p - 1)) : NULL;
-        size_t add = val ? strlen(val) : 1;
-        if (n + add + 1 > cap) {
-            cap = (n + add + 1) * 2;
-            char *g = realloc(out, cap);
-            if (!g) {
-                free(out);
-                return NULL;
-            }
-            out = g;
-        }
-        if (val) {
-            memcpy(out + n, val, add);
-            p = close + 1;
-        } else {
-            out[n] = *p++;
-        }
-        n += add;
-    }
-    out[n] = 0;
-    return out;
-}
-
-/* ---- one cell ---- */
-
-/* The last line of CMD's output that is not tokentap run's own. */
-static void last_words(const char *log, char *out, size_t cap)
-{
-    *out = 0;
-    FILE *f = fopen(log, "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = 0;
-        size_t k = strlen(line);
-        /* tokentap run's own lines: its summary and what it could not take are not CMD's words */
-        bool run_said = !strncmp(line, "tokentap run:", 13);
-        if (!k || (run_said && (strstr(line, " exited ") || strstr(line, "not taken") || strstr(line, "not root") ||
-                                strstr(line, "probe: ")))) continue;
-        if (k >= cap) k = cap - 1;
-        memcpy(out, line, k);
-        out[k] = 0;
-    }
-    fclose(f);
-}
-
-/* Streams serve finished so far, from its log (the progress line). */
-static size_t done_so_far(const char *log, long *offset, size_t done)
-{
-    FILE *f = fopen(log, "r");
-    if (!f) return done;
-    char buf[1 << 16];
-    if (fseek(f, *offset, SEEK_SET) == 0) {
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-            /* count only whole lines: keep a partial one for the next read */
-            size_t whole = n;
-            while (whole && buf[whole - 1] != '\n') whole--;
-            if (!whole) break;
-            done += tt_truth_count_done(buf, whole);
-            *offset += (long)whole;
-            if (whole < n) fseek(f, *offset, SEEK_SET);
-        }
-    }
-    fclose(f);
-    return done;
-}
-
-typedef struct cell_run {
-    size_t index;
-    char of[48];    /* " of N", or what the run is for */
-    char dir[4096];
-} cell_run;
-
-/* Run the tool once under serve's profile and grade it into c. Returns 0,
- * TT_EXIT_INPUT when serve could not start, TT_EXIT_INTERNAL out of memory. */
-static int run_cell(const audit_options *o, tt_audit_cell *c, const cell_run *cr, tt_cell_evidence *ev)
-{
-    unsigned port = 0;
-    pid_t serve = start_serve(o, c->profile, cr->dir, &port);
-    if (serve < 0) return TT_EXIT_INPUT;
-    cell_values v;
-    snprintf(v.url, sizeof v.url, "http://127.0.0.1:%u", port);
-    snprintf(v.host, sizeof v.host, "127.0.0.1");
-    snprintf(v.port, sizeof v.port, "%u", port);
-    snprintf(v.concurrency, sizeof v.concurrency, "%u", c->concurrency);
-    snprintf(v.requests, sizeof v.requests, "%u", c->requests_asked);
-    snprintf(v.result, sizeof v.result, "%s/result.json", cr->dir);
-    snprintf(v.prefix, sizeof v.prefix, "tt%zu-", cr->index);
-
-    char report[4200], cmdlog[4200], serve_log[4200], port_s[8];
-    snprintf(report, sizeof report, "%s/run.json", cr->dir);
-    snprintf(cmdlog, sizeof cmdlog, "%s/cmd.log", cr->dir);
-    snprintf(serve_log, sizeof serve_log, "%s/serve.jsonl", cr->dir);
-    snprintf(port_s, sizeof port_s, "%u", port);
-    size_t n_cmd = 0;
-    while (o->cmd[n_cmd]) n_cmd++;
-    char **argv = calloc(n_cmd + 16, sizeof *argv);
-    if (!argv) {
-        stop_group(serve, 2000);
-        return TT_EXIT_INTERNAL;
-    }
-    size_t a = 0;
-    argv[a++] = self_exe;
-    argv[a++] = "run";
-    argv[a++] = "--json";
-    argv[a++] = "--report";
-    argv[a++] = report;
-    argv[a++] = "--bench-result";
-    argv[a++] = v.result;
-    if (geteuid() == 0 && !o->no_server_vantage) {
-        argv[a++] = "--server-port";
-        argv[a++] = port_s;
-    }
-    argv[a++] = "--";
-    size_t first_filled = a;
-    bool oom = false;
-    for (size_t i = 0; i < n_cmd; i++) oom |= !(argv[a++] = fill(o->cmd[i], &v));
-    setenv("TOKENTAP_AUDIT_URL", v.url, 1);
-    setenv("TOKENTAP_AUDIT_HOST", v.host, 1);
-    setenv("TOKENTAP_AUDIT_PORT", v.port, 1);
-    setenv("TOKENTAP_AUDIT_CONCURRENCY", v.concurrency, 1);
-    setenv("TOKENTAP_AUDIT_REQUESTS", v.requests, 1);
-    setenv("TOKENTAP_AUDIT_RESULT", v.result, 1);
-    setenv("TOKENTAP_AUDIT_REQUEST_ID_PREFIX", v.prefix, 1);
-
-    int status = 0;
-    bool timed_out = false;
-    if (!oom) {
-        pid_t run = spawn(argv, cmdlog);
-        uint64_t start = tt_clock_ns(CLOCK_MONOTONIC);
-        long offset = 0;
-        size_t done = 0;
-        bool tty = !o->quiet && isatty(2);
-        for (;;) {
-            if (waitpid(run, &status, WNOHANG) == run) break;
-            if (audit_interrupted || (double)(tt_clock_ns(CLOCK_MONOTONIC) - start) / 1e9 > o->timeout_s) {
-                timed_out = !audit_interrupted;
-                status = stop_group(run, 2000);
-                break;
-            }
-            if (tty) {
-                done = done_so_far(serve_log, &offset, done);
-                fprintf(stderr, "\rtokentap audit: run %zu%s (%s, concurrency %u): %zu of %u requests done   ",
-                        cr->index + 1, cr->of, c->profile, c->concurrency, done, c->requests_asked);
-            }
-            struct timespec ts = {0, 100 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-        if (tty) fprintf(stderr, "\r%*s\r", 100, "");
-        else if (!o->quiet)
-            fprintf(stderr, "tokentap audit: run %zu%s (%s, concurrency %u) finished\n", cr->index + 1, cr->of,
-                    c->profile, c->concurrency);
-    }
-    stop_group(serve, 2000);
-    for (size_t i = first_filled; i < a; i++) free(argv[i]);
-    free(argv);
-    if (oom) return TT_EXIT_INTERNAL;
-
-    c->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 70;
-    tt_cell_inputs in = {.run_report = report, .result_path = v.result, .serve_log = serve_log,
-                         .tolerance_ms = o->tol_ms, .tolerance_pct = o->tol_pct};
-    if (tt_audit_grade_cell(c, &in, ev) < 0) return TT_EXIT_INTERNAL;
-    if (c->cmd_status != 0 || timed_out) {
-        char words[200], grade_problem[400];
-        last_words(cmdlog, words, sizeof words);
-        snprintf(grade_problem, sizeof grade_problem, "%s", c->cmd_problem);
-        if (timed_out)
-            snprintf(c->cmd_problem, sizeof c->cmd_problem, "killed after the %g s timeout%s%.300s", o->timeout_s,
-                     grade_problem[0] ? "; " : "", grade_problem);
-        else
-            snprintf(c->cmd_problem, sizeof c->cmd_problem, "CMD exited %d%s%.120s%s%s%.200s", c->cmd_status,
-                     words[0] ? " (its last line: " : "", words, words[0] ? ")" : "", grade_problem[0] ? "; " : "",
-                     grade_problem);
-        c->within_tolerance = false;
-    }
     return 0;
 }
 
@@ -653,6 +371,10 @@ int tt_cmd_audit(int argc, char **argv)
     card.tolerance_pct = o.tol_pct;
     card.root_vantages = geteuid() == 0 && !o.no_server_vantage;
 
+    tt_audit_run_plan plan = {.self_exe = self_exe, .cmd = o.cmd, .ttft_ms = o.ttft_ms, .itl_ms = o.itl_ms,
+                              .tokens = o.tokens, .tolerance_ms = o.tol_ms, .tolerance_pct = o.tol_pct,
+                              .timeout_s = o.timeout_s, .quiet = o.quiet, .server_vantage = card.root_vantages,
+                              .interrupted = &audit_interrupted};
     size_t max_cells = AUDIT_MAX_PROFILES * AUDIT_MAX_CONC + 1;
     card.cells = calloc(max_cells, sizeof *card.cells);
     tt_cell_evidence *ev = calloc(max_cells, sizeof *ev);
@@ -670,9 +392,9 @@ int tt_cmd_audit(int argc, char **argv)
         snprintf(c->profile, sizeof c->profile, "vllm");
         c->concurrency = o.conc[0];
         c->requests_asked = o.requests ? o.requests : (o.conc[0] * 2 > 16 ? o.conc[0] * 2 : 16);
-        cell_run cr = {.index = 0, .of = " (the first: it shows the tool's API)"};
+        tt_audit_run_slot cr = {.index = 0, .of = " (the first: it shows the tool's API)"};
         if (make_cell_dir(work, 0, "vllm", o.conc[0], cr.dir, sizeof cr.dir) < 0) rc = TT_EXIT_OUTPUT;
-        else rc = run_cell(&o, c, &cr, &ev[0]);
+        else rc = tt_audit_run_cell(&plan, c, &cr, &ev[0]);
         if (rc == 0) {
             card.n_cells = 1;
             char report[4200], paths[256];
@@ -703,14 +425,14 @@ int tt_cmd_audit(int argc, char **argv)
             snprintf(c->profile, sizeof c->profile, "%s", o.profiles[p]);
             c->concurrency = o.conc[k];
             c->requests_asked = o.requests ? o.requests : (o.conc[k] * 2 > 16 ? o.conc[k] * 2 : 16);
-            cell_run cr = {.index = run_no++};
+            tt_audit_run_slot cr = {.index = run_no++};
             snprintf(cr.of, sizeof cr.of, " of %zu", total);
             if (make_cell_dir(work, cr.index, c->profile, c->concurrency, cr.dir, sizeof cr.dir) < 0) {
                 fprintf(stderr, "tokentap audit: cannot create %s: %s\n", cr.dir, strerror(errno));
                 rc = TT_EXIT_OUTPUT;
                 break;
             }
-            rc = run_cell(&o, c, &cr, &ev[card.n_cells]);
+            rc = tt_audit_run_cell(&plan, c, &cr, &ev[card.n_cells]);
             if (rc == 0) card.n_cells++;
         }
     }
