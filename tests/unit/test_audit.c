@@ -387,6 +387,16 @@ static void test_bad_inputs(void **state)
     assert_null(strstr(c.cmd_problem, fx->result));
     tt_audit_cell_free(&c);
 
+    /* the probe saw nothing (a tool that bypasses libc): said, not graded as clean */
+    write_file(fx->report, "{\"requests\": [], \"findings\": []}\n");
+    write_uniform_result(fx, TOKEN0 - REQ_FIRST, 0, GAP);
+    memset(&c, 0, sizeof c);
+    assert_int_equal(tt_audit_grade_cell(&c, &in, &ev), 0);
+    assert_non_null(strstr(c.cmd_problem, "the probe saw none of the 3 requests serve answered"));
+    assert_int_equal(c.records_matched, 0);
+    assert_false(c.within_tolerance);
+    tt_audit_cell_free(&c);
+
     in.serve_log = "/nonexistent/serve.jsonl";
     memset(&c, 0, sizeof c);
     assert_int_equal(tt_audit_grade_cell(&c, &in, &ev), 0);

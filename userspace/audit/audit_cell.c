@@ -591,6 +591,12 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
         }
         i++;
     }
+    size_t answered = 0;
+    for (size_t k = 0; k < truth.n; k++) answered += truth.reqs[k].generation;
+    if (answered && !c->requests_sent && !c->cmd_problem[0])
+        snprintf(c->cmd_problem, sizeof c->cmd_problem,
+                 "the probe saw none of the %zu requests serve answered: the tool bypasses libc's socket calls (a "
+                 "static or Go binary?), so its start instants are serve's", answered);
     if (!have_bench || !doc) goto done;
 
     c->records = bench.n_reqs;
