@@ -71,11 +71,11 @@ bench_demo() {
 }
 
 # The audit (docs/audit.md): the same client, with two defects switched on
-# (it splits events only on "\n\n", and waits 1 ms per token before its
+# (it splits events only on "\n\n", and waits 2 ms per token before its
 # stamp), graded under two framings at two concurrencies.
 audit_demo() {
     [ -x /usr/bin/python3 ] || { echo "demo: /usr/bin/python3 is missing: no audit"; return 0; }
-    local cmd=(/usr/bin/python3 tests/e2e/vllm_like_client.py {port} 1000000 {result} {requests} {request_id_prefix} 12
+    local cmd=(/usr/bin/python3 tests/e2e/vllm_like_client.py {port} 2000000 {result} {requests} {request_id_prefix} 12
                --concurrency {concurrency} --defect crlf)
     echo
     echo "demo: tokentap audit --profiles vllm,tabby --concurrency 1,4 --requests 8 --html $out/audit.html -- ${cmd[*]}"

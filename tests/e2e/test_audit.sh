@@ -4,6 +4,9 @@
 # does: each defect must be named with its cause, the delay with its size
 # (the client's own record of what it waited, OUT.waited, within 5 %), and
 # with every defect off the card is clean.
+#  Every audit runs serve at TTFT 60 ms, ITL 10 ms, so the 5 % tolerance on
+#  TTFT is 3 ms: a loaded CI box adds a millisecond of its own to the
+#  client's connect, and the clean runs must stay clean.
 #  1. clean: vllm and tabby, concurrency 1 and 4: verdict ok, exit 0,
 #     every count exact, the JSON keys of docs/formats.md; --html renders in
 #     headless Chromium with no console error (screenshot kept in
@@ -11,7 +14,8 @@
 #  2. crlf: the tabby runs fail although every token arrived, pinned on
 #     crlf-separator; the vllm runs are clean.
 #  3. role: TTFT at the role-only chunk, one token and one ITL too many.
-#  4. delay (2 ms per token): the client lag within 5 % of what it waited.
+#  4. delay (5 ms per token, over the 3 ms tolerance): the client lag within
+#     5 % of what it waited.
 #  5. usage (read only from frames without choices): tabby's usage unread.
 #  6. broken CMD: non-zero exit, no result file, an unknown format: one
 #     problem line each, exit 1; bad options exit 2.
@@ -21,10 +25,11 @@ set -eu
 work=$(mktemp -d); trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 client="$PWD/tests/e2e/vllm_like_client.py"
 py=/usr/bin/python3
-audit() { # NAME AUDIT-OPTIONS... -- CMD: the card in $work/NAME.json, the status in $rc
+audit() { # NAME AUDIT-OPTIONS... -- CMD: the card in $work/NAME.json, the status in $rc (TTFT 60 ms, ITL 10 ms)
     local name=$1; shift
     rc=0
-    timeout 300 "$TT" audit -q --json -o "$work/$name.json" --keep "$work/$name" "$@" 2> "$work/$name.err" || rc=$?
+    timeout 300 "$TT" audit -q --json -o "$work/$name.json" --keep "$work/$name" --ttft-ms 60 --itl-ms 10 "$@" \
+        2> "$work/$name.err" || rc=$?
 }
 tool() { # the client's command line with its options, placeholders for audit to fill
     echo "$py $client {port} ${DELAY:-0} {result} {requests} {request_id_prefix} 12 --concurrency {concurrency} $*"
@@ -101,7 +106,7 @@ PY
 }
 
 # 1.
-audit clean --concurrency 1,4 --requests 8 --ttft-ms 40 --itl-ms 8 --html "$work/card.html" -- $(tool)
+audit clean --concurrency 1,4 --requests 8 --html "$work/card.html" -- $(tool)
 [ $rc = 0 ] || fail "clean client: exit $rc: $(cat "$work/clean.err"; head -c 3000 "$work/clean.json")"
 grep -q '"note": "profiles: chosen from the paths of the first run (/v1/chat/completions)"' "$work/clean.json" \
     || fail "profiles not chosen from the first run: $(grep note "$work/clean.json")"
@@ -114,7 +119,8 @@ case $hrc in
     77) echo "html: not opened ($(tail -1 "$work/chromium.out"))" ;;
     *) fail "the HTML card: $(tail -3 "$work/chromium.out")" ;;
 esac
-"$TT" audit -q --concurrency 1 --requests 2 --profiles vllm -- $(tool) > "$work/text.txt" 2>&1 || fail "text card: exit $?"
+"$TT" audit -q --concurrency 1 --requests 4 --profiles vllm --ttft-ms 60 --itl-ms 10 --no-server-vantage -- $(tool) \
+    > "$work/text.txt" 2>&1 || fail "text card: exit $?: $(cat "$work/text.txt")"
 grep -q '^verdict: ok' "$work/text.txt" && grep -q '^== vllm, concurrency 1: within tolerance' "$work/text.txt" \
     || fail "text card: $(cat "$work/text.txt")"
 
@@ -125,7 +131,7 @@ check crlf crlf
 audit role --profiles vllm --concurrency 1 --requests 6 --no-server-vantage -- $(tool --defect role)
 [ $rc = 1 ] || fail "role: exit $rc, want 1"
 check role role
-DELAY=2000000 audit delay --profiles vllm --concurrency 1,2 --requests 6 --no-server-vantage -- $(DELAY=2000000 tool)
+DELAY=5000000 audit delay --profiles vllm --concurrency 1,2 --requests 6 --no-server-vantage -- $(DELAY=5000000 tool)
 [ $rc = 1 ] || fail "delay: exit $rc, want 1"
 check delay delay
 audit usage --profiles tabby --concurrency 1 --requests 6 --no-server-vantage -- $(tool --defect usage)
