@@ -223,6 +223,31 @@ static void test_errors_exact(void **state)
     tt_audit_cell_free(&c);
 }
 
+/* Off by 1.2 ms, made of two parts of 0.6 ms, neither over the 1 ms
+ * tolerance: no part is named alone, the means that add up are. */
+static void test_overhead_in_parts(void **state)
+{
+    fixture *fx = *state;
+    write_serve_log(fx, 0);
+    const int64_t send_lag[N_REQ] = {600000, 600000, 600000}, client_lag[N_REQ] = {600000, 600000, 600000};
+    write_run_report(fx, send_lag, client_lag, false, NULL);
+    int64_t true_ttft = TOKEN0 - REQ_FIRST, true_e2el = TOKEN0 + (N_TOK - 1) * GAP - REQ_FIRST;
+    int64_t ttft[N_REQ], e2el[N_REQ];
+    for (int r = 0; r < N_REQ; r++) ttft[r] = true_ttft + 1200000, e2el[r] = true_e2el + 1200000;
+    const int n_tok[N_REQ] = {N_TOK, N_TOK, N_TOK}, n_itl[N_REQ] = {N_TOK - 1, N_TOK - 1, N_TOK - 1};
+    const bool ok[N_REQ] = {true, true, true};
+    write_result(fx, ttft, e2el, n_tok, n_itl, GAP, ok);
+    tt_audit_cell c = {.concurrency = 1};
+    tt_cell_evidence ev;
+    tt_cell_inputs in = inputs(fx);
+    assert_int_equal(tt_audit_grade_cell(&c, &in, &ev), 0);
+    assert_false(c.within_tolerance);
+    assert_int_equal(c.n_causes, 1);
+    assert_non_null(strstr(c.causes[0].symptom, "TTFT off by +1.200 ms at the median"));
+    assert_non_null(strstr(c.causes[0].symptom, "send lag 0.600 ms, downlink (network + queue) 0.000 ms, client lag 0.600 ms"));
+    tt_audit_cell_free(&c);
+}
+
 /* TTFT at the role chunk, counted as a token: the cause, with both counts. */
 static void test_role_chunk(void **state)
 {
@@ -431,6 +456,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_errors_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overhead_in_parts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_role_chunk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_role_chunk_coalesced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_headers_ttft, setup, teardown),
