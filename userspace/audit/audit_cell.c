@@ -246,6 +246,7 @@ typedef struct tally {
     size_t usage_frame_token;     /* one token too many: that frame counted */
     char trailing_finding[32];    /* the finding naming that frame */
     uint64_t shared_read_events, token_events;
+    size_t shared_requests;       /* requests with such events */
     bool itl_reported_unknown, tokens_unknown;
 } tally;
 
@@ -306,7 +307,10 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     if (num(dec, "client_lag_ns", &v)) push(&t->client_lag, v);
     if (cl && num(cl, "first_token_mono_ns", &v)) push(&t->downlink, v - first);
     int64_t shared, n_tok;
-    if (num(get(dec, "itl"), "shared_read_events", &shared)) t->shared_read_events += (uint64_t)shared;
+    if (num(get(dec, "itl"), "shared_read_events", &shared) && shared > 0) {
+        t->shared_read_events += (uint64_t)shared;
+        t->shared_requests++;
+    }
     if (cl && num(cl, "token_events", &n_tok)) t->token_events += (uint64_t)n_tok;
 
     /* Before any event arrived: the tool's first-token stamp (its start
@@ -520,7 +524,7 @@ static int name_causes(tt_audit_cell *c, const tally *t, const tt_cell_inputs *i
                                  ms(c->send_lag.p99), ms(c->downlink.p99), ms(c->client_lag.p99));
     double itl_tol = tolerance_ns(in, median_of(&t->itl_true));
     if (t->shared_read_events && c->err_itl.n && fabs(c->err_itl.median) > itl_tol)
-        rc |= tt_audit_add_cause(c, "coalesced-events", 0,
+        rc |= tt_audit_add_cause(c, "coalesced-events", t->shared_requests,
                                  "%llu of %llu token events reached the tool in one read with another event: it "
                                  "cannot time them apart, so its ITL samples are off (median %+.3f ms)",
                                  (unsigned long long)t->shared_read_events, (unsigned long long)t->token_events,
