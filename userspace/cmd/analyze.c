@@ -1,11 +1,13 @@
 /* analyze.c - `tokentap analyze`: a capture file or a recording DIR in
  * (read by cmd_input), the per-request timing report out. */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clocks/clock_set.h"
 #include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "import/bench_import.h"
@@ -17,6 +19,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tokentap analyze [OPTIONS] CAPTURE|DIR\n"
+            "       tokentap analyze [OPTIONS] DIR DIR...   (recordings of several hosts)\n"
             "\n"
             "Reconstruct the HTTP/1.1 streams in CAPTURE (pcap or pcapng), frame each\n"
             "response body as SSE or NDJSON, classify every event, and report TTFT, TPOT,\n"
@@ -32,6 +35,11 @@ static void usage(FILE *out)
             "With --bench-result the benchmark's own result file joins too: its TTFT and\n"
             "E2EL are split into send lag, uplink, server, downlink and client lag\n"
             "(docs/metrics.md), and where it disagrees with the capture is listed.\n"
+            "Several DIRs (recordings made on different hosts) are put on the first one's\n"
+            "clock from the bytes they exchanged and joined as one (docs/clocks.md): the\n"
+            "offset, skew and uncertainty found (\"clocks\" in --json), and +- on the parts\n"
+            "that cross hosts; --bench-result is read on the clock of the recording that\n"
+            "holds the client vantage.\n"
             "\n"
             "options:\n"
             "  --json               write the JSON document (docs/formats.md) instead of text\n"
@@ -70,7 +78,7 @@ typedef struct analyze_opts {
 /* Write what the options ask for over the n analyses: the joined breakdown
  * for a recording or with a benchmark file, else the single report. */
 static int write_reports(const analyze_opts *o, const char *input, const tt_analysis *const *as, size_t n,
-                         bool recording, const tt_join_options *jopt)
+                         bool recording, const tt_join_options *jopt, const tt_clock_set *clocks)
 {
     bool joined = !o->events && (recording || o->bench);
     tt_breakdown b;
@@ -81,6 +89,7 @@ static int write_reports(const analyze_opts *o, const char *input, const tt_anal
             return TT_EXIT_INTERNAL;
         }
         built = true;
+        b.clocks = clocks;
     }
     int status = TT_EXIT_OK;
     FILE *out = tt_open_output(o->output);
@@ -112,10 +121,160 @@ static int analyze_path(const char *path, const analyze_opts *o)
     int status = tt_cmd_input_load(path, &o->input, &in);
     if (in.n && status != TT_EXIT_USAGE && status != TT_EXIT_INTERNAL) {
         tt_join_options jopt = tt_cmd_input_join_options(&in);
-        int wrote = write_reports(o, path, in.analyses, in.n, in.recording, &jopt);
+        int wrote = write_reports(o, path, in.analyses, in.n, in.recording, &jopt, NULL);
         if (wrote != TT_EXIT_OK) status = wrote;
     }
     tt_cmd_input_free(&in);
+    return status;
+}
+
+/* The earliest request instant of a recording's analyses (its t0 for the fit). */
+static int64_t first_instant(const tt_cmd_input *in)
+{
+    uint64_t t = TT_NS_NONE;
+    for (size_t v = 0; v < in->n; v++)
+        for (size_t i = 0; i < in->analyses[v]->n_reqs; i++)
+            if (in->analyses[v]->reqs[i].req_first_ns < t) t = in->analyses[v]->reqs[i].req_first_ns;
+    return t == TT_NS_NONE ? 0 : (int64_t)t;
+}
+
+/* How recording in (read raw) goes onto the reference's clock: the same
+ * clock, the traffic's fit, or the wall clocks. TT_EXIT_OK with e filled,
+ * else TT_EXIT_INPUT after one line on stderr. */
+static int place_recording(const tt_cmd_input *ref, const tt_cmd_input *raw, const char *path, tt_clock_entry *e)
+{
+    e->recording = path;
+    e->wall_offset_ns = (double)raw->mono_offset_ns - (double)ref->mono_offset_ns;
+    e->t0_ns = first_instant(raw);
+    e->ca = tt_clock_align_new(e->t0_ns);
+    if (!e->ca || tt_clock_bounds_add(e->ca, ref->analyses, ref->n, raw->analyses, raw->n, &e->match) < 0) {
+        fprintf(stderr, "tokentap analyze: out of memory\n");
+        return TT_EXIT_INTERNAL;
+    }
+    size_t matched = e->match.by_id + e->match.by_connection;
+    if (!matched) {
+        fprintf(stderr, "tokentap analyze: %s: no request in common with %s (a client side in one, its server side "
+                        "in the other): nothing to put them on one timeline with\n", path, ref->analyses[0]->input);
+        return TT_EXIT_INPUT;
+    }
+    if (ref->clock_id[0] && !strcmp(ref->clock_id, raw->clock_id)) {
+        e->method = TT_CLOCK_METHOD_SAME_HOST;
+        return TT_EXIT_OK;
+    }
+    tt_clock_align_fit(e->ca, &e->fit);
+    switch (e->fit.status) {
+    case TT_CLOCK_FIT_OK:
+        e->method = TT_CLOCK_METHOD_TRAFFIC;
+        e->offset_ns = e->fit.offset_ns;
+        e->skew_ppm = e->fit.skew_ppm;
+        e->uncertainty_ns = e->fit.uncertainty_ns;
+        return TT_EXIT_OK;
+    case TT_CLOCK_FIT_CONTRADICTION:
+        fprintf(stderr, "tokentap analyze: %s: the bytes it shares with %s bound its clock from both sides and the "
+                        "bounds contradict each other by %.1f us at best (a middlebox, a wrong match, a stepped "
+                        "clock): no common timeline\n", path, ref->analyses[0]->input, e->fit.worst_violation_ns / 1e3);
+        return TT_EXIT_INPUT;
+    case TT_CLOCK_FIT_NONE:
+    case TT_CLOCK_FIT_ONE_SIDED:
+        break;
+    }
+    fprintf(stderr, "tokentap analyze: %s: its bytes bound the clock from one side only: the manifests' wall clocks "
+                    "place it (method wall-clock, no uncertainty known)\n", path);
+    e->method = TT_CLOCK_METHOD_WALL_CLOCK;
+    e->offset_ns = e->wall_offset_ns;
+    e->uncertainty_ns = NAN;
+    return TT_EXIT_OK;
+}
+
+/* Several recording directories on the first one's clock, joined and
+ * reported as one (docs/clocks.md). Each vantage comes from the first
+ * recording that has it; a second wire (or any second copy of a vantage)
+ * is named and left out. */
+static int analyze_recordings(char **paths, size_t n, const analyze_opts *o)
+{
+    if (n > TT_CLOCK_MAX_RECORDINGS) {
+        fprintf(stderr, "tokentap analyze: at most %d recordings at once\n", TT_CLOCK_MAX_RECORDINGS);
+        return TT_EXIT_USAGE;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (!tt_cmd_input_is_recording(paths[k])) {
+            fprintf(stderr, "tokentap analyze: %s is not a recording directory (several operands must each be "
+                            "one, with manifest.json)\n", paths[k]);
+            return TT_EXIT_USAGE;
+        }
+    if (o->events) {
+        fprintf(stderr, "tokentap analyze: --events reads one recording at a time\n");
+        return TT_EXIT_USAGE;
+    }
+    tt_cmd_input in[TT_CLOCK_MAX_RECORDINGS];
+    memset(in, 0, sizeof in);
+    tt_clock_set cs;
+    memset(&cs, 0, sizeof cs);
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++) cs.recording_of[v] = -1;
+    int status = tt_cmd_input_load(paths[0], &o->input, &in[0]);
+    size_t loaded = 1;
+    cs.e[0] = (tt_clock_entry){.recording = paths[0], .method = TT_CLOCK_METHOD_REFERENCE,
+                               .t0_ns = first_instant(&in[0])};
+    cs.n = 1;
+    for (size_t k = 1; k < n && (status == TT_EXIT_OK || status == TT_EXIT_DAMAGED); k++) {
+        tt_cmd_input raw;
+        int rc = tt_cmd_input_load(paths[k], &o->input, &raw);
+        if (rc == TT_EXIT_OK || rc == TT_EXIT_DAMAGED) rc = place_recording(&in[0], &raw, paths[k], &cs.e[k]);
+        cs.n = k + 1;
+        tt_cmd_input_free(&raw);
+        if (rc != TT_EXIT_OK) {
+            status = rc;
+            break;
+        }
+        tt_cmd_input_options mapped = o->input;
+        const tt_clock_entry *e = &cs.e[k];
+        mapped.has_clock_map = e->method != TT_CLOCK_METHOD_SAME_HOST;
+        mapped.map_d0_ns = e->offset_ns;
+        mapped.map_skew = e->skew_ppm * 1e-6;
+        mapped.map_t0_ns = e->t0_ns;
+        rc = tt_cmd_input_load(paths[k], &mapped, &in[k]);
+        loaded = k + 1;
+        if (rc != TT_EXIT_OK && status == TT_EXIT_OK) status = rc;
+    }
+    if (status == TT_EXIT_OK || status == TT_EXIT_DAMAGED) {
+        /* each vantage from the first recording where it saw requests (else where it is present) */
+        const tt_analysis *pick[TT_VANTAGE_COUNT] = {0};
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t k = 0; k < loaded; k++)
+                for (size_t v = 0; v < in[k].n; v++) {
+                    const tt_analysis *a = in[k].analyses[v];
+                    if (pick[a->vantage] || (pass == 0 && !a->n_reqs)) continue;
+                    pick[a->vantage] = a;
+                    cs.recording_of[a->vantage] = (int)k;
+                }
+        const tt_analysis *as[TT_VANTAGE_COUNT];
+        size_t na = 0;
+        for (size_t k = 0; k < loaded; k++)
+            for (size_t v = 0; v < in[k].n; v++) {
+                const tt_analysis *a = in[k].analyses[v];
+                if (pick[a->vantage] == a) as[na++] = a;
+                else if (a->n_reqs)
+                    fprintf(stderr, "tokentap analyze: %s: its %s vantage is left out (that vantage comes from %s)\n",
+                            paths[k], tt_vantage_name(a->vantage), paths[cs.recording_of[a->vantage]]);
+            }
+        /* the benchmark ran where the client vantage was recorded */
+        int bench_rec = cs.recording_of[TT_VANTAGE_CLIENT] >= 0 ? cs.recording_of[TT_VANTAGE_CLIENT] : 0;
+        tt_join_options jopt = tt_cmd_input_join_options(&in[bench_rec]);
+        if (bench_rec > 0 && cs.e[bench_rec].method != TT_CLOCK_METHOD_SAME_HOST) {
+            jopt.has_clock_map = true;
+            jopt.map_d0_ns = cs.e[bench_rec].offset_ns;
+            jopt.map_skew = cs.e[bench_rec].skew_ppm * 1e-6;
+            jopt.map_t0_ns = cs.e[bench_rec].t0_ns;
+        }
+        char label[1024];
+        size_t used = 0;
+        for (size_t k = 0; k < n && used < sizeof label - 1; k++)
+            used += (size_t)snprintf(label + used, sizeof label - used, "%s%s", k ? " + " : "", paths[k]);
+        int wrote = write_reports(o, label, as, na, true, &jopt, &cs);
+        if (wrote != TT_EXIT_OK) status = wrote;
+    }
+    for (size_t k = 0; k < loaded; k++) tt_cmd_input_free(&in[k]);
+    tt_clock_set_free(&cs);
     return status;
 }
 
@@ -175,7 +334,7 @@ int tt_cmd_analyze(int argc, char **argv)
         default: return tt_cmd_option_error("analyze", c, argv);
         }
     }
-    const char *path = tt_cmd_input_operand("analyze", argc, argv);
+    const char *path = optind + 1 < argc ? argv[optind] : tt_cmd_input_operand("analyze", argc, argv);
     if (!path) return TT_EXIT_USAGE;
     if ((bench_path || perfetto) && events) {
         fprintf(stderr, "tokentap analyze: --bench-result and --perfetto do not apply to --events\n");
@@ -200,7 +359,8 @@ int tt_cmd_analyze(int argc, char **argv)
     input.n_pct = (size_t)n_pct;
     analyze_opts o = {.json = json, .events = events, .output = output, .perfetto = perfetto,
                       .bench = bench_path ? &bench : NULL, .input = input};
-    int status = analyze_path(path, &o);
+    int status = optind + 1 < argc ? analyze_recordings(argv + optind, (size_t)(argc - optind), &o)
+                                   : analyze_path(path, &o);
     tt_bench_result_free(&bench);
     return status;
 }

@@ -80,8 +80,9 @@ bool tt_cmd_input_is_recording(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(manifest, F_OK) == 0;
 }
 
-/* The manifest's wall_to_mono_offset_ns.start, read with full integer precision. */
-static int manifest_offset(const char *path, int64_t *offset, char *err, size_t errlen)
+/* The manifest's wall_to_mono_offset_ns.start, read with full integer
+ * precision, and its clock_id ("" when the manifest predates it). */
+static int manifest_offset(const char *path, int64_t *offset, char *clock_id, size_t id_cap, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -118,6 +119,8 @@ static int manifest_offset(const char *path, int64_t *offset, char *err, size_t 
             *offset = v;
             rc = 0;
         }
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "clock_id");
+        snprintf(clock_id, id_cap, "%s", cJSON_IsString(id) ? id->valuestring : "");
     }
     cJSON_Delete(doc);
     free(buf);
@@ -136,6 +139,7 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
         return TT_EXIT_INPUT;
     }
     if (set_offset) tt_pcap_source_set_mono_offset(v->src, offset);
+    if (opt->has_clock_map) tt_pcap_source_set_clock_map(v->src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
     tt_tracker_options topt = {.keep_text = opt->keep_text, .keep_body = opt->keep_body};
     v->tracker = tt_tracker_new(&topt);
     v->reasm = v->tracker ? tt_reasm_new(NULL, vantage, tt_tracker_chunk, v->tracker) : NULL;
@@ -184,7 +188,7 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
         return TT_EXIT_USAGE;
     }
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    if (manifest_offset(path, &offset, err, sizeof err) < 0) {
+    if (manifest_offset(path, &offset, in->clock_id, sizeof in->clock_id, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap %s: %s\n", opt->command, err);
         return TT_EXIT_INPUT;
     }

@@ -17,6 +17,11 @@ typedef struct tt_cmd_input_options {
     const double *pct;       /* percentiles for the summaries */
     size_t n_pct;
     bool progress;           /* a progress line on stderr while a capture file is read */
+    /* put every instant on another recording's clock: t + d0 + skew (t - t0)
+     * (docs/clocks.md; analyze DIR DIR...) */
+    bool has_clock_map;
+    double map_d0_ns, map_skew;
+    int64_t map_t0_ns;
 } tt_cmd_input_options;
 
 typedef struct tt_input_run tt_input_run;
@@ -27,6 +32,7 @@ typedef struct tt_cmd_input {
     bool recording;          /* path was a recording directory */
     bool has_mono_offset;    /* wall - mono known: the manifest's (recording) or --wall-to-mono-offset */
     int64_t mono_offset_ns;
+    char clock_id[160];      /* a recording's manifest clock_id ("" when none: older recordings) */
     tt_input_run *runs;      /* owned; freed by tt_cmd_input_free */
 } tt_cmd_input;
 

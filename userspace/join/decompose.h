@@ -176,6 +176,9 @@ typedef struct tt_breakdown {
     tt_distribution itl_reported_matched, itl_far_matched, itl_near_minus_far;
     uint64_t itl_token_events, itl_shared_read_events;
     size_t dis_count[TT_DIS_COUNT_BITS];
+    /* several recordings on one timeline (analyze DIR DIR...): their clocks,
+     * set by the caller after tt_breakdown_build; NULL for one recording */
+    const struct tt_clock_set *clocks;
 } tt_breakdown;
 
 /* Join the analyses (and the benchmark's records, bench may be NULL) and

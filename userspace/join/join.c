@@ -1,6 +1,7 @@
 #include "join/join.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,15 +169,17 @@ bool tt_join_bench_start(const tt_join *j, const tt_bench_request *b, int64_t *s
         if (o->clock_is_mono) *start_ns = b->start_ns;
         else if (o->has_wall_to_mono) *start_ns = b->start_ns + o->wall_to_mono_ns;
         else return false;
-        return true;
-    }
-    if (b->start_clock == TT_BENCH_CLOCK_WALL) {
+    } else if (b->start_clock == TT_BENCH_CLOCK_WALL) {
         if (!o->clock_is_mono) *start_ns = b->start_ns;
         else if (o->has_wall_to_mono) *start_ns = b->start_ns - o->wall_to_mono_ns;
         else return false;
-        return true;
+    } else {
+        return false;
     }
-    return false;
+    /* the tool's host is not the reference's: its clock onto the reference's */
+    if (o->has_clock_map)
+        *start_ns += (int64_t)llround(o->map_d0_ns + o->map_skew * (double)(*start_ns - o->map_t0_ns));
+    return true;
 }
 
 /* ---- across vantages ---- */

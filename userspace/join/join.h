@@ -51,6 +51,11 @@ typedef struct tt_join_options {
     bool has_wall_to_mono;      /* offset below is known */
     int64_t wall_to_mono_ns;    /* wall - mono */
     int64_t start_tolerance_ns; /* order+start: how far a request may start from its record (0: 1 s) */
+    /* the benchmark ran on a host whose recording was put on the reference's
+     * clock (docs/clocks.md): its monotonic instants get the same map */
+    bool has_clock_map;
+    double map_d0_ns, map_skew;
+    int64_t map_t0_ns;
 } tt_join_options;
 
 typedef struct tt_join {

@@ -29,6 +29,20 @@ int64_t tt_recdir_sample_offset(uint64_t *mono_out, uint64_t *wall_out)
     return offset;
 }
 
+void tt_recdir_clock_id(char *out, size_t cap)
+{
+    char boot[64] = "", ns[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+        fclose(f);
+    }
+    boot[strcspn(boot, "\n")] = 0;
+    ssize_t n = readlink("/proc/self/ns/time", ns, sizeof ns - 1);
+    ns[n > 0 ? n : 0] = 0;
+    snprintf(out, cap, "%s/%s", boot[0] ? boot : "unknown-boot", ns[0] ? ns : "time:[unknown]");
+}
+
 FILE *tt_recdir_manifest_open(const char *path, tt_jw *w, const char *command, const tt_recdir_clock *clock)
 {
     FILE *out = tt_open_output(path);
@@ -48,6 +62,9 @@ FILE *tt_recdir_manifest_open(const char *path, tt_jw *w, const char *command, c
     tt_jw_int(w, "start", clock->start_offset);
     tt_jw_int(w, "end", clock->end_offset);
     tt_jw_object_end(w);
+    char id[160];
+    tt_recdir_clock_id(id, sizeof id);
+    tt_jw_str(w, "clock_id", id);
     return out;
 }
 

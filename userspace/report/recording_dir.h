@@ -29,6 +29,11 @@ typedef struct tt_recdir_clock {
  * clock fields (start/end mono and wall, wall_to_mono_offset_ns). The
  * caller adds its own fields and calls tt_recdir_manifest_close. NULL with
  * errno set when the file cannot be created. */
+/* Which CLOCK_MONOTONIC this process reads: the boot's id and its time
+ * namespace ("<boot_id>/time:[inode]"). Two recordings with the same id
+ * share one clock (docs/clocks.md, method same-host). */
+void tt_recdir_clock_id(char *out, size_t cap);
+
 FILE *tt_recdir_manifest_open(const char *path, tt_jw *w, const char *command, const tt_recdir_clock *clock);
 
 /* End the object and close the file. 0, or -1 when some write failed. */

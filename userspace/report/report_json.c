@@ -1,9 +1,11 @@
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report/json_writer.h"
 #include "report/report.h"
+#include "clocks/clock_set.h"
 #include "report/report_multi.h"
 #include "core/version.h"
 #include "lint/lint.h"
@@ -414,6 +416,27 @@ static void disagreements(tt_jw *w, const tt_disagreement *d, const tt_bench_req
     tt_jw_array_end(w);
 }
 
+/* The parts whose two ends came from different recordings carry the
+ * clocks' uncertainty at that instant (docs/clocks.md); null when a clock's
+ * is unknown (wall-clock), absent when the part stays on one host. */
+static void clock_uncertainty_fields(tt_jw *w, const tt_breakdown *b, const tt_joined *g)
+{
+    const tt_request *cl = tt_join_request(&b->join, g, TT_VANTAGE_CLIENT);
+    if (!cl || !tt_join_request(&b->join, g, TT_VANTAGE_SERVER)) return;
+    const struct { const char *key; uint64_t at; } parts[] = {
+        {"uplink_uncertainty_ns", cl->req_first_ns}, {"downlink_uncertainty_ns", cl->first_token_ns}};
+    for (size_t k = 0; k < 2; k++) {
+        if (b->clocks->recording_of[TT_VANTAGE_CLIENT] == b->clocks->recording_of[TT_VANTAGE_SERVER]) break;
+        if (parts[k].at == TT_NS_NONE) {
+            tt_jw_null(w, parts[k].key);
+            continue;
+        }
+        double u = tt_clock_set_uncertainty(b->clocks, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER, (int64_t)parts[k].at);
+        if (isfinite(u)) tt_jw_int(w, parts[k].key, (int64_t)ceil(u));
+        else tt_jw_null(w, parts[k].key);
+    }
+}
+
 static void request_extra(tt_jw *w, const void *ctx)
 {
     const multi_ctx *c = ctx;
@@ -470,6 +493,7 @@ static void request_extra(tt_jw *w, const void *ctx)
             tt_jw_null(w, "e2el");
         }
         itl_fields(w, &pb->itl, br);
+        if (b->clocks) clock_uncertainty_fields(w, b, g);
         tt_jw_object_end(w);
     }
     tt_vantage dv = pb->dis.vantage;
@@ -645,6 +669,7 @@ void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *
     tt_jw_array_begin(&w, "vantage_list");
     for (size_t k = 0; k < n; k++) tt_jw_str(&w, NULL, tt_vantage_name(as[k]->vantage));
     tt_jw_array_end(&w);
+    if (b->clocks) tt_clock_set_json(&w, b->clocks);
     tt_jw_object_begin(&w, "per_vantage");
     for (size_t k = 0; k < n; k++) {
         tt_jw_object_begin(&w, tt_vantage_name(as[k]->vantage));

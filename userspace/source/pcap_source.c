@@ -7,6 +7,7 @@
 #include "pcap_source.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,9 @@ struct tt_pcap_source {
     uint64_t file_size;
     bool has_offset;
     int64_t offset_ns;
+    bool has_map;              /* another host's clock onto the reference's (tt_pcap_source_set_clock_map) */
+    double map_d0, map_skew;
+    int64_t map_t0;
     tt_pcap_stats stats;
 };
 
@@ -305,6 +309,14 @@ void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns)
     s->offset_ns = offset_ns;
 }
 
+void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns)
+{
+    s->has_map = true;
+    s->map_d0 = d0_ns;
+    s->map_skew = skew;
+    s->map_t0 = t0_ns;
+}
+
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s)
 {
     return s->has_offset ? TT_CLOCK_MONOTONIC : TT_CLOCK_CAPTURE;
@@ -326,6 +338,7 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
 {
     tt_pcap_stats *st = &s->stats;
     uint64_t ts = wall_ns - (s->has_offset ? (uint64_t)s->offset_ns : 0);
+    if (s->has_map) ts += (uint64_t)llround(s->map_d0 + s->map_skew * (double)((int64_t)ts - s->map_t0));
     st->packets++;
     st->bytes += len;
     if (caplen < len) st->snapped++;

@@ -40,6 +40,11 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen);
 /* Set the wall-to-monotonic offset (mono = wall - offset_ns); without it the
  * capture's own clock is used and reported as TT_CLOCK_CAPTURE. */
 void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
+/* Put every instant (after the mono offset, when set) on another host's
+ * clock: t + d0 + skew * (t - t0) (docs/clocks.md; a recording analysed
+ * against a reference recording). */
+void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns);
+
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);
 
 /* Progress callback: called every so often with bytes read so far and the file size. */

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Two hosts, two clocks (docs/clocks.md): `tokentap serve` in network
+# namespace tt-srv behind a veth pair, recorded there by `tokentap record
+# --pid` (server vantage, its wire on the veth); curl in the root network
+# namespace and in a time namespace whose CLOCK_MONOTONIC runs exactly 7 s
+# ahead, under `tokentap run -o` (client vantage, on that clock). A third
+# recorder, `record --port` in the root namespaces, traces both ends on one
+# clock: the single-clock truth.
+#  1. `analyze --json SRV CLI`: clocks[] has CLI by method traffic, and the
+#     true offset (-7 s exactly) inside offset +- uncertainty; the interval
+#     narrower than the shortest client round trip (TTFT at the client);
+#     every request joined at server, client and wire; the uplink and
+#     downlink of each request within their uncertainty (+ 30 us: the two
+#     client vantages are the probe and eBPF, a few us apart) of the
+#     single-clock truth's.
+#  2. same host twice (TRUTH and TRUTH): method same-host, offset 0.
+#  3. unrelated traffic (SRV and a recording of another exchange): one
+#     line, exit 3.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need_root "network and time namespaces, eBPF"
+command -v curl >/dev/null || skip "curl not installed"
+command -v unshare >/dev/null || skip "unshare not installed"
+[ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
+work=$(mktemp -d)
+ns=tt-srv-$$ va=ttva$$ vb=ttvb$$
+cleanup() {
+    kill $(jobs -p) 2>/dev/null || true
+    wait 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+    ip link del "$va" 2>/dev/null || true
+    [ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+need_bpf "$work"
+unshare --time --monotonic 1 true 2>/dev/null || skip "time namespaces not available"
+ip netns add "$ns" || skip "cannot make a network namespace"
+ip link add "$va" type veth peer name "$vb" || skip "cannot make a veth pair"
+ip link set "$vb" netns "$ns"
+ip addr add 10.231.0.1/24 dev "$va"; ip link set "$va" up
+ip netns exec "$ns" ip addr add 10.231.0.2/24 dev "$vb"
+ip netns exec "$ns" ip link set "$vb" up
+ip netns exec "$ns" ip link set lo up
+
+ip netns exec "$ns" "$TT" serve --listen 10.231.0.2:0 --profile vllm --ttft-ms 15 --itl-ms 3 --tokens 8 \
+    > "$work/serve.out" 2> "$work/serve.err" &
+spid=$!
+port=$(wait_listening "$work/serve.out")
+[ -n "$port" ] || fail "serve did not start: $(cat "$work/serve.err")"
+ip netns exec "$ns" "$TT" record -o "$work/srv" --pid "$spid" -i "$vb" > "$work/srv.out" 2> "$work/srv.err" &
+rsrv=$!
+"$TT" record -o "$work/truth" --port "$port" -i "$va" > "$work/truth.out" 2> "$work/truth.err" &
+rtruth=$!
+sleep 2
+body='{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"x"}]}'
+unshare --time --monotonic 7 --fork "$TT" run -o "$work/cli" -- bash -c "for i in 1 2 3 4 5 6; do
+    curl -sN -o /dev/null -H 'content-type: application/json' -H \"x-request-id: th-\$i\" -d '$body' \
+    http://10.231.0.2:$port/v1/chat/completions; done" > /dev/null 2> "$work/cli.err" || fail "run: $(cat "$work/cli.err")"
+sleep 0.5
+kill -INT "$rsrv" "$rtruth"; wait "$rsrv" || fail "record srv: $(cat "$work/srv.err")"
+wait "$rtruth" || fail "record truth: $(cat "$work/truth.err")"
+
+# 1.
+"$TT" analyze --json -o "$work/two.json" "$work/srv" "$work/cli" 2> "$work/two.err" || fail "analyze two: $(cat "$work/two.err")"
+"$TT" analyze --json -o "$work/truth.json" "$work/truth" 2> /dev/null || fail "analyze truth: exit $?"
+"$TT" analyze "$work/srv" "$work/cli" > "$work/two.txt" 2>&1 || fail "analyze two (text)"
+grep -q 'offset .* s +- .* us' "$work/two.txt" || fail "no clock line with +- in the text: $(head -5 "$work/two.txt")"
+/usr/bin/python3 - "$work/two.json" "$work/truth.json" <<'PY'
+import json, sys
+two, truth = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ref, cli = two["clocks"]
+assert ref["method"] == "reference" and cli["method"] == "traffic", two["clocks"]
+u = cli["uncertainty_ns"]
+assert abs(cli["offset_ns"] - (-7_000_000_000)) <= u, cli
+reqs = [r for r in two["requests"] if r["request_id"]]
+assert len(reqs) == 6 and all(set(r["vantages"]) == {"server", "client", "wire"} for r in reqs), \
+    [(r["request_id"], sorted(r["vantages"])) for r in reqs]
+min_rtt = min(r["vantages"]["client"]["ttft_ns"] for r in reqs)
+assert 2 * u <= min_rtt, (u, min_rtt)
+by_id = {r["request_id"]: r for r in truth["requests"] if r["request_id"]}
+worst = 0
+for r in reqs:
+    t, d = by_id[r["request_id"]]["decomposition"], r["decomposition"]
+    for part in ("uplink", "downlink"):
+        err = abs(d[part + "_ns"] - t[part + "_ns"])
+        assert err <= d[part + "_uncertainty_ns"] + 30_000, (r["request_id"], part, d[part + "_ns"], t[part + "_ns"],
+                                                             d[part + "_uncertainty_ns"])
+        worst = max(worst, err)
+print("two hosts: offset %.6f s +- %.1f us (truth -7 s), skew %.1f ppm from %d bounds; uplink/downlink within "
+      "%.1f us of the single-clock truth" % (cli["offset_ns"] / 1e9, u / 1e3, cli["skew_ppm"], cli["bounds"], worst / 1e3))
+PY
+
+# 2.
+"$TT" analyze --json -o "$work/same.json" "$work/truth" "$work/truth" 2> "$work/same.err" || fail "same host: $(cat "$work/same.err")"
+/usr/bin/python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))['clocks'][1]
+assert c['method'] == 'same-host' and c['offset_ns'] == 0 and c['uncertainty_ns'] == 0, c
+" "$work/same.json" || fail "same host: $(grep -A8 clocks "$work/same.json" | head -12)"
+
+# 3.
+start_serve "$work" --profile vllm --ttft-ms 1 --itl-ms 1 --tokens 2
+"$TT" run -o "$work/other" -- curl -sN -o /dev/null -H 'content-type: application/json' -d "$body" \
+    "http://127.0.0.1:$SERVE_PORT/v1/chat/completions" > /dev/null 2>&1 || fail "run other"
+rc=0; "$TT" analyze "$work/srv" "$work/other" > /dev/null 2> "$work/other.err" || rc=$?
+[ $rc = 3 ] && [ "$(wc -l < "$work/other.err")" = 1 ] && grep -q 'no request in common' "$work/other.err" \
+    || fail "unrelated recordings: exit $rc: $(cat "$work/other.err")"
+echo "clocks: two hosts on one timeline, same host, unrelated recordings said"
