@@ -14,8 +14,9 @@
 #  2. crlf: the tabby runs fail although every token arrived, pinned on
 #     crlf-separator; the vllm runs are clean.
 #  3. role: TTFT at the role-only chunk, one token and one ITL too many.
-#  4. delay (5 ms per token, over the 3 ms tolerance): the client lag within
-#     5 % of what it waited.
+#  4. delay (5 ms per token, over the 3 ms tolerance): at concurrency 1 the
+#     client lag within 5 % of what it waited; at 2 at least that (its
+#     threads also wait for the GIL after a read: real overhead too).
 #  5. usage (read only from frames without choices): tabby's usage unread.
 #  6. broken CMD: non-zero exit, no result file, an unknown format: one
 #     problem line each, exit 1; bad options exit 2.
@@ -91,7 +92,10 @@ elif want == "delay":
             waited += json.load(open(os.path.join(d, "result.json.waited")))
         truth = statistics.median(waited)
         got = c["overhead"]["client_lag_ns"]["median"]
-        assert abs(got - truth) <= 0.05 * truth, (got, truth)
+        # at concurrency 1 the client lag is the delay it spun (5 %); with two threads it
+        # also holds the wait for the GIL after each read: at least the delay then
+        if c["concurrency"] == 1: assert abs(got - truth) <= 0.05 * truth, (got, truth)
+        else: assert got >= 0.95 * truth, (got, truth)
         assert not c["within_tolerance"] and any("client lag" in k["symptom"] for k in c["causes"]), c["causes"]
         assert c["errors"]["ttft_ns"]["median"] >= 0.95 * truth, (c["errors"]["ttft_ns"], truth)  # the delay is in its TTFT
         print("delay: c=%d client lag median %.3f ms, the client waited %.3f ms (%+.1f %%)"
