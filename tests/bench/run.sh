@@ -14,7 +14,9 @@
 #    and the highest token-event rate traced with zero drops.
 # 4. The LD_PRELOAD probe (tests/bench/probe.sh): added cost per
 #    intercepted call, and the call rate held with zero drops.
-# BENCH_ONLY=NAME (analyze, serve, bpf, probe; several separated by commas) reruns
+# 5. Clocks of two hosts (userspace/clocks/): the fit and the per-request
+#    uncertainty for 100,000 requests of 20 token events (build/tools/ttclockfit).
+# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -54,11 +56,12 @@ trap stop_started EXIT
 serve_heading="## tokentap serve"
 bpf_heading="## eBPF vantage"
 probe_heading="## The LD_PRELOAD probe (tokentap run)"
+clocks_heading="## Clocks of two hosts (analyze DIR DIR...)"
 old_section() {
     [ -f docs/performance.md ] || return 0
-    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" '
+    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" '
         NR == 1 { cur = "analyze" }
-        $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" }
+        $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" } $0 == c { cur = "clocks" }
         cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
@@ -295,8 +298,34 @@ probe_section() {
     BUILD=$BUILD tests/bench/probe.sh > "$work/probe.md"
 }
 
+clocks_section() {
+    local runs=${BENCH_RUNS:-5} fit="" query="" line=""
+    for _ in $(seq "$runs"); do
+        line=$("$BUILD/tools/ttclockfit" 100000 20) || { echo "bench: ttclockfit failed: $line" >&2; exit 1; }
+        fit+="$(echo "$line" | sed -n 's/.*"fit_s": \([0-9.]*\).*/\1/p')"$'\n'
+        query+="$(echo "$line" | sed -n 's/.*"query_s": \([0-9.]*\).*/\1/p')"$'\n'
+    done
+    {
+        echo "## Clocks of two hosts (analyze DIR DIR...)"
+        echo
+        echo "    build/tools/ttclockfit 100000 20      # median of $runs runs"
+        echo
+        echo "100,000 requests over an hour between two hosts 7 s and 30 ppm apart, 20 token"
+        echo "events each: 2,200,000 bounds (first and last request byte, every token event),"
+        echo 'transits 20-400 us. What `tokentap analyze DIR DIR` adds to reading the second'
+        echo "recording twice (once for its bounds, once on the reference's clock; the analyze"
+        echo "section's rate applies to that)."
+        echo
+        echo "| figure | value |"
+        echo "|---|---|"
+        echo "| fit (hulls of the bounds, then the skew search), s | $(echo -n "$fit" | median) |"
+        echo "| uncertainty at each of the 100,000 request instants, s | $(echo -n "$query" | median) |"
+        echo "| last run | \`$line\` |"
+    } > "$work/clocks.md"
+}
+
 wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-sections="analyze serve bpf probe"
+sections="analyze serve bpf probe clocks"
 for name in $sections; do
     if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
 done

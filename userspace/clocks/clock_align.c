@@ -5,7 +5,8 @@
  * L is convex in s, U concave, and the band U - L does not depend on x: it
  * is concave in s. So the fit (the widest band), the skews allowed (band
  * >= 0) and the extreme offsets (min L, max U over those skews) are each a
- * search over one concave or convex function of s. */
+ * search over one concave or convex function of s, evaluated over the
+ * bounds' convex hulls only (the rest are never the tightest). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -24,6 +25,10 @@ typedef struct bound_set {
 struct tt_clock_align {
     int64_t t0;
     bound_set lower, upper;
+    /* the bounds that can be tightest for some skew: the upper convex hull
+     * of the lower bounds (x, v), the lower convex hull of the upper ones;
+     * rebuilt by tt_clock_align_fit */
+    bound_set lower_hull, upper_hull;
 };
 
 #define SEARCH_STEPS 100
@@ -40,6 +45,8 @@ void tt_clock_align_free(tt_clock_align *ca)
     if (!ca) return;
     free(ca->lower.b);
     free(ca->upper.b);
+    free(ca->lower_hull.b);
+    free(ca->upper_hull.b);
     free(ca);
 }
 
@@ -89,7 +96,44 @@ static double upper_env(const bound_set *u, double s, double x)
 
 static double band(const tt_clock_align *ca, double s)
 {
-    return upper_env(&ca->upper, s, 0) - lower_env(&ca->lower, s, 0);
+    return upper_env(&ca->upper_hull, s, 0) - lower_env(&ca->lower_hull, s, 0);
+}
+
+static int by_x(const void *a, const void *b)
+{
+    const bound *p = a, *q = b;
+    if (p->x != q->x) return p->x < q->x ? -1 : 1;
+    return (p->v > q->v) - (p->v < q->v);
+}
+
+/* The hull of set into hull: for each skew s, max (sign 1) or min (sign
+ * -1) of v - s x is reached at a vertex of the upper (lower) convex hull
+ * of the points (x, v). Monotone chain over the points sorted by x. */
+static int hull_of(const bound_set *set, bound_set *hull, double sign)
+{
+    hull->n = 0;
+    if (!set->n) return 0;
+    bound *pts = malloc(set->n * sizeof *pts);
+    if (!pts) return -1;
+    for (size_t i = 0; i < set->n; i++) pts[i] = (bound){set->b[i].x, sign * set->b[i].v};
+    qsort(pts, set->n, sizeof *pts, by_x);
+    for (size_t i = 0; i < set->n; i++) {
+        /* keep the upper hull of (x, sign*v): drop the last point while it lies on or below the chord */
+        while (hull->n >= 2) {
+            bound a = hull->b[hull->n - 2], b = hull->b[hull->n - 1], c = pts[i];
+            double cross = (b.x - a.x) * (c.v - a.v) - (b.v - a.v) * (c.x - a.x);
+            if (cross < 0) break;
+            hull->n--;
+        }
+        if (hull->n && hull->b[hull->n - 1].x == pts[i].x) hull->n--; /* same x: the larger sign*v wins (sorted) */
+        if (add(hull, pts[i].x, pts[i].v) < 0) {
+            free(pts);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < hull->n; i++) hull->b[i].v *= sign;
+    free(pts);
+    return 0;
 }
 
 /* The argument of the maximum of a concave f (sign 1) or the minimum of a
@@ -98,12 +142,12 @@ typedef double (*env_fn)(const tt_clock_align *ca, double s, double x);
 
 static double env_lower(const tt_clock_align *ca, double s, double x)
 {
-    return lower_env(&ca->lower, s, x);
+    return lower_env(&ca->lower_hull, s, x);
 }
 
 static double env_upper(const tt_clock_align *ca, double s, double x)
 {
-    return upper_env(&ca->upper, s, x);
+    return upper_env(&ca->upper_hull, s, x);
 }
 
 static double env_band(const tt_clock_align *ca, double s, double x)
@@ -134,32 +178,33 @@ static double edge(const tt_clock_align *ca, double inside, double outside)
     return inside;
 }
 
-void tt_clock_align_fit(const tt_clock_align *ca, tt_clock_fit *fit)
+int tt_clock_align_fit(tt_clock_align *ca, tt_clock_fit *fit)
 {
     *fit = (tt_clock_fit){.t0_ns = ca->t0, .n_lower = ca->lower.n, .n_upper = ca->upper.n};
+    if (hull_of(&ca->lower, &ca->lower_hull, 1) < 0 || hull_of(&ca->upper, &ca->upper_hull, -1) < 0) return -1;
     if (!ca->lower.n && !ca->upper.n) {
         fit->status = TT_CLOCK_FIT_NONE;
-        return;
+        return 0;
     }
     if (!ca->lower.n || !ca->upper.n) {
         /* the one side's tightest bound at no skew: a limit, not an estimate */
         fit->status = TT_CLOCK_FIT_ONE_SIDED;
-        fit->offset_ns = ca->lower.n ? lower_env(&ca->lower, 0, 0) : upper_env(&ca->upper, 0, 0);
+        fit->offset_ns = ca->lower.n ? lower_env(&ca->lower_hull, 0, 0) : upper_env(&ca->upper_hull, 0, 0);
         fit->lo_ns = ca->lower.n ? fit->offset_ns : -INFINITY;
         fit->hi_ns = ca->upper.n ? fit->offset_ns : INFINITY;
         fit->uncertainty_ns = INFINITY;
-        return;
+        return 0;
     }
     double smax = TT_CLOCK_MAX_SKEW_PPM * 1e-6;
     double s = extremum(ca, env_band, 1, 0, -smax, smax);
     double width = band(ca, s);
     fit->skew_ppm = s * 1e6;
-    fit->offset_ns = (upper_env(&ca->upper, s, 0) + lower_env(&ca->lower, s, 0)) / 2;
+    fit->offset_ns = (upper_env(&ca->upper_hull, s, 0) + lower_env(&ca->lower_hull, s, 0)) / 2;
     if (width < 0) {
         fit->status = TT_CLOCK_FIT_CONTRADICTION;
         fit->worst_violation_ns = -width / 2;
         fit->lo_ns = fit->hi_ns = fit->offset_ns;
-        return;
+        return 0;
     }
     fit->status = TT_CLOCK_FIT_OK;
     double s_lo = edge(ca, s, -smax), s_hi = edge(ca, s, smax);
@@ -168,6 +213,7 @@ void tt_clock_align_fit(const tt_clock_align *ca, tt_clock_fit *fit)
     tt_clock_align_offset_at(ca, fit, ca->t0, &fit->lo_ns, &fit->hi_ns);
     double below = fit->offset_ns - fit->lo_ns, above = fit->hi_ns - fit->offset_ns;
     fit->uncertainty_ns = below > above ? below : above;
+    return 0;
 }
 
 double tt_clock_align_offset_at(const tt_clock_align *ca, const tt_clock_fit *fit, int64_t t_ns, double *lo_ns,
@@ -177,11 +223,11 @@ double tt_clock_align_offset_at(const tt_clock_align *ca, const tt_clock_fit *fi
     double s_lo = fit->skew_lo_ppm * 1e-6, s_hi = fit->skew_hi_ppm * 1e-6;
     if (lo_ns) {
         double s = extremum(ca, env_lower, -1, x, s_lo, s_hi);
-        *lo_ns = lower_env(&ca->lower, s, x);
+        *lo_ns = lower_env(&ca->lower_hull, s, x);
     }
     if (hi_ns) {
         double s = extremum(ca, env_upper, 1, x, s_lo, s_hi);
-        *hi_ns = upper_env(&ca->upper, s, x);
+        *hi_ns = upper_env(&ca->upper_hull, s, x);
     }
     return fit->offset_ns + fit->skew_ppm * 1e-6 * x;
 }

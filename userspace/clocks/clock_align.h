@@ -57,8 +57,9 @@ int tt_clock_align_r_to_s(tt_clock_align *ca, int64_t r_send_ns, int64_t s_recv_
 /* A byte S sent at s_send_ns and the reference received at r_recv_ns. -1 when out of memory. */
 int tt_clock_align_s_to_r(tt_clock_align *ca, int64_t s_send_ns, int64_t r_recv_ns);
 
-/* Fit the offset and skew to the bounds added so far. */
-void tt_clock_align_fit(const tt_clock_align *ca, tt_clock_fit *fit);
+/* Fit the offset and skew to the bounds added so far. 0, or -1 when out of
+ * memory (fit then says nothing). O(bounds log bounds). */
+int tt_clock_align_fit(tt_clock_align *ca, tt_clock_fit *fit);
 
 /* The fit's offset at t_ns (S's clock), and the interval of offsets the
  * bounds allow there (lo, hi; both NULL-able). fit must come from ca's

@@ -161,7 +161,10 @@ static int place_recording(const tt_cmd_input *ref, const tt_cmd_input *raw, con
         e->method = TT_CLOCK_METHOD_SAME_HOST;
         return TT_EXIT_OK;
     }
-    tt_clock_align_fit(e->ca, &e->fit);
+    if (tt_clock_align_fit(e->ca, &e->fit) < 0) {
+        fprintf(stderr, "tokentap analyze: out of memory\n");
+        return TT_EXIT_INTERNAL;
+    }
     switch (e->fit.status) {
     case TT_CLOCK_FIT_OK:
         e->method = TT_CLOCK_METHOD_TRAFFIC;
