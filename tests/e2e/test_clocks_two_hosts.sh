@@ -13,6 +13,7 @@
 #     downlink of each request within their uncertainty (+ 30 us: the two
 #     client vantages are the probe and eBPF, a few us apart) of the
 #     single-clock truth's.
+#     `lint SRV CLI`: every vantage of both, each on its own clock.
 #  2. same host twice (TRUTH and TRUTH): method same-host, offset 0.
 #  3. unrelated traffic (SRV and a recording of another exchange): one
 #     line, exit 3.
@@ -89,6 +90,15 @@ for r in reqs:
 print("two hosts: offset %.6f s +- %.1f us (truth -7 s), skew %.1f ppm from %d bounds; uplink/downlink within "
       "%.1f us of the single-clock truth" % (cli["offset_ns"] / 1e9, u / 1e3, cli["skew_ppm"], cli["bounds"], worst / 1e3))
 PY
+
+"$TT" lint --json -o "$work/lint.json" --fail-on none "$work/srv" "$work/cli" 2> /dev/null || fail "lint two: exit $?"
+/usr/bin/python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+seen = {(v['vantage'], v['input'].split('/')[-2]) for v in d['vantages'] if v['requests']}
+assert {('server', 'srv'), ('client', 'cli')} <= seen, seen
+assert any(f['vantage'] == 'client' for f in d['findings']), d['findings'][:2]
+" "$work/lint.json" || fail "lint of two recordings: $(head -c 600 "$work/lint.json")"
 
 # 2.
 "$TT" analyze --json -o "$work/same.json" "$work/truth" "$work/truth" 2> "$work/same.err" || fail "same host: $(cat "$work/same.err")"

@@ -15,6 +15,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tokentap lint [OPTIONS] CAPTURE|DIR\n"
+            "       tokentap lint [OPTIONS] DIR DIR...   (recordings of several hosts: every\n"
+            "                                            vantage's findings, each on its own clock)\n"
             "\n"
             "Reconstruct every streamed response in CAPTURE (pcap or pcapng) or in a\n"
             "recording DIR (`tokentap record`: each vantage present), and list what in\n"
@@ -44,20 +46,28 @@ static void usage(FILE *out)
             "written.\n");
 }
 
-static void write_text(FILE *out, const char *path, const tt_cmd_input *in, bool with_text, tt_lint_severity fail_on)
+/* Every vantage of every input, in order. */
+#define EACH_ANALYSIS(ins, n_in, a)                                                                            \
+    for (size_t i_ = 0; i_ < (n_in); i_++)                                                                     \
+        for (size_t k_ = 0; k_ < (ins)[i_].n; k_++)                                                            \
+            for (const tt_analysis *a = (ins)[i_].analyses[k_]; a; a = NULL)
+
+static void write_text(FILE *out, const char *path, const tt_cmd_input *ins, size_t n_in, bool with_text)
 {
     fprintf(out, "tokentap lint %s\n", path);
-    for (size_t k = 0; k < in->n; k++) {
-        const tt_analysis *a = in->analyses[k];
-        fprintf(out, "%svantage: %s   requests: %zu   input: %s\n", k ? "\n" : "", tt_vantage_name(a->vantage),
+    bool first = true;
+    EACH_ANALYSIS(ins, n_in, a)
+    {
+        fprintf(out, "%svantage: %s   requests: %zu   input: %s\n", first ? "" : "\n", tt_vantage_name(a->vantage),
                 a->n_reqs, a->input);
+        first = false;
         if (a->source_error) fprintf(out, "warning: %s\n", a->source_error);
         tt_lint_write_text(out, a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = with_text, .detailed = true});
     }
 }
 
-static void write_json(FILE *out, const char *path, const tt_cmd_input *in, bool with_text, tt_lint_severity fail_on,
-                       bool failed)
+static void write_json(FILE *out, const char *path, const tt_cmd_input *ins, size_t n_in, bool with_text,
+                       tt_lint_severity fail_on, bool failed)
 {
     tt_jw w;
     tt_jw_init(&w, out, true);
@@ -70,8 +80,8 @@ static void write_json(FILE *out, const char *path, const tt_cmd_input *in, bool
     tt_jw_str(&w, "fail_on", tt_lint_severity_name(fail_on));
     tt_jw_bool(&w, "failed", failed);
     tt_jw_array_begin(&w, "vantages");
-    for (size_t k = 0; k < in->n; k++) {
-        const tt_analysis *a = in->analyses[k];
+    EACH_ANALYSIS(ins, n_in, a)
+    {
         tt_jw_object_begin(&w, NULL);
         tt_jw_str(&w, "vantage", tt_vantage_name(a->vantage));
         tt_jw_str(&w, "input", a->input);
@@ -82,8 +92,8 @@ static void write_json(FILE *out, const char *path, const tt_cmd_input *in, bool
     }
     tt_jw_array_end(&w);
     tt_jw_array_begin(&w, "findings");
-    for (size_t k = 0; k < in->n; k++) {
-        const tt_analysis *a = in->analyses[k];
+    EACH_ANALYSIS(ins, n_in, a)
+    {
         tt_lint_view v = {.reqs = a->reqs, .with_text = with_text, .vantage = tt_vantage_name(a->vantage)};
         tt_lint_write_json_items(&w, a->lint, &v);
     }
@@ -126,17 +136,40 @@ int tt_cmd_lint(int argc, char **argv)
         default: return tt_cmd_option_error("lint", c, argv);
         }
     }
-    const char *path = tt_cmd_input_operand("lint", argc, argv);
-    if (!path) return TT_EXIT_USAGE;
+    /* one capture or recording; or several recordings (hosts), each vantage on its own clock */
+    size_t n_in = argc > optind ? (size_t)(argc - optind) : 0;
+    const char *one = n_in > 1 ? argv[optind] : tt_cmd_input_operand("lint", argc, argv);
+    if (!one) return TT_EXIT_USAGE;
+    if (n_in > 8) {
+        fprintf(stderr, "tokentap lint: at most 8 recordings at once\n");
+        return TT_EXIT_USAGE;
+    }
+    for (size_t i = 0; n_in > 1 && i < n_in; i++)
+        if (!tt_cmd_input_is_recording(argv[optind + (int)i])) {
+            fprintf(stderr, "tokentap lint: %s is not a recording directory (several operands must each be one)\n",
+                    argv[optind + (int)i]);
+            return TT_EXIT_USAGE;
+        }
     opt.keep_text = text;
-    tt_cmd_input in;
-    int status = tt_cmd_input_load(path, &opt, &in);
-    if (status != TT_EXIT_OK && status != TT_EXIT_DAMAGED && status != TT_EXIT_NO_HTTP) {
-        tt_cmd_input_free(&in);
-        return status;
+    tt_cmd_input ins[8];
+    memset(ins, 0, sizeof ins);
+    int status = TT_EXIT_OK;
+    char label[1024] = "";
+    size_t used = 0, loaded = 0;
+    for (size_t i = 0; i < (n_in > 1 ? n_in : 1); i++) {
+        const char *path = n_in > 1 ? argv[optind + (int)i] : one;
+        used += (size_t)snprintf(label + used, used < sizeof label ? sizeof label - used : 0, "%s%s", i ? " + " : "", path);
+        if (used >= sizeof label) used = sizeof label - 1;
+        int rc = tt_cmd_input_load(path, &opt, &ins[i]);
+        loaded = i + 1;
+        if (rc != TT_EXIT_OK && rc != TT_EXIT_DAMAGED && rc != TT_EXIT_NO_HTTP) {
+            for (size_t k = 0; k < loaded; k++) tt_cmd_input_free(&ins[k]);
+            return rc;
+        }
+        if (rc != TT_EXIT_OK && status == TT_EXIT_OK) status = rc;
     }
     bool failed = false;
-    for (size_t k = 0; k < in.n; k++) failed = failed || tt_lint_fails(in.analyses[k]->lint, fail_on);
+    EACH_ANALYSIS(ins, loaded, a) failed = failed || tt_lint_fails(a->lint, fail_on);
     if (failed) status = TT_EXIT_FINDINGS;
 
     FILE *out = tt_open_output(output);
@@ -144,13 +177,13 @@ int tt_cmd_lint(int argc, char **argv)
         fprintf(stderr, "tokentap lint: cannot write %s: %s\n", output, strerror(errno));
         status = TT_EXIT_OUTPUT;
     } else {
-        if (json) write_json(out, path, &in, text, fail_on, failed);
-        else write_text(out, path, &in, text, fail_on);
+        if (json) write_json(out, label, ins, loaded, text, fail_on, failed);
+        else write_text(out, label, ins, loaded, text);
         int closed = tt_cmd_output_close("lint", out, output);
         if (closed != TT_EXIT_OK) status = closed;
     }
     if (failed && status == TT_EXIT_FINDINGS)
         fprintf(stderr, "tokentap lint: findings at or above '%s' (exit 1)\n", tt_lint_severity_name(fail_on));
-    tt_cmd_input_free(&in);
+    for (size_t k = 0; k < loaded; k++) tt_cmd_input_free(&ins[k]);
     return status;
 }
