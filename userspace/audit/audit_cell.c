@@ -658,11 +658,10 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
         if (!T || !T->generation) continue;
         c->records_matched++;
         const char *findings = fs.ids[req_index[k]];
-        int64_t events, complete_tok;
+        int64_t events;
         bool complete = cJSON_IsTrue(get(R, "complete"));
         bool delivered = cl ? complete && num(cl, "token_events", &events) && events == (int64_t)T->n_token
                             : tt_truth_ended(T);
-        (void)complete_tok;
         if (rec->success && !delivered) c->ok_but_undelivered++;
         if (!rec->success && delivered && tt_truth_ended(T)) {
             c->failed_but_delivered++;
