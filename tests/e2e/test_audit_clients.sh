@@ -35,7 +35,9 @@ for c in card["cells"]:
     assert c["tokens_reported"] == c["tokens_true"] == 16 * n, c
     assert c["itl_samples_reported"] is None, c  # llmperf's file keeps no per-gap samples
     err = c["errors"]["ttft_ns"]["median"]
-    assert -21e6 < err < -10e6, err  # serve's TTFT is 20 ms: curl stamps the headers (its start-up eats some)
+    # serve's TTFT is 20 ms after it reads the request: curl, stamping the headers, is short by about
+    # that (its own start-up eats some; a sanitizer build of serve adds a little to the truth)
+    assert -30e6 < err < -10e6, err
     k = [k for k in c["causes"] if k["symptom"].startswith("TTFT taken before any event arrived")]
     assert k and k[0]["requests"] == n and k[0]["finding"] is None, c["causes"]
     near = int(k[0]["symptom"].split(" in ")[-1].split(" of")[0])
