@@ -18,6 +18,7 @@
 
 #include "audit/audit_internal.h"
 #include "import/bench_import.h"
+#include "join/decompose.h"
 #include "metrics/metrics.h"
 
 /* A growable array of int64 samples. */
@@ -43,25 +44,20 @@ static void push(samples *s, int64_t x)
     s->v[s->n++] = x;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* mean, median, p99 of v (n of them); false when n is 0 or out of memory. */
 static bool summarise(const int64_t *v, size_t n, double *mean, double *median, double *p99)
 {
     if (!n) return false;
     double *d = malloc(n * sizeof *d);
     if (!d) return false;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += (d[i] = (double)v[i]);
-    qsort(d, n, sizeof *d, cmp_double);
-    *mean = sum / (double)n;
-    *median = tt_percentile_sorted(d, n, 50);
-    *p99 = tt_percentile_sorted(d, n, 99);
+    for (size_t i = 0; i < n; i++) d[i] = (double)v[i];
+    static const double at99[1] = {99};
+    tt_distribution dist;
+    tt_distribution_of(d, n, at99, 1, &dist);
     free(d);
+    *mean = dist.mean;
+    *median = dist.median;
+    *p99 = dist.pct[0];
     return true;
 }
 
@@ -132,16 +128,6 @@ void tt_audit_card_free(tt_audit_card *card)
 static const cJSON *get(const cJSON *o, const char *key)
 {
     return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-}
-
-/* An integer field of the report; false when absent, not a number or
- * beyond 2^53 (the document's instants and counts are far below it). */
-static bool num(const cJSON *o, const char *key, int64_t *out)
-{
-    const cJSON *v = get(o, key);
-    if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= 9007199254740992.0)) return false;
-    *out = (int64_t)llround(v->valuedouble);
-    return true;
 }
 
 /* a - b and a + b, saturated: a result file may hold any int64 duration. */
@@ -220,7 +206,7 @@ static int findings_by_request(const cJSON *doc, size_t n_reqs, finding_sets *fs
         int64_t j;
         const cJSON *id = get(f, "id");
         if (!cJSON_IsString(id)) continue;
-        if (!num(f, "joined_request", &j) && !num(f, "request_index", &j)) continue;
+        if (!tt_audit_int_field(f, "joined_request", &j) && !tt_audit_int_field(f, "request_index", &j)) continue;
         if (j >= 0 && (size_t)j < n_reqs) set_add(fs->ids[j], sizeof fs->ids[j], id->valuestring);
     }
     return 0;
@@ -250,18 +236,24 @@ typedef struct tally {
     bool itl_reported_unknown, tokens_unknown;
 } tally;
 
+/* Every sample set of t, for what is done to all of them. */
+#define TALLY_SAMPLES(t)                                                                                        \
+    {&(t)->ttft_err, &(t)->e2el_err, &(t)->tpot_err, &(t)->itl_rep, &(t)->itl_true, &(t)->send_lag,           \
+     &(t)->client_lag, &(t)->downlink, &(t)->ttft_true, &(t)->e2el_true, &(t)->tpot_true, &(t)->role_early,   \
+     &(t)->before_events}
+
 static void tally_free(tally *t)
 {
-    samples *all[] = {&t->ttft_err, &t->e2el_err, &t->tpot_err, &t->itl_rep, &t->itl_true, &t->send_lag,
-                      &t->client_lag, &t->downlink, &t->ttft_true, &t->e2el_true, &t->tpot_true, &t->role_early,
-                      &t->before_events};
+    samples *all[] = TALLY_SAMPLES(t);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
 }
 
-static bool tally_oom(const tally *t)
+static bool tally_oom(tally *t)
 {
-    return t->ttft_err.oom || t->e2el_err.oom || t->tpot_err.oom || t->itl_rep.oom || t->itl_true.oom ||
-           t->send_lag.oom || t->client_lag.oom || t->downlink.oom || t->role_early.oom || t->before_events.oom;
+    samples *all[] = TALLY_SAMPLES(t);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->oom) return true;
+    return false;
 }
 
 /* The disagreement of kind k on request R, or NULL. */
@@ -276,13 +268,30 @@ static const cJSON *disagreement(const cJSON *R, const char *kind)
     return NULL;
 }
 
+/* One too many per chunk without a token that the tool timed as one: take
+ * them out of extra, the role chunk's first, then the trailing frame's,
+ * counting each; returns what they do not explain. */
+static int64_t explain_extra(int64_t extra, bool role_counted, size_t *role_n, bool trailing_counted,
+                             size_t *trailing_n)
+{
+    if (role_counted && extra >= 1) {
+        (*role_n)++;
+        extra--;
+    }
+    if (trailing_counted && extra >= 1) {
+        (*trailing_n)++;
+        extra--;
+    }
+    return extra;
+}
+
 /* One successful record rec of the tool, joined to request R (client
  * vantage cl, may be NULL) and to its truth T. */
 static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, const cJSON *cl,
                          const tt_truth_req *T, const char *findings, double tol_ms)
 {
     int64_t start = T->read_ns, v;
-    if (cl && num(cl, "req_first_mono_ns", &v)) start = v;
+    if (cl && tt_audit_int_field(cl, "req_first_mono_ns", &v)) start = v;
     int64_t first = T->token_ns[0], last = T->token_ns[T->n_token - 1];
     if (rec->ttft_ns != TT_BENCH_NONE) {
         push(&t->ttft_err, sub_sat(rec->ttft_ns, first - start));
@@ -303,15 +312,15 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     for (size_t k = 1; k < T->n_token; k++) push(&t->itl_true, T->token_ns[k] - T->token_ns[k - 1]);
 
     const cJSON *dec = get(R, "decomposition");
-    if (num(dec, "send_lag_ns", &v)) push(&t->send_lag, v);
-    if (num(dec, "client_lag_ns", &v)) push(&t->client_lag, v);
-    if (cl && num(cl, "first_token_mono_ns", &v)) push(&t->downlink, v - first);
+    if (tt_audit_int_field(dec, "send_lag_ns", &v)) push(&t->send_lag, v);
+    if (tt_audit_int_field(dec, "client_lag_ns", &v)) push(&t->client_lag, v);
+    if (cl && tt_audit_int_field(cl, "first_token_mono_ns", &v)) push(&t->downlink, v - first);
     int64_t shared, n_tok;
-    if (num(get(dec, "itl"), "shared_read_events", &shared) && shared > 0) {
+    if (tt_audit_int_field(get(dec, "itl"), "shared_read_events", &shared) && shared > 0) {
         t->shared_read_events += (uint64_t)shared;
         t->shared_requests++;
     }
-    if (cl && num(cl, "token_events", &n_tok)) t->token_events += (uint64_t)n_tok;
+    if (cl && tt_audit_int_field(cl, "token_events", &n_tok)) t->token_events += (uint64_t)n_tok;
 
     /* Before any event arrived: the tool's first-token stamp (its start
      * plus its TTFT; without a start in the file, the request at the
@@ -321,10 +330,11 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     bool before_events = false, at_role = false;
     int64_t headers, first_event, first_tok, req_first, rstart = 0;
     double near_ns = tol_ms * 1e6;
-    bool have_start = num(get(R, "reported"), "start_mono_ns", &rstart);
-    if (cl && rec->ttft_ns != TT_BENCH_NONE && num(cl, "resp_headers_mono_ns", &headers) &&
-        num(cl, "first_event_mono_ns", &first_event) && num(cl, "first_token_mono_ns", &first_tok) &&
-        num(cl, "req_first_mono_ns", &req_first)) {
+    bool have_start = tt_audit_int_field(get(R, "reported"), "start_mono_ns", &rstart);
+    if (cl && rec->ttft_ns != TT_BENCH_NONE && tt_audit_int_field(cl, "resp_headers_mono_ns", &headers) &&
+        tt_audit_int_field(cl, "first_event_mono_ns", &first_event) &&
+        tt_audit_int_field(cl, "first_token_mono_ns", &first_tok) &&
+        tt_audit_int_field(cl, "req_first_mono_ns", &req_first)) {
         int64_t mark = add_sat(have_start ? rstart : req_first, rec->ttft_ns);
         if ((double)first_event - (double)mark > near_ns) {
             push(&t->before_events, sub_sat(first_tok, mark));
@@ -336,7 +346,7 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
      * its event is a guess when the file gives no start) */
     const cJSON *d = disagreement(R, "ttft-at-non-token-event");
     int64_t early = 0;
-    if (!before_events && have_start && d && num(d, "early_ns", &early)) {
+    if (!before_events && have_start && d && tt_audit_int_field(d, "early_ns", &early)) {
         const cJSON *kind = get(d, "event_kind");
         if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "ROLE")) {
             push(&t->role_early, early);
@@ -372,15 +382,8 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     if (rec->output_tokens < 0) {
         t->tokens_unknown = true;
     } else if (rec->output_tokens != true_tokens) {
-        int64_t extra = rec->output_tokens - true_tokens;
-        if (role_counted && extra >= 1) {
-            t->role_extra_token++;
-            extra--;
-        }
-        if (usage_counted && extra >= 1) {
-            t->usage_frame_token++;
-            extra--;
-        }
+        int64_t extra = explain_extra(rec->output_tokens - true_tokens, role_counted, &t->role_extra_token,
+                                      usage_counted, &t->usage_frame_token);
         if (extra && set_has(findings, "usage-with-choices")) {
             t->usage_unread++;
         } else if (extra) {
@@ -390,18 +393,10 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
         }
     }
     int64_t true_itl = n > 0 ? (int64_t)n - 1 : 0;
-    if (rec->itl_ns && (int64_t)rec->n_itl != true_itl) {
-        int64_t extra = (int64_t)rec->n_itl - true_itl;
-        if (role_counted && extra >= 1) {
-            t->role_extra_itl++;
-            extra--;
-        }
-        if (usage_counted && extra >= 1) {
-            t->usage_frame_itl++;
-            extra--;
-        }
-        if (extra) t->itl_n_wrong++;
-    }
+    if (rec->itl_ns && (int64_t)rec->n_itl != true_itl &&
+        explain_extra((int64_t)rec->n_itl - true_itl, role_counted, &t->role_extra_itl, usage_counted,
+                      &t->usage_frame_itl))
+        t->itl_n_wrong++;
 }
 
 static double median_of(const samples *s)
@@ -429,6 +424,29 @@ static double tolerance_ns(const tt_cell_inputs *in, double true_median)
     return pct > abs_ns ? pct : abs_ns;
 }
 
+/* The true medians the errors are judged against, found once per cell. */
+typedef struct truth_medians {
+    double ttft, e2el, itl, tpot;
+} truth_medians;
+
+static truth_medians truth_medians_of(const tally *t)
+{
+    return (truth_medians){median_of(&t->ttft_true), median_of(&t->e2el_true), median_of(&t->itl_true),
+                           median_of(&t->tpot_true)};
+}
+
+/* Whether err's median is out of tolerance against a true median. */
+static bool err_out(const tt_audit_stat *err, double true_median, const tt_cell_inputs *in)
+{
+    return err->n && fabs(err->median) > tolerance_ns(in, true_median);
+}
+
+/* Whether an overhead's median is over the absolute tolerance. */
+static bool part_over(const tt_audit_overhead *o, const tt_cell_inputs *in)
+{
+    return o->n && fabs(o->median) > in->tolerance_ms * 1e6;
+}
+
 /* "one output token too many (N requests) and one ITL sample too many (M
  * requests)", leaving out a part whose count is 0; "" when both are. */
 static void counted_parts(char *out, size_t cap, size_t tokens, size_t itls)
@@ -439,7 +457,7 @@ static void counted_parts(char *out, size_t cap, size_t tokens, size_t itls)
     snprintf(out, cap, "%s%s%s", a, a[0] && b[0] ? " and " : "", b);
 }
 
-static int name_causes(tt_audit_cell *c, const tally *t, const tt_cell_inputs *in)
+static int name_causes(tt_audit_cell *c, const tally *t, const truth_medians *tm, const tt_cell_inputs *in)
 {
     int rc = 0;
     if (t->role_early.n || t->role_extra_token || t->role_extra_itl) {
@@ -489,41 +507,40 @@ static int name_causes(tt_audit_cell *c, const tally *t, const tt_cell_inputs *i
         rc |= tt_audit_add_cause(c, "", c->records - c->records_matched,
                                  "records in the result file that match no request seen at the client socket");
     /* the tool's own time, named where it puts TTFT or E2EL out of tolerance */
-    bool latency_out = (c->err_ttft.n && fabs(c->err_ttft.median) > tolerance_ns(in, median_of(&t->ttft_true))) ||
-                       (c->err_e2el.n && fabs(c->err_e2el.median) > tolerance_ns(in, median_of(&t->e2el_true)));
-    double part_ns = in->tolerance_ms * 1e6;
-    if (latency_out && c->client_lag.n && fabs(c->client_lag.median) > part_ns)
+    bool latency_out = err_out(&c->err_ttft, tm->ttft, in) || err_out(&c->err_e2el, tm->e2el, in);
+    bool lag_over = latency_out && part_over(&c->client_lag, in), down_over = latency_out && part_over(&c->downlink, in),
+         send_over = latency_out && part_over(&c->send_lag, in);
+    if (lag_over)
         rc |= tt_audit_add_cause(c, "", c->client_lag.n,
                                  "the tool stamps the first token %.3f ms after its socket returned it (client lag "
                                  "median; p99 %.3f ms): its own processing, added to TTFT and E2EL",
                                  ms(c->client_lag.median), ms(c->client_lag.p99));
-    if (latency_out && c->downlink.n && fabs(c->downlink.median) > part_ns)
+    if (down_over)
         rc |= tt_audit_add_cause(c, "", c->downlink.n,
                                  "the first token took %.3f ms from serve's write to the tool's read (median; p99 "
                                  "%.3f ms): on loopback that is the tool's socket queue, its event loop busy "
                                  "elsewhere (no vantage here splits it from the network)",
                                  ms(c->downlink.median), ms(c->downlink.p99));
-    if (latency_out && c->send_lag.n && fabs(c->send_lag.median) > part_ns)
+    if (send_over)
         rc |= tt_audit_add_cause(c, "", c->send_lag.n,
                                  "the tool starts its clock %.3f ms before its request reaches the socket (send lag "
                                  "median; p99 %.3f ms)", ms(c->send_lag.median), ms(c->send_lag.p99));
     /* out of tolerance with no part over it at its median: the tool's own
      * time comes in bursts; the means add up where the medians do not
      * (said only when they explain at least half of the mean error) */
-    bool part_named = latency_out && ((c->client_lag.n && fabs(c->client_lag.median) > part_ns) ||
-                                      (c->downlink.n && fabs(c->downlink.median) > part_ns) ||
-                                      (c->send_lag.n && fabs(c->send_lag.median) > part_ns));
-    double parts_mean = mean_of(&t->send_lag) + mean_of(&t->downlink) + mean_of(&t->client_lag);
-    if (latency_out && !part_named && c->err_ttft.n && c->err_ttft.mean > 0 && parts_mean >= c->err_ttft.mean / 2)
-        rc |= tt_audit_add_cause(c, "", c->err_ttft.n,
-                                 "TTFT off by %+.3f ms at the median (mean %+.3f ms) with no part of the tool's own "
-                                 "time over tolerance at its median: it comes in bursts, and the means add up: send "
-                                 "lag %.3f ms, downlink (network + queue) %.3f ms, client lag %.3f ms (p99 %.3f, "
-                                 "%.3f, %.3f ms)", ms(c->err_ttft.median), ms(c->err_ttft.mean),
-                                 ms(mean_of(&t->send_lag)), ms(mean_of(&t->downlink)), ms(mean_of(&t->client_lag)),
-                                 ms(c->send_lag.p99), ms(c->downlink.p99), ms(c->client_lag.p99));
-    double itl_tol = tolerance_ns(in, median_of(&t->itl_true));
-    if (t->shared_read_events && c->err_itl.n && fabs(c->err_itl.median) > itl_tol)
+    if (latency_out && !lag_over && !down_over && !send_over && c->err_ttft.n && c->err_ttft.mean > 0) {
+        double send_mean = mean_of(&t->send_lag), down_mean = mean_of(&t->downlink);
+        double lag_mean = mean_of(&t->client_lag);
+        if (send_mean + down_mean + lag_mean >= c->err_ttft.mean / 2)
+            rc |= tt_audit_add_cause(c, "", c->err_ttft.n,
+                                     "TTFT off by %+.3f ms at the median (mean %+.3f ms) with no part of the tool's "
+                                     "own time over tolerance at its median: it comes in bursts, and the means add "
+                                     "up: send lag %.3f ms, downlink (network + queue) %.3f ms, client lag %.3f ms "
+                                     "(p99 %.3f, %.3f, %.3f ms)", ms(c->err_ttft.median), ms(c->err_ttft.mean),
+                                     ms(send_mean), ms(down_mean), ms(lag_mean), ms(c->send_lag.p99),
+                                     ms(c->downlink.p99), ms(c->client_lag.p99));
+    }
+    if (t->shared_read_events && err_out(&c->err_itl, tm->itl, in))
         rc |= tt_audit_add_cause(c, "coalesced-events", t->shared_requests,
                                  "%llu of %llu token events reached the tool in one read with another event: it "
                                  "cannot time them apart, so its ITL samples are off (median %+.3f ms)",
@@ -545,19 +562,15 @@ static int copy_samples(int64_t **dst, size_t *n, const samples *s)
 }
 
 /* Whether every graded number of c is within tolerance. */
-static bool judge(const tt_audit_cell *c, const tally *t, const tt_cell_inputs *in)
+static bool judge(const tt_audit_cell *c, const truth_medians *tm, const tt_cell_inputs *in)
 {
     if (!c->graded || c->cmd_status != 0 || c->cmd_problem[0]) return false;
     if (c->failed_but_delivered || c->ok_but_undelivered || c->records != c->records_matched) return false;
     if (c->records < c->requests_sent) return false;
     if (c->tokens_reported >= 0 && c->tokens_reported != c->tokens_true) return false;
     if (c->itl_samples_reported >= 0 && c->itl_samples_reported != c->itl_samples_true) return false;
-    const struct { const tt_audit_stat *err; const samples *truth; } m[] = {
-        {&c->err_ttft, &t->ttft_true}, {&c->err_itl, &t->itl_true}, {&c->err_tpot, &t->tpot_true},
-        {&c->err_e2el, &t->e2el_true}};
-    for (size_t i = 0; i < 4; i++)
-        if (m[i].err->n && fabs(m[i].err->median) > tolerance_ns(in, median_of(m[i].truth))) return false;
-    return true;
+    return !err_out(&c->err_ttft, tm->ttft, in) && !err_out(&c->err_itl, tm->itl, in) &&
+           !err_out(&c->err_tpot, tm->tpot, in) && !err_out(&c->err_e2el, tm->e2el, in);
 }
 
 /* An importer's reason without the path it starts with (the card names {result}). */
@@ -590,7 +603,8 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     if (access(in->result_path, F_OK) != 0) {
         snprintf(c->cmd_problem, sizeof c->cmd_problem, "wrote no result file at {result}");
     } else if (tt_bench_load(in->result_path, TT_BENCH_AUTO, &bench, err, sizeof err) < 0) {
-        snprintf(c->cmd_problem, sizeof c->cmd_problem, "its result file is not one tokentap reads: %.300s", without_path(err, in->result_path));
+        snprintf(c->cmd_problem, sizeof c->cmd_problem, "its result file is not one tokentap reads: %.300s",
+                 without_path(err, in->result_path));
     } else {
         have_bench = true;
         snprintf(c->result_format, sizeof c->result_format, "%s", tt_bench_format_name(bench.format));
@@ -602,23 +616,26 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     size_t n_reqs = (size_t)cJSON_GetArraySize(reqs);
     finding_sets fs = {0};
     const cJSON **by_record = NULL;
+    const tt_truth_req **truth_of = NULL;
     int rc = 0;
     tally t;
     memset(&t, 0, sizeof t);
+    truth_medians tm = {NAN, NAN, NAN, NAN};
     if (findings_by_request(doc, n_reqs, &fs) < 0) goto oom;
 
-    /* requests sent: generation requests the client socket saw */
+    /* each request's truth, by its connection (serve counts ordinals from 1);
+     * requests sent: generation requests the client socket saw */
+    truth_of = calloc(n_reqs ? n_reqs : 1, sizeof *truth_of);
+    if (!truth_of) goto oom;
     size_t i = 0;
     const cJSON *R;
     cJSON_ArrayForEach(R, reqs)
     {
-        const cJSON *conn = get(R, "connection"), *cl = get(get(R, "vantages"), "client");
+        const cJSON *conn = get(R, "connection"), *peer = get(conn, "client");
         int64_t ord;
-        const cJSON *peer = get(conn, "client");
-        if (cl && cJSON_IsString(peer) && num(conn, "ordinal", &ord)) {
-            const tt_truth_req *T = tt_truth_find(&truth, peer->valuestring, (uint32_t)ord + 1);
-            if (T && T->generation) c->requests_sent++;
-        }
+        if (cJSON_IsString(peer) && tt_audit_int_field(conn, "ordinal", &ord))
+            truth_of[i] = tt_truth_find(&truth, peer->valuestring, (uint32_t)ord + 1);
+        if (truth_of[i] && truth_of[i]->generation && get(get(R, "vantages"), "client")) c->requests_sent++;
         i++;
     }
     size_t answered = 0;
@@ -638,7 +655,7 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     cJSON_ArrayForEach(R, reqs)
     {
         int64_t idx;
-        if (num(get(R, "reported"), "index", &idx) && idx >= 0 && (size_t)idx < bench.n_reqs) {
+        if (tt_audit_int_field(get(R, "reported"), "index", &idx) && idx >= 0 && (size_t)idx < bench.n_reqs) {
             by_record[idx] = R;
             req_index[idx] = i;
         }
@@ -651,16 +668,14 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
         R = by_record[k];
         if (rec->success) c->reported_ok++;
         if (!R) continue;
-        const cJSON *conn = get(R, "connection"), *cl = get(get(R, "vantages"), "client"), *peer = get(conn, "client");
-        int64_t ord;
-        const tt_truth_req *T = cJSON_IsString(peer) && num(conn, "ordinal", &ord)
-                                    ? tt_truth_find(&truth, peer->valuestring, (uint32_t)ord + 1) : NULL;
+        const cJSON *cl = get(get(R, "vantages"), "client");
+        const tt_truth_req *T = truth_of[req_index[k]];
         if (!T || !T->generation) continue;
         c->records_matched++;
         const char *findings = fs.ids[req_index[k]];
         int64_t events;
         bool complete = cJSON_IsTrue(get(R, "complete"));
-        bool delivered = cl ? complete && num(cl, "token_events", &events) && events == (int64_t)T->n_token
+        bool delivered = cl ? complete && tt_audit_int_field(cl, "token_events", &events) && events == (int64_t)T->n_token
                             : tt_truth_ended(T);
         if (rec->success && !delivered) c->ok_but_undelivered++;
         if (!rec->success && delivered && tt_truth_ended(T)) {
@@ -692,15 +707,18 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     /* client_queue stays n 0: no vantage here sees when the kernel made the bytes readable */
     if (copy_samples(&c->ttft_err_ns, &c->n_ttft_err, &t.ttft_err) < 0 ||
         copy_samples(&c->itl_reported_ns, &c->n_itl_reported, &t.itl_rep) < 0 ||
-        copy_samples(&c->itl_true_ns, &c->n_itl_true, &t.itl_true) < 0 || name_causes(c, &t, in) < 0)
+        copy_samples(&c->itl_true_ns, &c->n_itl_true, &t.itl_true) < 0)
         goto oom;
+    tm = truth_medians_of(&t);
+    if (name_causes(c, &t, &tm, in) < 0) goto oom;
 done:
-    c->within_tolerance = judge(c, &t, in);
+    c->within_tolerance = judge(c, &tm, in);
     goto out;
 oom:
     rc = -1;
 out:
     tally_free(&t);
+    free(truth_of);
     free(by_record);
     free(fs.ids);
     if (have_bench) tt_bench_result_free(&bench);

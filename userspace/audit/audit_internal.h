@@ -12,6 +12,14 @@
 
 #include "audit/audit.h"
 
+struct cJSON;
+
+/* The integer field key of JSON object o (NULL-safe); false when absent,
+ * not a number, or beyond 2^53 (no instant or count of serve's log or
+ * run's report is, and beyond it a double is not exact). Shared by the
+ * readers of serve's log and of run's report. */
+bool tt_audit_int_field(const struct cJSON *o, const char *key, int64_t *out);
+
 /* One request as `tokentap serve` answered it, from its --log. */
 typedef struct tt_truth_req {
     char peer[64];            /* the client's ip:port */

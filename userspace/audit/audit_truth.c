@@ -23,13 +23,11 @@ static const char *str_of(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* An integer field; false when absent, not a number or beyond 2^53 (no
- * instant or count of serve's is, and beyond it a double is not exact). */
-static bool int_of(const cJSON *o, const char *key, int64_t *out)
+bool tt_audit_int_field(const cJSON *o, const char *key, int64_t *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
     if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= 9007199254740992.0)) return false;
-    *out = (int64_t)v->valuedouble;
+    *out = (int64_t)llround(v->valuedouble);
     return true;
 }
 
@@ -60,7 +58,7 @@ static int add_request(tt_truth *t, const cJSON *o)
     memset(r, 0, sizeof *r);
     const char *peer = str_of(o, "peer"), *id = str_of(o, "request_id"), *path = str_of(o, "path");
     int64_t v;
-    if (!peer || !int_of(o, "ordinal", &v) || !int_of(o, "request_read_ns", &r->read_ns)) {
+    if (!peer || !tt_audit_int_field(o, "ordinal", &v) || !tt_audit_int_field(o, "request_read_ns", &r->read_ns)) {
         t->bad_lines++;
         return 0;
     }
@@ -68,11 +66,11 @@ static int add_request(tt_truth *t, const cJSON *o)
     r->ordinal = (uint32_t)v;
     snprintf(r->request_id, sizeof r->request_id, "%s", id ? id : "");
     snprintf(r->path, sizeof r->path, "%s", path ? path : "");
-    r->status = int_of(o, "status", &v) ? (int)v : 0;
+    r->status = tt_audit_int_field(o, "status", &v) ? (int)v : 0;
     r->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stream"));
-    r->generation = int_of(o, "tokens", &r->tokens);
+    r->generation = tt_audit_int_field(o, "tokens", &r->tokens);
     if (!r->generation) r->tokens = -1;
-    if (!int_of(o, "events", &r->events_total)) r->events_total = 0;
+    if (!tt_audit_int_field(o, "events", &r->events_total)) r->events_total = 0;
     t->n++;
     return 0;
 }
@@ -81,7 +79,7 @@ static int add_write(tt_truth *t, const cJSON *o)
 {
     const char *peer = str_of(o, "peer");
     int64_t ord, mono;
-    if (!peer || !int_of(o, "ordinal", &ord) || !int_of(o, "mono_ns", &mono)) {
+    if (!peer || !tt_audit_int_field(o, "ordinal", &ord) || !tt_audit_int_field(o, "mono_ns", &mono)) {
         t->bad_lines++;
         return 0;
     }
