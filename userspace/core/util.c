@@ -1,7 +1,13 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out)
 {
@@ -28,4 +34,60 @@ uint64_t tt_clock_ns(clockid_t id)
     struct timespec ts;
     clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One line into err (newlines in a path or strerror text flattened); -1. */
+static int read_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int read_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    for (char *p = err; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    return -1;
+}
+
+int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return read_fail(err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return read_fail(err, errlen, "%s: not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return read_fail(err, errlen, "%s: %lld bytes, more than the %zu this reads", path,
+                        (long long)st.st_size, max);
+    }
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return read_fail(err, errlen, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    while (got < cap - 1) {
+        ssize_t n = read(fd, buf + got, cap - 1 - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return read_fail(err, errlen, "%s: %s", path, strerror(e));
+        }
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *data = buf;
+    *len = got;
+    return 0;
 }

@@ -3,6 +3,7 @@
 #define TT_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -11,6 +12,12 @@ bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out);
 
 /* Parse a duration in seconds, > 0 and at most 1e7; false for anything else. */
 bool tt_parse_seconds(const char *s, double *out);
+
+/* Read the regular file at path whole into *data (malloc'd, NUL-terminated
+ * after len bytes; the caller frees it). 0, or -1 with a one-line reason
+ * naming path in err: unreadable, not a regular file, over max bytes, out
+ * of memory. */
+int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen);
 
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);

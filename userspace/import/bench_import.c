@@ -1,16 +1,14 @@
 /* bench_import.c - benchmark result files: dispatch, detection, the shared
  * helpers of import_internal.h, and freeing. */
+#include "core/util.h"
 #include "import/import_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *const format_names[TT_BENCH_FORMAT_COUNT] = {
     [TT_BENCH_AUTO] = "auto",         [TT_BENCH_VLLM] = "vllm",
@@ -45,49 +43,6 @@ int imp_fail(char *err, size_t errlen, const char *fmt, ...)
     for (char *p = err; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';
     return -1;
-}
-
-int imp_read_file(const char *path, size_t max, char **data, size_t *len, char *err,
-                  size_t errlen)
-{
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return imp_fail(err, errlen, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return imp_fail(err, errlen, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > max) {
-        close(fd);
-        return imp_fail(err, errlen, "%s: %lld bytes, more than the %zu this reads", path,
-                        (long long)st.st_size, max);
-    }
-    size_t cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return imp_fail(err, errlen, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    while (got < cap - 1) {
-        ssize_t n = read(fd, buf + got, cap - 1 - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return imp_fail(err, errlen, "%s: %s", path, strerror(e));
-        }
-        if (n == 0) break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    *data = buf;
-    *len = got;
-    return 0;
 }
 
 #define IMP_MARK "\\u0001N" /* as written in JSON text */
@@ -482,7 +437,7 @@ int tt_bench_load(const char *path, tt_bench_format fmt, tt_bench_result *out, c
     if (!path) return imp_fail(err, errlen, "no path");
     char *data = NULL;
     size_t len = 0;
-    if (imp_read_file(path, TT_BENCH_MAX_FILE_BYTES, &data, &len, err, errlen) != 0) return -1;
+    if (tt_read_file(path, TT_BENCH_MAX_FILE_BYTES, &data, &len, err, errlen) != 0) return -1;
     char inner[320] = "";
     int rc = tt_bench_load_mem(data, len, fmt, out, inner, sizeof inner);
     free(data);

@@ -15,10 +15,6 @@
  * so callers can `return imp_fail(...)`. */
 int imp_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Read the whole file at path (at most max bytes) into a malloc'd buffer
- * with a NUL after the data. 0, or -1 with the reason in err. */
-int imp_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen);
-
 /* Copy data into a NUL-terminated buffer in which every integer literal
  * too long to be exact as a double (16 digits or more) outside strings is
  * turned into a marked string, so imp_integer can read it exactly, and
