@@ -19,7 +19,9 @@
 #     threads also wait for the GIL after a read: real overhead too).
 #  5. usage (read only from frames without choices): tabby's usage unread.
 #  6. broken CMD: non-zero exit, no result file, an unknown format: one
-#     problem line each, exit 1; bad options exit 2.
+#     problem line each, exit 1; a client of Anthropic's API gets the
+#     anthropic profile (its first run, under vllm, dropped); bad options
+#     exit 2.
 set -eu
 . "$(dirname "$0")/lib.sh"
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
@@ -154,6 +156,16 @@ broken exit3 'CMD exited 3 (its last line: gave up); wrote no result file at {re
 broken noresult 'wrote no result file at {result}$' true
 broken badformat 'its result file is not one tokentap reads: JSON, but not a result file' bash -c 'echo "{\"x\": 1}" > "$1"' _ '{result}'
 broken notfound 'CMD exited 127' /nonexistent/tool
+# a tool speaking Anthropic's API: its first run (under vllm) chooses the profile and is dropped
+"$TT" audit -q --json --concurrency 1 --requests 1 --no-server-vantage -- curl -s -o /dev/null \
+    -H 'content-type: application/json' -d '{"model":"m","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"x"}]}' \
+    '{url}/v1/messages' > "$work/anthropic.json" 2>&1 || true
+$py -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['note'] == 'profiles: chosen from the paths of the first run (/v1/messages)', d['note']
+assert [(c['profile'], c['concurrency']) for c in d['cells']] == [('anthropic', 1)], d['cells']
+" "$work/anthropic.json" || fail "profiles from an Anthropic client's first run: $(head -c 800 "$work/anthropic.json")"
 rc=0; "$TT" audit --concurrency 0 -- true 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "--concurrency 0: exit $rc"
 rc=0; "$TT" audit --profiles nope -- true 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "--profiles nope: exit $rc"
 rc=0; "$TT" audit 2> /dev/null || rc=$?; [ $rc = 2 ] || fail "no command: exit $rc"

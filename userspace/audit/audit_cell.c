@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "audit/audit_internal.h"
+#include "core/util.h"
 #include "import/bench_import.h"
 #include "join/decompose.h"
 #include "metrics/metrics.h"
@@ -143,26 +144,14 @@ static int64_t add_sat(int64_t a, int64_t b)
     return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
-static cJSON *read_json_file(const char *path)
+/* run's report, parsed; NULL when unreadable or not JSON. */
+static cJSON *read_report(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            char *n = realloc(buf, cap);
-            if (!n) break;
-            buf = n;
-        }
-        size_t r = fread(buf + len, 1, cap - len, f);
-        if (!r) break;
-        len += r;
-    }
-    fclose(f);
-    cJSON *doc = buf ? cJSON_ParseWithLength(buf, len) : NULL;
-    free(buf);
+    char *data, err[256];
+    size_t len;
+    if (tt_read_file(path, (size_t)1 << 30, &data, &len, err, sizeof err) < 0) return NULL;
+    cJSON *doc = cJSON_ParseWithLength(data, len);
+    free(data);
     return doc;
 }
 
@@ -597,7 +586,7 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     for (size_t i = 0; i < truth.n; i++)
         if (truth.reqs[i].generation && tt_truth_ended(&truth.reqs[i])) c->server_completed++;
 
-    cJSON *doc = read_json_file(in->run_report);
+    cJSON *doc = read_report(in->run_report);
     tt_bench_result bench = {0};
     bool have_bench = false;
     if (access(in->result_path, F_OK) != 0) {
@@ -636,6 +625,13 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
         if (cJSON_IsString(peer) && tt_audit_int_field(conn, "ordinal", &ord))
             truth_of[i] = tt_truth_find(&truth, peer->valuestring, (uint32_t)ord + 1);
         if (truth_of[i] && truth_of[i]->generation && get(get(R, "vantages"), "client")) c->requests_sent++;
+        const cJSON *path = get(R, "path");
+        if (cJSON_IsString(path)) {
+            char clean[128];
+            snprintf(clean, sizeof clean, "%s", path->valuestring);
+            clean[strcspn(clean, "?")] = 0;
+            set_add(ev->paths, sizeof ev->paths, clean);
+        }
         i++;
     }
     size_t answered = 0;

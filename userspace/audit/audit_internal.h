@@ -74,6 +74,7 @@ typedef struct tt_cell_evidence {
     char ok_findings[1024];
     char failed_findings[1024];
     char failed_error[160];   /* the tool's error text of one such request */
+    char paths[256];          /* the request paths in run's report (query cut), comma-joined: the tool's API */
 } tt_cell_evidence;
 
 /* Grade cell c (its profile, concurrency, cmd_status already set) from the

@@ -14,8 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cJSON.h>
-
 #include "audit/audit.h"
 #include "audit/audit_internal.h"
 #include "cmd/commands.h"
@@ -245,36 +243,25 @@ static int find_self(void)
     return 0;
 }
 
-/* The profiles whose endpoints the requests of a run's report used, in
- * all_profiles order; 0 when it holds no request to a known endpoint. */
-static size_t profiles_from_report(const char *path, char out[][16], char *paths, size_t paths_cap)
+/* The profiles whose endpoints the request paths in set (comma-joined,
+ * tt_cell_evidence.paths) use, in all_profiles order, and the paths for
+ * the card's note in shown ("a, b"); 0 when none is a known endpoint. */
+static size_t profiles_from_paths(const char *set, char out[][16], char *shown, size_t shown_cap)
 {
     bool want[sizeof all_profiles / sizeof all_profiles[0]] = {0};
-    *paths = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    static char buf[1 << 22];
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    cJSON *doc = cJSON_ParseWithLength(buf, len);
-    const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "requests"))
-    {
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "path");
-        if (!cJSON_IsString(p)) continue;
-        char clean[128];
-        snprintf(clean, sizeof clean, "%s", p->valuestring);
-        clean[strcspn(clean, "?")] = 0;
-        if (!strstr(paths, clean) && strlen(paths) + strlen(clean) + 3 < paths_cap)
-            snprintf(paths + strlen(paths), paths_cap - strlen(paths), "%s%s", *paths ? ", " : "", clean);
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", set);
+    size_t used = 0;
+    *shown = 0;
+    for (char *save = NULL, *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (used < shown_cap) used += (size_t)snprintf(shown + used, shown_cap - used, "%s%s", used ? ", " : "", p);
         for (size_t e = 0; e < sizeof endpoints / sizeof endpoints[0]; e++) {
-            if (strcmp(endpoints[e].path, clean)) continue;
+            if (strcmp(endpoints[e].path, p)) continue;
             for (int k = 0; k < 2 && endpoints[e].profiles[k]; k++)
                 for (size_t q = 0; q < sizeof all_profiles / sizeof all_profiles[0]; q++)
                     if (!strcmp(all_profiles[q], endpoints[e].profiles[k])) want[q] = true;
         }
     }
-    cJSON_Delete(doc);
     size_t n = 0;
     for (size_t q = 0; q < sizeof all_profiles / sizeof all_profiles[0]; q++)
         if (want[q]) snprintf(out[n++], 16, "%s", all_profiles[q]);
@@ -397,9 +384,8 @@ int tt_cmd_audit(int argc, char **argv)
         else rc = tt_audit_run_cell(&plan, c, &cr, &ev[0]);
         if (rc == 0) {
             card.n_cells = 1;
-            char report[4200], paths[256];
-            snprintf(report, sizeof report, "%s/run.json", cr.dir);
-            o.n_profiles = profiles_from_report(report, o.profiles, paths, sizeof paths);
+            char paths[320];
+            o.n_profiles = profiles_from_paths(ev[0].paths, o.profiles, paths, sizeof paths);
             if (!o.n_profiles) {
                 snprintf(o.profiles[o.n_profiles++], 16, "vllm");
                 snprintf(card.note, sizeof card.note,
