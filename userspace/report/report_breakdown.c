@@ -153,33 +153,32 @@ static void merged_runs(FILE *out, const tt_breakdown *b, bool e2el)
     free(v);
 }
 
-/* The largest clock uncertainty over the requests, for a part running
- * from vantage a to vantage b (docs/clocks.md); 0 when they share a
- * recording or there is one recording, NAN when a clock's is unknown. */
-static double worst_uncertainty(const tt_breakdown *b, tt_vantage a, tt_vantage v2)
+/* The largest clock uncertainty over the requests of a part between the
+ * client and the server (docs/clocks.md); 0 when they share a recording
+ * or there is one recording, NAN when a clock's is unknown. */
+static double worst_uncertainty(const tt_breakdown *b)
 {
     if (!b->clocks) return 0;
     double worst = 0;
     for (size_t i = 0; i < b->join.n; i++) {
         const tt_request *cl = tt_join_request(&b->join, &b->join.reqs[i], TT_VANTAGE_CLIENT);
         if (!cl || cl->req_first_ns == TT_NS_NONE) continue;
-        double u = tt_clock_set_uncertainty(b->clocks, a, v2, (int64_t)cl->req_first_ns);
+        double u = tt_clock_set_uncertainty(b->clocks, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER, (int64_t)cl->req_first_ns);
         if (!isfinite(u)) return NAN;
         if (u > worst) worst = u;
     }
     return worst;
 }
 
-/* "  +- U us (clocks)" after a part that crosses hosts. */
-static void clock_note(FILE *out, const tt_breakdown *b, tt_vantage a, tt_vantage v2)
+/* "  +- U us (clocks)" after a part that crosses hosts (u from worst_uncertainty). */
+static void clock_note(FILE *out, double u)
 {
-    double u = worst_uncertainty(b, a, v2);
     if (u == 0) return;
     if (isfinite(u)) fprintf(out, "%-28s %6s +- %.1f us (the clocks of two recordings, at worst)\n", "", "", u / 1e3);
     else fprintf(out, "%-28s %6s +- ? (wall-clock placement: no interval)\n", "", "");
 }
 
-static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el)
+static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double clock_u)
 {
     const tt_overhead_stat *parts = e2el ? b->e2el_part : b->ttft_part;
     const tt_overhead_stat *segs = e2el ? b->e2el_seg : b->ttft_seg;
@@ -191,14 +190,14 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el)
     fprintf(out, "%-28s %6s %10s %10s %10s\n", "part", "n", "mean", "median", "p99");
     stat_row(out, "send lag", &parts[TT_PART_SEND_LAG]);
     stat_row(out, "uplink", &parts[TT_PART_UPLINK]);
-    clock_note(out, b, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER);
+    clock_note(out, clock_u);
     if (segs[TT_SEG_UP_CLIENT_WIRE].n || segs[TT_SEG_UP_WIRE_SERVER].n) {
         stat_row(out, "  client -> wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
         stat_row(out, "  wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
     }
     stat_row(out, e2el ? "server E2EL" : "server TTFT", &parts[TT_PART_SERVER]);
     stat_row(out, "downlink", &parts[TT_PART_DOWNLINK]);
-    clock_note(out, b, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER);
+    clock_note(out, clock_u);
     if (segs[TT_SEG_DOWN_SERVER_WIRE].n || segs[TT_SEG_DOWN_WIRE_CLIENT].n) {
         stat_row(out, "  server -> wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
         stat_row(out, "  wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
@@ -436,8 +435,9 @@ void tt_report_breakdown_text(FILE *out, const char *input, const tt_breakdown *
     }
     if (b->clocks) tt_clock_set_text(out, b->clocks);
     side_by_side(out, b);
-    overhead_table(out, b, false);
-    overhead_table(out, b, true);
+    double clock_u = worst_uncertainty(b);
+    overhead_table(out, b, false, clock_u);
+    overhead_table(out, b, true, clock_u);
     itl_section(out, b);
     disagreements(out, b);
     findings(out, b);
