@@ -50,22 +50,26 @@ static bool seen(uint64_t ns)
     return ns != TT_NS_NONE && ns != 0;
 }
 
-/* client (at recording C) and server (at recording D) of one request; the
- * bounds go into ca the way round R and S are. */
+/* A byte sent at from_ns and read at to_ns, seen at both (TT_NS_NONE or 0
+ * at either: nothing): from the client's host when from_client, else
+ * from the server's; into ca the way round R and S are. */
+static int cross(tt_clock_align *ca, bool client_in_s, bool from_client, uint64_t from_ns, uint64_t to_ns,
+                 tt_clock_match *m)
+{
+    if (!seen(from_ns) || !seen(to_ns)) return 0;
+    int rc = from_client == client_in_s ? tt_clock_align_s_to_r(ca, (int64_t)from_ns, (int64_t)to_ns)
+                                        : tt_clock_align_r_to_s(ca, (int64_t)from_ns, (int64_t)to_ns);
+    if (rc == 0) m->bounds++;
+    return rc;
+}
+
+/* The bounds of one request: client (in one recording) and server (in the other). */
 static int add_request(tt_clock_align *ca, const tt_request *client, const tt_request *server, bool client_in_s,
                        tt_clock_match *m)
 {
-    /* a byte sent at `from` (one host) read at `to` (the other) */
-#define CROSS(from_client, from_ns, to_ns)                                                                   \
-    do {                                                                                                     \
-        int rc_;                                                                                             \
-        if ((from_client) == client_in_s) rc_ = tt_clock_align_s_to_r(ca, (int64_t)(from_ns), (int64_t)(to_ns)); \
-        else rc_ = tt_clock_align_r_to_s(ca, (int64_t)(from_ns), (int64_t)(to_ns));                          \
-        if (rc_ < 0) return -1;                                                                              \
-        m->bounds++;                                                                                         \
-    } while (0)
-    if (seen(client->req_first_ns) && seen(server->req_first_ns)) CROSS(true, client->req_first_ns, server->req_first_ns);
-    if (seen(client->req_last_ns) && seen(server->req_last_ns)) CROSS(true, client->req_last_ns, server->req_last_ns);
+    if (cross(ca, client_in_s, true, client->req_first_ns, server->req_first_ns, m) < 0 ||
+        cross(ca, client_in_s, true, client->req_last_ns, server->req_last_ns, m) < 0)
+        return -1;
     /* the k-th token event written at the server, read at the client */
     uint32_t ci = 0, si = 0;
     while (ci < client->n_events && si < server->n_events) {
@@ -78,11 +82,10 @@ static int add_request(tt_clock_align *ca, const tt_request *client, const tt_re
             si++;
             continue;
         }
-        if (seen(se->dispatch_ns) && seen(ce->dispatch_ns)) CROSS(false, se->dispatch_ns, ce->dispatch_ns);
+        if (cross(ca, client_in_s, false, se->dispatch_ns, ce->dispatch_ns, m) < 0) return -1;
         ci++;
         si++;
     }
-#undef CROSS
     return 0;
 }
 

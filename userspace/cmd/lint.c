@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clocks/clock_set.h"
 #include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "lint/lint.h"
@@ -46,27 +47,20 @@ static void usage(FILE *out)
             "written.\n");
 }
 
-/* Every vantage of every input, in order. */
-#define EACH_ANALYSIS(ins, n_in, a)                                                                            \
-    for (size_t i_ = 0; i_ < (n_in); i_++)                                                                     \
-        for (size_t k_ = 0; k_ < (ins)[i_].n; k_++)                                                            \
-            for (const tt_analysis *a = (ins)[i_].analyses[k_]; a; a = NULL)
-
-static void write_text(FILE *out, const char *path, const tt_cmd_input *ins, size_t n_in, bool with_text)
+/* as[0..n): every vantage of every input, in order */
+static void write_text(FILE *out, const char *path, const tt_analysis *const *as, size_t n, bool with_text)
 {
     fprintf(out, "tokentap lint %s\n", path);
-    bool first = true;
-    EACH_ANALYSIS(ins, n_in, a)
-    {
-        fprintf(out, "%svantage: %s   requests: %zu   input: %s\n", first ? "" : "\n", tt_vantage_name(a->vantage),
+    for (size_t k = 0; k < n; k++) {
+        const tt_analysis *a = as[k];
+        fprintf(out, "%svantage: %s   requests: %zu   input: %s\n", k ? "\n" : "", tt_vantage_name(a->vantage),
                 a->n_reqs, a->input);
-        first = false;
         if (a->source_error) fprintf(out, "warning: %s\n", a->source_error);
         tt_lint_write_text(out, a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = with_text, .detailed = true});
     }
 }
 
-static void write_json(FILE *out, const char *path, const tt_cmd_input *ins, size_t n_in, bool with_text,
+static void write_json(FILE *out, const char *path, const tt_analysis *const *as, size_t n, bool with_text,
                        tt_lint_severity fail_on, bool failed)
 {
     tt_jw w;
@@ -80,8 +74,8 @@ static void write_json(FILE *out, const char *path, const tt_cmd_input *ins, siz
     tt_jw_str(&w, "fail_on", tt_lint_severity_name(fail_on));
     tt_jw_bool(&w, "failed", failed);
     tt_jw_array_begin(&w, "vantages");
-    EACH_ANALYSIS(ins, n_in, a)
-    {
+    for (size_t k = 0; k < n; k++) {
+        const tt_analysis *a = as[k];
         tt_jw_object_begin(&w, NULL);
         tt_jw_str(&w, "vantage", tt_vantage_name(a->vantage));
         tt_jw_str(&w, "input", a->input);
@@ -92,8 +86,8 @@ static void write_json(FILE *out, const char *path, const tt_cmd_input *ins, siz
     }
     tt_jw_array_end(&w);
     tt_jw_array_begin(&w, "findings");
-    EACH_ANALYSIS(ins, n_in, a)
-    {
+    for (size_t k = 0; k < n; k++) {
+        const tt_analysis *a = as[k];
         tt_lint_view v = {.reqs = a->reqs, .with_text = with_text, .vantage = tt_vantage_name(a->vantage)};
         tt_lint_write_json_items(&w, a->lint, &v);
     }
@@ -140,8 +134,8 @@ int tt_cmd_lint(int argc, char **argv)
     size_t n_in = argc > optind ? (size_t)(argc - optind) : 0;
     const char *one = n_in > 1 ? argv[optind] : tt_cmd_input_operand("lint", argc, argv);
     if (!one) return TT_EXIT_USAGE;
-    if (n_in > 8) {
-        fprintf(stderr, "tokentap lint: at most 8 recordings at once\n");
+    if (n_in > TT_CLOCK_MAX_RECORDINGS) {
+        fprintf(stderr, "tokentap lint: at most %d recordings at once\n", TT_CLOCK_MAX_RECORDINGS);
         return TT_EXIT_USAGE;
     }
     for (size_t i = 0; n_in > 1 && i < n_in; i++)
@@ -151,7 +145,7 @@ int tt_cmd_lint(int argc, char **argv)
             return TT_EXIT_USAGE;
         }
     opt.keep_text = text;
-    tt_cmd_input ins[8];
+    tt_cmd_input ins[TT_CLOCK_MAX_RECORDINGS];
     memset(ins, 0, sizeof ins);
     int status = TT_EXIT_OK;
     char label[1024] = "";
@@ -168,8 +162,12 @@ int tt_cmd_lint(int argc, char **argv)
         }
         if (rc != TT_EXIT_OK && status == TT_EXIT_OK) status = rc;
     }
+    const tt_analysis *as[TT_CLOCK_MAX_RECORDINGS * TT_VANTAGE_COUNT];
+    size_t n_as = 0;
+    for (size_t i = 0; i < loaded; i++)
+        for (size_t k = 0; k < ins[i].n; k++) as[n_as++] = ins[i].analyses[k];
     bool failed = false;
-    EACH_ANALYSIS(ins, loaded, a) failed = failed || tt_lint_fails(a->lint, fail_on);
+    for (size_t k = 0; k < n_as; k++) failed = failed || tt_lint_fails(as[k]->lint, fail_on);
     if (failed) status = TT_EXIT_FINDINGS;
 
     FILE *out = tt_open_output(output);
@@ -177,8 +175,8 @@ int tt_cmd_lint(int argc, char **argv)
         fprintf(stderr, "tokentap lint: cannot write %s: %s\n", output, strerror(errno));
         status = TT_EXIT_OUTPUT;
     } else {
-        if (json) write_json(out, label, ins, loaded, text, fail_on, failed);
-        else write_text(out, label, ins, loaded, text);
+        if (json) write_json(out, label, as, n_as, text, fail_on, failed);
+        else write_text(out, label, as, n_as, text);
         int closed = tt_cmd_output_close("lint", out, output);
         if (closed != TT_EXIT_OK) status = closed;
     }
