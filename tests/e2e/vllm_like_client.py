@@ -26,11 +26,12 @@ usage: vllm_like_client.py PORT DELAY_NS OUT N_REQ [PREFIX] [TOKENS]
 records stay in request-index order, start_times are perf_counter seconds.
 The DELAY_NS busy-wait burns CPU but, with more than one thread, gives the
 GIL up at every turn (os.sched_yield), so that one thread's wait does not
-hold up another's recv and stamp: each request's client lag stays its own
-known delay (OUT.waited), which a GIL-holding spin would make several
-threads' waits add up (a 2 ms delay at concurrency 2 measured 2.56 ms of
-client lag). The client is still Python: several threads contend for the
-GIL while they parse, which is real client overhead.
+hold up another's recv and stamp the whole delay long (a GIL-holding spin
+made a 2 ms delay at concurrency 2 measure 2.56 ms of client lag). The
+client is still Python: a thread still waits for the GIL after its recv
+returns and while it parses, which is real client overhead and shows in
+its client lag beside the delay (OUT.waited counts from the moment the
+thread has the recv's result back in Python, so that wait is not in it).
 
 Timing, as vllm's openai-chat client: TTFT = first token stamp - start
 (start taken before connecting), itls = gaps between later token stamps,
