@@ -130,6 +130,14 @@ esac
 grep -q '^verdict: ok' "$work/text.txt" && grep -q '^== vllm, concurrency 1: within tolerance' "$work/text.txt" \
     || fail "text card: $(cat "$work/text.txt")"
 
+# the progress line on a terminal (script(1) gives audit one): run n of m, requests done
+if command -v script > /dev/null; then
+    script -qec "$TT audit --profiles vllm --concurrency 1 --requests 3 --ttft-ms 60 --itl-ms 10 --no-server-vantage \
+        -o $work/progress.txt -- $(tool)" /dev/null > "$work/progress.tty" 2>&1 || true
+    tr '\r' '\n' < "$work/progress.tty" | grep -q '^tokentap audit: run 1 of 1 (vllm, concurrency 1): [0-3] of 3 requests done' \
+        || fail "no progress line on a terminal: $(tr '\r' '\n' < "$work/progress.tty" | head -5)"
+fi
+
 # 2.-5.
 audit crlf --profiles vllm,tabby --concurrency 1 --requests 6 --no-server-vantage -- $(tool --defect crlf)
 [ $rc = 1 ] || fail "crlf: exit $rc, want 1: $(cat "$work/crlf.err")"
