@@ -389,10 +389,10 @@ int tt_cmd_audit(int argc, char **argv)
             if (!o.n_profiles) {
                 snprintf(o.profiles[o.n_profiles++], 16, "vllm");
                 snprintf(card.note, sizeof card.note,
-                         "profiles: the first run (under vllm) showed no request to a known endpoint%s%s%s; audited "
+                         "profiles: the first run (under vllm) showed no request to a known endpoint%s%.280s%s; audited "
                          "under vllm only", *paths ? " (paths: " : "", paths, *paths ? ")" : "");
             } else {
-                snprintf(card.note, sizeof card.note, "profiles: chosen from the paths of the first run (%s)", paths);
+                snprintf(card.note, sizeof card.note, "profiles: chosen from the paths of the first run (%.280s)", paths);
             }
             if (strcmp(o.profiles[0], "vllm")) { /* the first run does not count: not the tool's API */
                 tt_audit_cell_free(c);
