@@ -276,6 +276,7 @@ static __always_inline void fill_head(struct tt_socktap_event *ev, struct sock *
     ev->total_len = 0;
     ev->piece_off = 0;
     ev->copied = 0;
+    ev->seq = 0;
 }
 
 static __always_inline bool port_rejected(const struct tt_socktap_event *ev)
@@ -302,6 +303,8 @@ static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u3
     stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
     return 0;
 }
+
+#include "socktap_ready.bpf.h"
 
 static __always_inline bool is_data_syscall(__u32 syscall)
 {
@@ -488,6 +491,14 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
     ev->dir = dir;
     __u32 total = ret > 0xffffffffL ? 0xffffffffu : (__u32)ret;
     bool mmsg = args.syscall == TT_SOCKTAP_SYS_RECVMMSG || args.syscall == TT_SOCKTAP_SYS_SENDMMSG;
+    if (!mmsg) {
+        /* The socket's sequence just past what this call moved, less its
+         * length: the sequence number of its first byte. */
+        struct tcp_sock *tp = AS_KERNEL(struct tcp_sock, sk);
+        ev->seq = (dir == TT_SOCKTAP_DIR_RECV ? tp->copied_seq : tp->write_seq) - total;
+        ev->flags |= TT_SOCKTAP_F_SEQ;
+    }
+    ready_follow(sk, false);
 
     struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir};
     __u64 *lostp = lost_ever ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
@@ -592,6 +603,15 @@ static __always_inline int on_exit_role(long ret, __u32 syscall)
     }
     struct sock *sk = kind == TT_SOCKTAP_KIND_CONNECT ? (struct sock *)args.sk : tcp_sock_of_fd(fd);
     if (!sk) return 0;
+    struct tt_socktap_event tuple = {};
+    fill_tuple(&tuple, sk);
+    if (port_rejected(&tuple)) return 0;
+    if (kind == TT_SOCKTAP_KIND_CONNECT) {
+        ready_follow(sk, true);
+    } else {
+        ready_follow(sk, false);
+        ready_follow_port(sk);
+    }
     __u64 exit_ns = bpf_ktime_get_ns();
     return emit_marker(sk, id, fd, args.syscall, kind, args.enter_ns, exit_ns, exit_ns, ret);
 }
@@ -735,6 +755,7 @@ int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
     if (port_rejected(&probe)) return 0;
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_SEND, now);
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_RECV, now);
+    ready_forget(sk);
     return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0);
 }
 

@@ -23,7 +23,17 @@
  * sendfile: one record without data flagged TT_SOCKTAP_F_NOT_COPIED whose
  * total_len bytes went out without passing through a user buffer.
  * A DATA record with total_len 0 carries only lost_before (the ring buffer
- * refused earlier records of that socket and direction; sent before close). */
+ * refused earlier records of that socket and direction; sent before close).
+ *
+ * READY records (kind READY, no data) come from the sock:sk_data_ready
+ * tracepoint where the kernel has it: the instant received bytes became
+ * readable, before the process read them. They are emitted for the sockets
+ * the traced processes connected, accepted or moved data on, and for
+ * sockets accepted on a port a traced process accepted on before (so the
+ * bytes of a request that arrives before accept() returns are covered).
+ * A READY the ring buffer refused is not lost silently: the next READY of
+ * that socket starts where the refused one ended, so its start does not
+ * meet the previous end and userspace knows the bytes between are unknown. */
 #ifndef TT_SOCKTAP_H
 #define TT_SOCKTAP_H
 
@@ -83,6 +93,11 @@ enum tt_socktap_kind {
     TT_SOCKTAP_KIND_ACCEPT,   /* accept/accept4 returned fd: local end is the server */
     TT_SOCKTAP_KIND_EOF,      /* read, recvfrom, readv or recvmsg asked for bytes and returned 0:
                                  the peer ended its direction (its FIN was read) */
+    TT_SOCKTAP_KIND_READY,    /* the kernel made received bytes readable (sock:sk_data_ready):
+                                 the socket's receive sequence now ends at seq; total_len bytes
+                                 became readable since the previous READY of this socket
+                                 (or, flagged READY_FROM_START, every byte since the stream began).
+                                 Softirq context: tgid, tid 0, fd -1, syscall and enter/exit 0 */
     TT_SOCKTAP_KIND_COUNT
 };
 
@@ -92,6 +107,11 @@ enum tt_socktap_flags {
     TT_SOCKTAP_F_COPY_FAILED = 1u << 2, /* bpf_probe_read_user failed: copied is 0 */
     TT_SOCKTAP_F_NOT_COPIED = 1u << 3,  /* sendfile: total_len - piece_off bytes moved, never in a
                                            user buffer, so not copied (copied is 0) */
+    TT_SOCKTAP_F_SEQ = 1u << 4,         /* seq is valid: for DATA the TCP sequence number of the
+                                           syscall's first byte (data[0] is at seq + piece_off),
+                                           for READY the end of the readable bytes (rcv_nxt) */
+    TT_SOCKTAP_F_READY_FROM_START = 1u << 5, /* READY: the first of its socket, seen from the
+                                           socket's first readable byte (total_len is 0) */
 };
 
 /* Indices of the per-CPU counter array `stats`. */
@@ -106,6 +126,8 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_NOT_COPIED_BYTES,
     TT_SOCKTAP_STAT_CHILDREN,        /* processes added to the traced set when a traced one forked */
     TT_SOCKTAP_STAT_TGIDS_FULL,      /* forks of traced processes not followed: set full */
+    TT_SOCKTAP_STAT_READY,           /* READY records emitted (also counted in EVENTS) */
+    TT_SOCKTAP_STAT_READY_FULL,      /* sockets whose READY records were not wanted: map full */
     TT_SOCKTAP_STAT_COUNT
 };
 
@@ -126,6 +148,7 @@ struct tt_socktap_event {
     tt_u16 lport, rport; /* host order */
     tt_u8 dir, syscall, flags, kind; /* kind: enum tt_socktap_kind */
     tt_u8 laddr[16], raddr[16]; /* network order */
+    tt_u32 seq;         /* TCP sequence number, valid with TT_SOCKTAP_F_SEQ (see the flag) */
 };
 
 #endif

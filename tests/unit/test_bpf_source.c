@@ -415,6 +415,103 @@ static void test_wake_bytes(void **state)
     assert_int_equal(tt_bpf_wake_bytes(1u << 31), 256u << 10);
 }
 
+/* A READY record of sock: the receive sequence ends at end_seq, len bytes
+ * new since the last one (from_start: the socket's first). */
+static size_t make_ready(uint8_t *buf, uint64_t sock, uint64_t ns, uint32_t end_seq, uint32_t len, bool from_start)
+{
+    struct tt_socktap_event ev = {0};
+    ev.kind = TT_SOCKTAP_KIND_READY;
+    ev.dir = TT_SOCKTAP_DIR_RECV;
+    ev.ts_ns = ns;
+    ev.sock_id = sock;
+    ev.fd = -1;
+    ev.family = 2;
+    ev.lport = 8000;
+    ev.rport = 40000;
+    ev.seq = end_seq;
+    ev.total_len = from_start ? 0 : len;
+    ev.flags = TT_SOCKTAP_F_SEQ | (from_start ? TT_SOCKTAP_F_READY_FROM_START : 0);
+    memcpy(buf, &ev, sizeof ev);
+    return sizeof ev;
+}
+
+static size_t make_seq_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock, uint64_t ns, const char *data,
+                           uint32_t seq)
+{
+    size_t n = make_rec(buf, dir, fd, sock, ns, data, 0, 0, TT_SOCKTAP_F_SEQ, 0);
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    ev.seq = seq;
+    memcpy(buf, &ev, sizeof ev);
+    return n;
+}
+
+/* READY records become TT_CHUNK_READY on the receive direction, placed by
+ * sequence number: held until a read tells the sequence numbers, adopted
+ * from before the accept (orphans), wrapping past 2^32, a refused one
+ * leaving a hole, the stale marks of an earlier socket at the same address
+ * dropped, and nonsense refused. */
+static void test_ready_marks(void **state)
+{
+    log_ctx srv = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+    assert_non_null(s);
+    uint8_t buf[512];
+    const uint32_t isn = 0xfffffff0u; /* the request's bytes wrap the sequence space */
+    /* a stale mark of an earlier socket at this address, then this socket's
+     * first (the request arrived before accept returned) */
+    size_t n = make_ready(buf, 0x77, 10, 12345, 0, true);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_ready(buf, 0x77, 50, isn + 10, 0, true);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x77, 60);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_ready(buf, 0x77, 70, isn + 16, 6, false);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 0); /* held: the sequence numbers are not known yet */
+    n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 80, "GET / HTTP/1.1\r\n", isn);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 3);
+    assert_int_equal(srv.items[0].kind, TT_CHUNK_READY);
+    assert_int_equal(srv.items[0].dir, TT_DIR_C2S);
+    assert_int_equal(srv.items[0].offset, 0);
+    assert_int_equal(srv.items[0].len, 10);
+    assert_int_equal(srv.items[0].mono_ns, 50);
+    assert_int_equal(srv.items[1].kind, TT_CHUNK_READY);
+    assert_int_equal(srv.items[1].offset, 10);
+    assert_int_equal(srv.items[1].len, 6);
+    assert_int_equal(srv.items[1].mono_ns, 70);
+    assert_int_equal(srv.items[2].kind, TT_CHUNK_DATA);
+    /* known now: the next mark goes out at once; one refused by the ring
+     * (16..20 never said) leaves its bytes out: the next starts at 20 */
+    n = make_ready(buf, 0x77, 90, isn + 30, 10, false);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 4);
+    assert_int_equal(srv.items[3].offset, 20);
+    assert_int_equal(srv.items[3].len, 10);
+    /* a mark far past anything read is not believed */
+    n = make_ready(buf, 0x77, 95, isn + 30 + (200u << 20), 5, false);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 4);
+    /* a READY on the send direction, or one without a sequence number, is bad */
+    n = make_ready(buf, 0x77, 96, 1, 1, false);
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    ev.dir = TT_SOCKTAP_DIR_SEND;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    ev.dir = TT_SOCKTAP_DIR_RECV;
+    ev.flags = 0;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.ready_records, 5);
+    assert_int_equal(st.ready_marks, 3);
+    assert_int_equal(st.ready_unplaced, 2); /* the stale orphan, the unbelievable mark */
+    tt_bpf_source_free(s);
+}
+
 static void test_bad_records(void **state)
 {
     log_ctx srv = {0};
@@ -458,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_eof_then_close),
         cmocka_unit_test(test_start_refuses_bad_filters),
         cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_ready_marks),
         cmocka_unit_test(test_wake_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,6 +51,7 @@ static void exchange(side *cl, side *sv, const char *id, uint16_t port, uint32_t
         int64_t shift = client ? AHEAD : 0;
         r->req_first_ns = (uint64_t)(t + shift + (client ? 0 : UP));
         r->req_last_ns = r->req_first_ns;
+        r->req_ready_ns = r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE; /* no kernel ready instant */
         r->events = s->events[i];
         r->events[0] = (tt_event_rec){.kind = TT_EV_ROLE, .dispatch_ns = (uint64_t)(t + shift + 1000000)};
         for (int e = 1; e < 4; e++) {

@@ -37,8 +37,16 @@ static void names_are(const tt_split *s, size_t run, const char *want)
     assert_string_equal(got, want);
 }
 
-/* reported.start, client, wire, server req; server, wire, client marks; reported mark */
-static const int64_t chain[TT_PT_COUNT] = {0, 100, 130, 200, 10200, 10230, 10400, 12000};
+/* reported.start, client, wire, server ready, server req; server, wire,
+ * client ready, client marks; reported mark */
+static const int64_t chain[TT_PT_COUNT] = {0, 100, 130, 180, 200, 10200, 10230, 10300, 10400, 12000};
+
+/* The chain without the kernel's ready instants (the probe, an old kernel). */
+static void without_ready(int64_t p[TT_PT_COUNT])
+{
+    memcpy(p, chain, sizeof chain);
+    p[TT_PT_SERVER_READY] = p[TT_PT_CLIENT_READY] = N;
+}
 
 static void test_all_seen(void **state)
 {
@@ -46,29 +54,69 @@ static void test_all_seen(void **state)
     tt_split_compute(&s, TT_REF_REPORTED, 12000, chain);
     assert_int_equal(s.reference, TT_REF_REPORTED);
     assert_int_equal(s.total_ns, 12000);
-    assert_int_equal(s.n_runs, 7);
+    assert_int_equal(s.n_runs, 9);
     assert_int_equal(run_sum(&s), 12000);
-    int64_t want[TT_PART_COUNT] = {100, 100, 10000, 200, 1600};
+    /* send lag, uplink, server queue, server, downlink, client queue, client lag */
+    int64_t want[TT_PART_COUNT] = {100, 80, 20, 10000, 100, 100, 1600};
     for (int p = 0; p < TT_PART_COUNT; p++) {
         assert_true(s.has_part[p]);
         assert_int_equal(s.part_ns[p], want[p]);
     }
     assert_int_equal(s.seg_ns[TT_SEG_UP_CLIENT_WIRE], 30);
-    assert_int_equal(s.seg_ns[TT_SEG_UP_WIRE_SERVER], 70);
+    assert_int_equal(s.seg_ns[TT_SEG_UP_WIRE_SERVER], 50);
     assert_int_equal(s.seg_ns[TT_SEG_DOWN_SERVER_WIRE], 30);
-    assert_int_equal(s.seg_ns[TT_SEG_DOWN_WIRE_CLIENT], 170);
+    assert_int_equal(s.seg_ns[TT_SEG_DOWN_WIRE_CLIENT], 70);
     names_are(&s, 1, "uplink.client_to_wire");
-    names_are(&s, 3, "server_ttft");
+    names_are(&s, 3, "server_queue");
+    names_are(&s, 4, "server_ttft");
+    names_are(&s, 7, "client_queue");
     assert_int_equal(s.runs[0].from_ns, 0);
-    assert_int_equal(s.runs[6].from_ns, 10400);
+    assert_int_equal(s.runs[8].from_ns, 10400);
     assert_string_equal(tt_part_name(TT_PART_SERVER, true), "server_e2el");
+    assert_string_equal(tt_part_name(TT_PART_CLIENT_QUEUE, false), "client_queue");
+    assert_string_equal(tt_part_name(TT_PART_SERVER_QUEUE, true), "server_queue");
     assert_string_equal(tt_reference_name(TT_REF_CLIENT), "client");
+}
+
+/* No ready instant: the queue parts are unknown and stay inside the link
+ * next to them, which is then not a part of its own either; every other
+ * part as before. */
+static void test_ready_missing_merges_queue(void **state)
+{
+    int64_t p[TT_PT_COUNT];
+    without_ready(p);
+    tt_split s;
+    tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
+    assert_int_equal(s.n_runs, 7);
+    assert_int_equal(run_sum(&s), 12000);
+    assert_false(s.has_part[TT_PART_SERVER_QUEUE]);
+    assert_false(s.has_part[TT_PART_CLIENT_QUEUE]);
+    assert_false(s.has_part[TT_PART_UPLINK]);
+    assert_false(s.has_part[TT_PART_DOWNLINK]);
+    assert_true(s.has_part[TT_PART_SEND_LAG]);
+    assert_true(s.has_part[TT_PART_SERVER]);
+    assert_true(s.has_part[TT_PART_CLIENT_LAG]);
+    assert_int_equal(s.part_ns[TT_PART_SERVER], 10000);
+    names_are(&s, 2, "uplink.wire_to_server,server_queue");
+    assert_int_equal(s.runs[2].ns, 70);
+    names_are(&s, 5, "downlink.wire_to_client,client_queue");
+    assert_int_equal(s.runs[5].ns, 170);
+
+    /* only the client's ready known: its queue is a part, the server's not */
+    p[TT_PT_CLIENT_READY] = chain[TT_PT_CLIENT_READY];
+    tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
+    assert_true(s.has_part[TT_PART_CLIENT_QUEUE]);
+    assert_int_equal(s.part_ns[TT_PART_CLIENT_QUEUE], 100);
+    assert_true(s.has_part[TT_PART_DOWNLINK]);
+    assert_int_equal(s.part_ns[TT_PART_DOWNLINK], 100);
+    assert_false(s.has_part[TT_PART_SERVER_QUEUE]);
+    assert_int_equal(run_sum(&s), 12000);
 }
 
 static void test_server_missing_merges(void **state)
 {
     int64_t p[TT_PT_COUNT];
-    memcpy(p, chain, sizeof p);
+    without_ready(p);
     p[TT_PT_SERVER_REQ] = p[TT_PT_SERVER_MARK] = N;
     tt_split s;
     tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
@@ -82,7 +130,7 @@ static void test_server_missing_merges(void **state)
     assert_true(s.has_seg[TT_SEG_UP_CLIENT_WIRE]);
     assert_false(s.has_seg[TT_SEG_UP_WIRE_SERVER]);
     assert_int_equal(s.runs[2].ns, 10100);
-    names_are(&s, 2, "uplink.wire_to_server,server_ttft,downlink.server_to_wire");
+    names_are(&s, 2, "uplink.wire_to_server,server_queue,server_ttft,downlink.server_to_wire");
     assert_false(s.seen & (1u << TT_PT_SERVER_REQ));
 }
 
@@ -93,9 +141,9 @@ static void test_wire_missing_keeps_parts(void **state)
     p[TT_PT_WIRE_REQ] = p[TT_PT_WIRE_MARK] = N;
     tt_split s;
     tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
-    assert_int_equal(s.n_runs, 5);
+    assert_int_equal(s.n_runs, 7);
     for (int k = 0; k < TT_PART_COUNT; k++) assert_true(s.has_part[k]);
-    assert_int_equal(s.part_ns[TT_PART_UPLINK], 100);
+    assert_int_equal(s.part_ns[TT_PART_UPLINK], 80);
     assert_false(s.has_seg[TT_SEG_UP_CLIENT_WIRE]);
     names_are(&s, 1, "uplink");
 }
@@ -103,7 +151,7 @@ static void test_wire_missing_keeps_parts(void **state)
 static void test_client_missing(void **state)
 {
     int64_t p[TT_PT_COUNT];
-    memcpy(p, chain, sizeof p);
+    without_ready(p);
     p[TT_PT_CLIENT_REQ] = p[TT_PT_CLIENT_MARK] = N;
     tt_split s;
     tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
@@ -112,14 +160,14 @@ static void test_client_missing(void **state)
     assert_true(s.has_part[TT_PART_SERVER]);
     names_are(&s, 0, "send_lag,uplink.client_to_wire");
     assert_int_equal(s.runs[0].ns, 130);
-    names_are(&s, s.n_runs - 1, "downlink.wire_to_client,client_lag");
+    names_are(&s, s.n_runs - 1, "downlink.wire_to_client,client_queue,client_lag");
     assert_int_equal(s.runs[s.n_runs - 1].ns, 12000 - 10230);
 }
 
 static void test_reported_without_start(void **state)
 {
     int64_t p[TT_PT_COUNT];
-    memcpy(p, chain, sizeof p);
+    without_ready(p);
     p[TT_PT_REPORTED_START] = p[TT_PT_REPORTED_MARK] = N;
     tt_split s;
     tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
@@ -129,15 +177,16 @@ static void test_reported_without_start(void **state)
     names_are(&s, 0, "send_lag,client_lag");
     assert_false(s.has_part[TT_PART_SEND_LAG]);
     assert_false(s.has_part[TT_PART_CLIENT_LAG]);
-    assert_true(s.has_part[TT_PART_UPLINK]);
+    assert_false(s.has_part[TT_PART_UPLINK]); /* the server's queue wait is in there */
     assert_int_equal(s.part_ns[TT_PART_SERVER], 10000);
 
     /* nothing inside seen: one run, the whole */
-    int64_t none[TT_PT_COUNT] = {N, N, N, N, N, N, N, N};
+    int64_t none[TT_PT_COUNT];
+    for (int k = 0; k < TT_PT_COUNT; k++) none[k] = N;
     tt_split_compute(&s, TT_REF_REPORTED, 777, none);
     assert_int_equal(s.n_runs, 1);
     assert_int_equal(s.runs[0].ns, 777);
-    names_are(&s, 0, "send_lag,uplink,server_ttft,downlink,client_lag");
+    names_are(&s, 0, "send_lag,uplink,server_queue,server_ttft,downlink,client_queue,client_lag");
 }
 
 static void test_client_reference(void **state)
@@ -149,8 +198,9 @@ static void test_client_reference(void **state)
     assert_int_equal(run_sum(&s), 10300);
     assert_false(s.has_part[TT_PART_SEND_LAG]);
     assert_false(s.has_part[TT_PART_CLIENT_LAG]);
-    assert_int_equal(s.part_ns[TT_PART_DOWNLINK], 200);
-    assert_int_equal(s.n_runs, 5);
+    assert_int_equal(s.part_ns[TT_PART_DOWNLINK], 100);
+    assert_int_equal(s.part_ns[TT_PART_CLIENT_QUEUE], 100);
+    assert_int_equal(s.n_runs, 7);
 
     int64_t p[TT_PT_COUNT];
     memcpy(p, chain, sizeof p);
@@ -186,6 +236,8 @@ static void test_random_chains_sum_exactly(void **state)
         unsigned seen = (unsigned)next_random();
         for (int q = 0; q < 4; q++)
             if (!(seen & (1u << q))) p[pairs[q][0]] = p[pairs[q][1]] = N;
+        if (!(seen & 16) || p[TT_PT_SERVER_REQ] == N) p[TT_PT_SERVER_READY] = N;
+        if (!(seen & 32) || p[TT_PT_CLIENT_MARK] == N) p[TT_PT_CLIENT_READY] = N;
         tt_reference ref = (tt_reference)(1 + next_random() % 4);
         int64_t total = p[TT_PT_REPORTED_START] != N ? p[TT_PT_REPORTED_MARK] - p[TT_PT_REPORTED_START]
                                                      : (int64_t)(next_random() % 100000000);
@@ -197,7 +249,7 @@ static void test_random_chains_sum_exactly(void **state)
         }
         assert_int_equal(run_sum(&s), s.total_ns);
         if (ref == TT_REF_REPORTED) assert_int_equal(s.total_ns, total);
-        uint8_t cover = 0;
+        uint16_t cover = 0;
         for (size_t r = 0; r < s.n_runs; r++) {
             assert_int_equal(cover & s.runs[r].segs, 0);
             cover |= s.runs[r].segs;
@@ -205,8 +257,9 @@ static void test_random_chains_sum_exactly(void **state)
         assert_int_equal(cover, s.scope);
         /* a part measured on its own is the difference of its own instants */
         static const int bounds[TT_PART_COUNT][2] = {
-            {TT_PT_REPORTED_START, TT_PT_CLIENT_REQ}, {TT_PT_CLIENT_REQ, TT_PT_SERVER_REQ},
-            {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK},   {TT_PT_SERVER_MARK, TT_PT_CLIENT_MARK},
+            {TT_PT_REPORTED_START, TT_PT_CLIENT_REQ}, {TT_PT_CLIENT_REQ, TT_PT_SERVER_READY},
+            {TT_PT_SERVER_READY, TT_PT_SERVER_REQ},   {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK},
+            {TT_PT_SERVER_MARK, TT_PT_CLIENT_READY},  {TT_PT_CLIENT_READY, TT_PT_CLIENT_MARK},
             {TT_PT_CLIENT_MARK, TT_PT_REPORTED_MARK}};
         for (int q = 0; q < TT_PART_COUNT; q++)
             if (s.has_part[q]) {
@@ -263,6 +316,7 @@ static tt_request *add_stream(fixture_vantage *fv, const char *id, uint64_t star
     r->terminal_seen = true;
     r->req_first_ns = start;
     r->req_last_ns = start + 5;
+    r->req_ready_ns = r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE; /* no kernel ready instant */
     r->usage_completion_tokens = -1;
     r->usage_prompt_tokens = -1;
     r->events = calloc(n + 1, sizeof *r->events);
@@ -308,9 +362,14 @@ static void test_breakdown_recovers_client_lag(void **state)
         uint32_t cchunks[4] = {1, 2, 3, 3};
         char id[16];
         snprintf(id, sizeof id, "b-%d", i);
-        add_stream(&s, id, t0 + 100000, 0, st, NULL, 4);
+        /* the kernel made the request readable 10 us before the server read
+         * it, and each token 10 us before the client read its first and
+         * last token events */
+        add_stream(&s, id, t0 + 100000, 0, st, NULL, 4)->req_ready_ns = t0 + 90000;
         add_stream(&w, id, t0 + 60000, 0, wt, NULL, 4);
-        add_stream(&c, id, t0 + 50000, t0 + 19000000, ct, cchunks, 4);
+        tt_request *cr = add_stream(&c, id, t0 + 50000, t0 + 19000000, ct, cchunks, 4);
+        cr->first_token_ready_ns = ct[0] - 10000;
+        cr->last_token_ready_ns = st[3] + 20000;
         /* the benchmark started 40 us before the client's first byte and
          * stamped every event `delay` after the client read it */
         records[i] = (tt_bench_request){
@@ -336,13 +395,16 @@ static void test_breakdown_recovers_client_lag(void **state)
         assert_int_equal(run_sum(&pb->ttft), records[i].ttft_ns);
         assert_int_equal(pb->ttft.part_ns[TT_PART_CLIENT_LAG], delay);
         assert_int_equal(pb->ttft.part_ns[TT_PART_SEND_LAG], 40000);
-        assert_int_equal(pb->ttft.part_ns[TT_PART_UPLINK], 50000);
+        assert_int_equal(pb->ttft.part_ns[TT_PART_UPLINK], 40000);
+        assert_int_equal(pb->ttft.part_ns[TT_PART_SERVER_QUEUE], 10000);
         assert_int_equal(pb->ttft.part_ns[TT_PART_SERVER], 20000000 - 100000);
-        assert_int_equal(pb->ttft.part_ns[TT_PART_DOWNLINK], 30000);
+        assert_int_equal(pb->ttft.part_ns[TT_PART_DOWNLINK], 20000);
+        assert_int_equal(pb->ttft.part_ns[TT_PART_CLIENT_QUEUE], 10000);
         assert_int_equal(pb->ttft.seg_ns[TT_SEG_DOWN_SERVER_WIRE], 10000);
         assert_int_equal(run_sum(&pb->e2el), records[i].e2el_ns);
         assert_int_equal(pb->e2el.part_ns[TT_PART_CLIENT_LAG], delay);
-        assert_int_equal(pb->e2el.part_ns[TT_PART_DOWNLINK], 30000); /* the last token came with the third */
+        assert_int_equal(pb->e2el.part_ns[TT_PART_DOWNLINK], 20000); /* the last token came with the third */
+        assert_int_equal(pb->e2el.part_ns[TT_PART_CLIENT_QUEUE], 10000);
         /* ITL: client minus server per gap; events 3 and 4 share one read */
         const tt_itl_split *it = &pb->itl;
         assert_true(it->valid);
@@ -481,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_reported_without_start),
         cmocka_unit_test(test_client_reference),
         cmocka_unit_test(test_random_chains_sum_exactly),
+        cmocka_unit_test(test_ready_missing_merges_queue),
         cmocka_unit_test(test_breakdown_recovers_client_lag),
         cmocka_unit_test(test_disagreements),
         cmocka_unit_test(test_distribution_of),

@@ -49,6 +49,7 @@ static tt_request *add_request(fixture_vantage *fv, const char *id, uint16_t cli
     r->req_first_ns = start_ns;
     r->req_last_ns = start_ns + 10;
     r->first_token_ns = r->last_token_ns = TT_NS_NONE;
+    r->req_ready_ns = r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE; /* no kernel ready instant */
     r->usage_completion_tokens = -1;
     r->usage_prompt_tokens = -1;
     return r;

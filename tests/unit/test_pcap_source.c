@@ -26,7 +26,7 @@ typedef struct collected {
     tt_strbuf bytes[2];  /* per direction; '?' for each gap byte */
     uint64_t ts[2][64];  /* instants of DATA chunks */
     size_t nts[2];
-    int fins, ends, rsts, releases, gaps;
+    int fins, ends, rsts, releases, gaps, readies;
     uint64_t conn_ids_seen;
     tt_conn_info last_info;
 } collected;
@@ -49,6 +49,7 @@ static void collect(void *ctx, const tt_chunk *ch)
     case TT_CHUNK_RST: c->rsts++; break;
     case TT_CHUNK_END: c->ends++; break;
     case TT_CHUNK_RELEASE: c->releases++; break;
+    case TT_CHUNK_READY: c->readies++; break;
     }
 }
 

@@ -23,7 +23,7 @@ typedef struct seen {
 
 static void record(void *ctx, const tt_chunk *c)
 {
-    static const char *const kinds[] = {"DATA", "GAP", "FIN", "RST", "END", "RELEASE"};
+    static const char *const kinds[] = {"DATA", "GAP", "FIN", "RST", "END", "RELEASE", "READY"};
     seen *s = ctx;
     if (c->conn->conn_id < 4) s->conn[c->conn->conn_id] = *c->conn;
     if (c->kind == TT_CHUNK_RELEASE) return;
@@ -54,13 +54,13 @@ static void put(tt_synth *s, const tt_conn_info *ci, tt_direction d, tt_chunk_ki
     tt_synth_chunk(s, &c);
 }
 
-static char *read_back(const char *path, seen *out)
+static char *read_back_as(const char *path, seen *out, tt_vantage v)
 {
     char err[256];
     tt_pcap_source *src = tt_pcap_source_open(path, err, sizeof err);
     if (!src) fail_msg("%s", err);
     memset(out, 0, sizeof *out);
-    tt_reasm *r = tt_reasm_new(NULL, TT_VANTAGE_SERVER, record, out);
+    tt_reasm *r = tt_reasm_new(NULL, v, record, out);
     assert_int_equal(tt_pcap_source_run(src, r, NULL, NULL, err, sizeof err), 0);
     tt_reasm_free(r);
     tt_pcap_source_close(src);
@@ -68,6 +68,8 @@ static char *read_back(const char *path, seen *out)
     out->trace.s = NULL;
     return t;
 }
+
+static char *read_back(const char *path, seen *out) { return read_back_as(path, out, TT_VANTAGE_SERVER); }
 
 static void test_round_trip(void **state)
 {
@@ -80,9 +82,12 @@ static void test_round_trip(void **state)
     tt_synth *s = tt_synth_open(path, err, sizeof err);
     if (!s) fail_msg("%s", err);
     tt_conn_info a = conn_v4(7);
+    put(s, &a, TT_DIR_C2S, TT_CHUNK_READY, 0, NULL, 19, 900);          /* readable before the read */
     put(s, &a, TT_DIR_C2S, TT_CHUNK_DATA, 0, "POST / HTTP/1.1\r\n\r\n", 19, 1000);
     put(s, &a, TT_DIR_S2C, TT_CHUNK_DATA, 0, "HTTP/1.1 200 OK\r\n", 17, 2000);
     put(s, &a, TT_DIR_S2C, TT_CHUNK_GAP, 17, NULL, 5, 2500);          /* five bytes never copied */
+    put(s, &a, TT_DIR_S2C, TT_CHUNK_READY, 17, NULL, 10, 2600);        /* marks ahead of the data, */
+    put(s, &a, TT_DIR_S2C, TT_CHUNK_READY, 27, NULL, 4, 2700);         /* an earlier instant than it */
     put(s, &a, TT_DIR_S2C, TT_CHUNK_DATA, 22, "data: x\n\n", 9, 3000);
     put(s, &a, TT_DIR_S2C, TT_CHUNK_FIN, 31, NULL, 0, 4000);
     put(s, &a, TT_DIR_C2S, TT_CHUNK_FIN, 19, NULL, 0, 4100);
@@ -93,8 +98,11 @@ static void test_round_trip(void **state)
 
     seen back;
     char *t = read_back(path, &back);
-    const char *want = "conn=1 c2s DATA off=0 len=19 t=1000 \"POST / HTTP/1.1\\r\\n\\r\\n\"\n"
+    const char *want = "conn=1 c2s READY off=0 len=19 t=900\n"
+                       "conn=1 c2s DATA off=0 len=19 t=1000 \"POST / HTTP/1.1\\r\\n\\r\\n\"\n"
                        "conn=1 s2c DATA off=0 len=17 t=2000 \"HTTP/1.1 200 OK\\r\\n\"\n"
+                       "conn=1 s2c READY off=17 len=10 t=2600\n"
+                       "conn=1 s2c READY off=27 len=4 t=2700\n"
                        "conn=1 s2c GAP off=17 len=5 t=3000\n"
                        "conn=1 s2c DATA off=22 len=9 t=3000 \"data: x\\n\\n\"\n"
                        "conn=1 s2c FIN off=31 len=0 t=4000\n"
@@ -103,6 +111,10 @@ static void test_round_trip(void **state)
     assert_false(back.conn[1].orientation_guessed); /* the synthesized handshake names the client */
     assert_int_equal(back.conn[1].client.port, 41000);
     assert_int_equal(back.conn[1].server.port, 8000);
+    free(t);
+    /* At the wire the marks mean nothing (a capture never carries them): ignored. */
+    t = read_back_as(path, &back, TT_VANTAGE_WIRE);
+    if (strstr(t, "READY")) fail_msg("marks delivered at the wire:\n%s", t);
     free(t);
     unlink(path);
 }

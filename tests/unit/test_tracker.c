@@ -13,6 +13,7 @@
 #include "metrics/metrics.h"
 #include "proto/event_frame.h"
 #include "timeline/conn_tracker.h"
+#include "timeline/ready_marks.h"
 
 typedef struct feeder {
     tt_tracker *t;
@@ -426,9 +427,89 @@ static void test_http_chunks_in_one_segment(void **state)
     tt_tracker_free(f.t);
 }
 
+static void ready(feeder *f, tt_direction dir, uint64_t from, uint64_t end, uint64_t ns)
+{
+    tt_chunk c = {.conn = &f->conn, .vantage = TT_VANTAGE_CLIENT, .dir = dir, .kind = TT_CHUNK_READY,
+                  .mono_ns = ns, .offset = from, .len = end - from};
+    tt_tracker_chunk(f->t, &c);
+}
+
+/* READY marks give each event the instant its last byte became readable,
+ * byte by byte through the chunked framing, though one read delivered all
+ * three; a byte no mark starts at or before is unknown, not the next mark's. */
+static void test_ready_instants(void **state)
+{
+    feeder f;
+    feeder_init(&f, 14);
+    const char *req = chat_request("ready");
+    ready(&f, TT_DIR_C2S, 0, strlen(req), 5);
+    send_str(&f, TT_DIR_C2S, req, 10);
+    const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    char piece[3][512], seg[4096] = "";
+    size_t at[4];
+    at[0] = strlen(head);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(piece[i], sizeof piece[i], "%zx\r\n%s\r\n", strlen(chat_events[i + 1]), chat_events[i + 1]);
+        strcat(seg, piece[i]);
+        at[i + 1] = at[i] + strlen(piece[i]);
+    }
+    ready(&f, TT_DIR_S2C, 0, at[1], 22);               /* the head and the first event */
+    ready(&f, TT_DIR_S2C, at[1], at[2], 25);           /* the second */
+    ready(&f, TT_DIR_S2C, at[3] - 2, at[3] + 5, 28);   /* the third's bytes never marked */
+    send_str(&f, TT_DIR_S2C, head, 24);
+    send_str(&f, TT_DIR_S2C, seg, 30);
+    send_str(&f, TT_DIR_S2C, "0\r\n\r\n", 40);
+    finish(&f, 50);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(r->n_events, 3);
+    assert_int_equal(r->req_ready_ns, 5);
+    assert_int_equal(r->events[0].ready_ns, 22);
+    assert_int_equal(r->events[1].ready_ns, 25);
+    assert_true(r->events[2].ready_ns == TT_NS_NONE);
+    for (uint32_t i = 0; i < 3; i++) assert_int_equal(r->events[i].dispatch_ns, 30);
+    assert_int_equal(r->first_token_ready_ns, 22);
+    assert_true(r->last_token_ready_ns == TT_NS_NONE);
+    tt_tracker_free(f.t);
+
+    /* no marks at all (the wire, the probe): every ready instant unknown */
+    feeder_init(&f, 15);
+    send_str(&f, TT_DIR_C2S, chat_request("none"), 10);
+    send_str(&f, TT_DIR_S2C, head, 24);
+    send_str(&f, TT_DIR_S2C, seg, 30);
+    send_str(&f, TT_DIR_S2C, "0\r\n\r\n", 40);
+    finish(&f, 50);
+    r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_true(r->req_ready_ns == TT_NS_NONE && r->first_token_ready_ns == TT_NS_NONE);
+    for (uint32_t i = 0; i < r->n_events; i++) assert_true(r->events[i].ready_ns == TT_NS_NONE);
+    tt_tracker_free(f.t);
+}
+
+/* The marks' bound: past it the oldest go, and their bytes become unknown
+ * (never the instant of a later mark); asked in order, older marks are
+ * forgotten. */
+static void test_ready_marks_bound(void **state)
+{
+    tt_ready_marks m = {0};
+    for (uint64_t k = 0; k < TT_READY_MARKS_MAX + 10; k++) tt_ready_marks_add(&m, k * 10, k * 10 + 10, 1000 + k);
+    tt_ready_marks_add(&m, 99999, 99999, 1); /* empty: ignored */
+    assert_int_equal(m.dropped, 10);
+    assert_true(tt_ready_marks_at(&m, 5) == UINT64_MAX);   /* its mark was dropped */
+    assert_true(tt_ready_marks_at(&m, 105) == 1010);        /* the first kept */
+    assert_true(tt_ready_marks_at(&m, 109) == 1010);
+    assert_true(tt_ready_marks_at(&m, 110) == 1011);
+    assert_true(tt_ready_marks_at(&m, 100000) == UINT64_MAX); /* past every mark */
+    assert_int_equal(m.n, 0);
+    tt_ready_marks_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ready_marks_bound),
+        cmocka_unit_test(test_ready_instants),
         cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),
         cmocka_unit_test(test_gap_marks_incomplete),   cmocka_unit_test(test_truncated_stream),

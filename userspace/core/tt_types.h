@@ -45,7 +45,14 @@ typedef enum tt_chunk_kind {
     TT_CHUNK_FIN,      /* this direction ended cleanly; len 0 */
     TT_CHUNK_RST,      /* the connection was reset; sent for each direction not already ended */
     TT_CHUNK_END,      /* the source ended with this direction still open */
-    TT_CHUNK_RELEASE   /* last chunk of a connection (dir is C2S); conn freed after */
+    TT_CHUNK_RELEASE,  /* last chunk of a connection (dir is C2S); conn freed after */
+    TT_CHUNK_READY     /* the kernel made bytes [offset, offset+len) of dir readable at the
+                          vantage's socket at mono_ns, before the process read them (socket
+                          vantages with kernel support only). A mark, not bytes: it does not
+                          advance the stream, usually precedes the DATA of those bytes, and
+                          marks of a direction come in increasing offset; a mark whose offset
+                          does not meet the previous one's end leaves the bytes between with
+                          no known instant */
 } tt_chunk_kind;
 
 typedef struct tt_chunk {

@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint8_t part_segs[TT_PART_COUNT] = {
+static const uint16_t part_segs[TT_PART_COUNT] = {
     [TT_PART_SEND_LAG] = 1u << TT_SEG_SEND_LAG,
     [TT_PART_UPLINK] = (1u << TT_SEG_UP_CLIENT_WIRE) | (1u << TT_SEG_UP_WIRE_SERVER),
+    [TT_PART_SERVER_QUEUE] = 1u << TT_SEG_SERVER_QUEUE,
     [TT_PART_SERVER] = 1u << TT_SEG_SERVER,
     [TT_PART_DOWNLINK] = (1u << TT_SEG_DOWN_SERVER_WIRE) | (1u << TT_SEG_DOWN_WIRE_CLIENT),
+    [TT_PART_CLIENT_QUEUE] = 1u << TT_SEG_CLIENT_QUEUE,
     [TT_PART_CLIENT_LAG] = 1u << TT_SEG_CLIENT_LAG,
 };
 
@@ -17,8 +19,10 @@ const char *tt_part_name(tt_part p, bool e2el)
     switch (p) {
     case TT_PART_SEND_LAG: return "send_lag";
     case TT_PART_UPLINK: return "uplink";
+    case TT_PART_SERVER_QUEUE: return "server_queue";
     case TT_PART_SERVER: return e2el ? "server_e2el" : "server_ttft";
     case TT_PART_DOWNLINK: return "downlink";
+    case TT_PART_CLIENT_QUEUE: return "client_queue";
     case TT_PART_CLIENT_LAG: return "client_lag";
     default: return "?";
     }
@@ -30,9 +34,11 @@ const char *tt_seg_name(int seg, bool e2el)
     case TT_SEG_SEND_LAG: return "send_lag";
     case TT_SEG_UP_CLIENT_WIRE: return "uplink.client_to_wire";
     case TT_SEG_UP_WIRE_SERVER: return "uplink.wire_to_server";
+    case TT_SEG_SERVER_QUEUE: return "server_queue";
     case TT_SEG_SERVER: return e2el ? "server_e2el" : "server_ttft";
     case TT_SEG_DOWN_SERVER_WIRE: return "downlink.server_to_wire";
     case TT_SEG_DOWN_WIRE_CLIENT: return "downlink.wire_to_client";
+    case TT_SEG_CLIENT_QUEUE: return "client_queue";
     case TT_SEG_CLIENT_LAG: return "client_lag";
     default: return "?";
     }
@@ -49,9 +55,9 @@ const char *tt_reference_name(tt_reference r)
     }
 }
 
-static const uint8_t part_of_seg[TT_SEG_COUNT] = {TT_PART_SEND_LAG, TT_PART_UPLINK,   TT_PART_UPLINK,
-                                                   TT_PART_SERVER,   TT_PART_DOWNLINK, TT_PART_DOWNLINK,
-                                                   TT_PART_CLIENT_LAG};
+static const uint8_t part_of_seg[TT_SEG_COUNT] = {
+    TT_PART_SEND_LAG, TT_PART_UPLINK,   TT_PART_UPLINK,       TT_PART_SERVER_QUEUE, TT_PART_SERVER,
+    TT_PART_DOWNLINK, TT_PART_DOWNLINK, TT_PART_CLIENT_QUEUE, TT_PART_CLIENT_LAG};
 
 size_t tt_run_names(const tt_split *s, const tt_run *run, bool e2el, const char *names[TT_SEG_COUNT])
 {
@@ -60,7 +66,7 @@ size_t tt_run_names(const tt_split *s, const tt_run *run, bool e2el, const char 
     for (int k = 0; k < TT_SEG_COUNT; k++) {
         if (!(run->segs & (1u << k))) continue;
         int part = part_of_seg[k];
-        uint8_t whole = part_segs[part] & s->scope;
+        uint16_t whole = part_segs[part] & s->scope;
         if ((run->segs & whole) == whole) {
             if (part != last_part) names[n++] = tt_part_name((tt_part)part, e2el);
         } else {
@@ -71,10 +77,10 @@ size_t tt_run_names(const tt_split *s, const tt_run *run, bool e2el, const char 
     return n;
 }
 
-static uint8_t seg_range(int from_pt, int to_pt)
+static uint16_t seg_range(int from_pt, int to_pt)
 {
-    uint8_t m = 0;
-    for (int k = from_pt; k < to_pt; k++) m |= (uint8_t)(1u << k);
+    uint16_t m = 0;
+    for (int k = from_pt; k < to_pt; k++) m |= (uint16_t)(1u << k);
     return m;
 }
 
@@ -98,7 +104,7 @@ void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int
     for (int k = inner_lo; k <= inner_hi; k++)
         if (points[k] != TT_DECOMP_NONE) {
             seen[n_seen++] = k;
-            s->seen |= (uint8_t)(1u << k);
+            s->seen |= (uint16_t)(1u << k);
         }
     if (ends_seen) total_ns = points[hi] - points[lo];
     s->total_ns = total_ns;
@@ -109,7 +115,7 @@ void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int
             s->runs[s->n_runs++] = (tt_run){.segs = s->scope, .ns = total_ns, .from_ns = TT_DECOMP_NONE};
         } else {
             int64_t inner = points[seen[n_seen - 1]] - points[seen[0]];
-            uint8_t outer = (uint8_t)(seg_range(lo, seen[0]) | seg_range(seen[n_seen - 1], hi));
+            uint16_t outer = (uint16_t)(seg_range(lo, seen[0]) | seg_range(seen[n_seen - 1], hi));
             s->runs[s->n_runs++] = (tt_run){.segs = outer, .ns = total_ns - inner, .from_ns = TT_DECOMP_NONE};
         }
     }
@@ -118,7 +124,7 @@ void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int
                                         .ns = points[seen[k]] - points[seen[k - 1]],
                                         .from_ns = points[seen[k - 1]]};
     for (int p = 0; p < TT_PART_COUNT; p++) {
-        uint8_t m = part_segs[p];
+        uint16_t m = part_segs[p];
         if ((m & s->scope) != m) continue;
         bool alone = true;
         int64_t sum = 0;
@@ -217,6 +223,14 @@ static void split_request(const tt_join *j, const tt_joined *g, const tt_bench_r
         pts[at[k].req] = (int64_t)r->req_first_ns;
         pts[at[k].mark] = (int64_t)(e2el ? r->last_token_ns : r->first_token_ns);
         own[k] = true;
+        /* the kernel's ready instants, where known and in order with the
+         * read they precede (the server's request, the client's mark) */
+        if (at[k].v == TT_VANTAGE_SERVER && r->req_ready_ns != TT_NS_NONE && r->req_ready_ns <= r->req_first_ns)
+            pts[TT_PT_SERVER_READY] = (int64_t)r->req_ready_ns;
+        uint64_t ready = e2el ? r->last_token_ready_ns : r->first_token_ready_ns;
+        uint64_t mark = e2el ? r->last_token_ns : r->first_token_ns;
+        if (at[k].v == TT_VANTAGE_CLIENT && ready != TT_NS_NONE && ready <= mark)
+            pts[TT_PT_CLIENT_READY] = (int64_t)ready;
         own_total[k] = e2el ? m->e2el_ns : m->ttft_ns;
     }
     int64_t total;

@@ -4,22 +4,30 @@
  * A latency (TTFT, or E2EL) is split at a chain of instants, outermost
  * first:
  *
- *   reported.start  client.req_first  wire.req_first  server.req_first
- *   server.mark     wire.mark         client.mark     reported.mark
+ *   reported.start  client.req_first  wire.req_first  server.req_ready
+ *   server.req_first  server.mark  wire.mark  client.ready  client.mark
+ *   reported.mark
  *
- * where mark is the first token (TTFT) or the last token (E2EL) and
- * reported.mark = reported.start + the benchmark's value. The seven
- * segments between neighbours make five parts:
+ * where mark is the first token (TTFT) or the last token (E2EL),
+ * reported.mark = reported.start + the benchmark's value, server.req_ready
+ * the instant the kernel made the request's first byte readable at the
+ * server's socket and client.ready the one it made the mark's last byte
+ * readable at the client's. The nine segments between neighbours make
+ * seven parts:
  *
- *   send_lag   = client.req_first - reported.start
- *   uplink     = server.req_first - client.req_first   (client->wire, wire->server)
- *   server     = server.mark - server.req_first        (server TTFT or server E2EL)
- *   downlink   = client.mark - server.mark             (server->wire, wire->client)
- *   client_lag = reported.mark - client.mark
+ *   send_lag     = client.req_first - reported.start
+ *   uplink       = server.req_ready - client.req_first (client->wire, wire->server)
+ *   server_queue = server.req_first - server.req_ready
+ *   server       = server.mark - server.req_first      (server TTFT or server E2EL)
+ *   downlink     = client.ready - server.mark          (server->wire, wire->client)
+ *   client_queue = client.mark - client.ready
+ *   client_lag   = reported.mark - client.mark
  *
- * A vantage that did not see the request drops its two instants; the
- * segments on either side then merge into one run. Runs are measured in
- * integer ns and always sum exactly to the total. */
+ * A vantage that did not see the request drops its two instants, and a
+ * ready instant that is not known (the probe, the wire, a kernel without
+ * the tracepoint) drops out; the segments on either side then merge into
+ * one run. Runs are measured in integer ns and always sum exactly to the
+ * total. */
 #ifndef TT_DECOMPOSE_H
 #define TT_DECOMPOSE_H
 
@@ -29,9 +37,11 @@ enum {
     TT_PT_REPORTED_START = 0,
     TT_PT_CLIENT_REQ,
     TT_PT_WIRE_REQ,
+    TT_PT_SERVER_READY,
     TT_PT_SERVER_REQ,
     TT_PT_SERVER_MARK,
     TT_PT_WIRE_MARK,
+    TT_PT_CLIENT_READY,
     TT_PT_CLIENT_MARK,
     TT_PT_REPORTED_MARK,
     TT_PT_COUNT
@@ -41,9 +51,11 @@ enum {
     TT_SEG_SEND_LAG = 0,
     TT_SEG_UP_CLIENT_WIRE,
     TT_SEG_UP_WIRE_SERVER,
+    TT_SEG_SERVER_QUEUE,
     TT_SEG_SERVER,
     TT_SEG_DOWN_SERVER_WIRE,
     TT_SEG_DOWN_WIRE_CLIENT,
+    TT_SEG_CLIENT_QUEUE,
     TT_SEG_CLIENT_LAG,
     TT_SEG_COUNT
 };
@@ -51,8 +63,10 @@ enum {
 typedef enum tt_part {
     TT_PART_SEND_LAG = 0,
     TT_PART_UPLINK,
+    TT_PART_SERVER_QUEUE,
     TT_PART_SERVER,
     TT_PART_DOWNLINK,
+    TT_PART_CLIENT_QUEUE,
     TT_PART_CLIENT_LAG,
     TT_PART_COUNT
 } tt_part;
@@ -71,7 +85,7 @@ typedef enum tt_reference {
 /* One stretch between two seen instants: the segments it covers (bit k =
  * segment k) and its length. */
 typedef struct tt_run {
-    uint8_t segs;
+    uint16_t segs;
     int64_t ns;
     int64_t from_ns;  /* the instant it starts, TT_DECOMP_NONE when not placed (send and client lag together) */
 } tt_run;
@@ -79,8 +93,8 @@ typedef struct tt_run {
 typedef struct tt_split {
     tt_reference reference;
     int64_t total_ns;
-    uint8_t scope;                    /* segments the reference covers */
-    uint8_t seen;                     /* bit k: chain point k was seen and used */
+    uint16_t scope;                   /* segments the reference covers */
+    uint16_t seen;                    /* bit k: chain point k was seen and used */
     bool has_part[TT_PART_COUNT];     /* the part was measured on its own */
     int64_t part_ns[TT_PART_COUNT];
     bool has_seg[TT_SEG_COUNT];       /* the segment was measured on its own */
@@ -90,7 +104,8 @@ typedef struct tt_split {
 } tt_split;
 
 /* Split total_ns over the chain. points[k] is instant k or TT_DECOMP_NONE;
- * vantage instants come in pairs (req and mark both, or neither). For
+ * vantage instants come in pairs (req and mark both, or neither; the ready
+ * points may be absent on their own). For
  * TT_REF_REPORTED, total_ns is the benchmark's value and the two reported
  * points are both given (then total_ns must equal their difference) or both
  * absent (the stretch outside the innermost seen pair becomes one run: send
@@ -99,7 +114,8 @@ typedef struct tt_split {
  * s->reference is TT_REF_NONE when nothing could be split. */
 void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t points[TT_PT_COUNT]);
 
-/* Names: "send_lag", "uplink", "server_ttft"|"server_e2el", "downlink", "client_lag";
+/* Names: "send_lag", "uplink", "server_queue", "server_ttft"|"server_e2el", "downlink",
+ * "client_queue", "client_lag";
  * segments "send_lag", "uplink.client_to_wire", ...; "reported", "client", ... */
 const char *tt_part_name(tt_part p, bool e2el);
 const char *tt_seg_name(int seg, bool e2el);

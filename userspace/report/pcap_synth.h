@@ -5,8 +5,10 @@
  * Each connection gets a SYN/SYN-ACK/ACK at its first chunk, every data
  * chunk becomes PSH|ACK segments at seq = ISN + 1 + chunk offset stamped
  * with the chunk's instant (so a gap is a sequence jump), FIN and RST
- * chunks become FIN|ACK and RST|ACK. IPv4 header and TCP checksums are
- * valid. */
+ * chunks become FIN|ACK and RST|ACK. A READY mark becomes an ACK without
+ * payload at seq = ISN + 1 + the end of its bytes, carrying their count in
+ * the experimental option of tcp_reasm.h. IPv4 header and TCP checksums
+ * are valid. */
 #ifndef TT_PCAP_SYNTH_H
 #define TT_PCAP_SYNTH_H
 

@@ -103,12 +103,20 @@ static void stat_row(FILE *out, const char *label, const tt_overhead_stat *o)
     fprintf(out, "%-28s %6zu %10.3f %10.3f %10.3f\n", label, o->n, o->mean / 1e6, o->median / 1e6, o->p99 / 1e6);
 }
 
+/* A socket-queue part: where no request had the kernel's ready instant,
+ * the row says the part is unknown rather than showing a bare dash. */
+static void queue_row(FILE *out, const char *label, const tt_overhead_stat *o)
+{
+    if (o->n) stat_row(out, label, o);
+    else fprintf(out, "%-28s %6s %s\n", label, "0", "unknown (no kernel ready instant at that socket)");
+}
+
 #define MAX_MERGED_KINDS 8
 
 /* Runs covering several parts, grouped by what they cover, with their stats. */
 static void merged_runs(FILE *out, const tt_breakdown *b, bool e2el)
 {
-    uint8_t kinds[MAX_MERGED_KINDS];
+    uint16_t kinds[MAX_MERGED_KINDS];
     size_t n_kinds = 0;
     for (size_t i = 0; i < b->join.n; i++) {
         const tt_split *s = e2el ? &b->per[i].e2el : &b->per[i].ttft;
@@ -195,6 +203,7 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double c
         stat_row(out, "  client -> wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
         stat_row(out, "  wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
     }
+    queue_row(out, "server queue", &parts[TT_PART_SERVER_QUEUE]);
     stat_row(out, e2el ? "server E2EL" : "server TTFT", &parts[TT_PART_SERVER]);
     stat_row(out, "downlink", &parts[TT_PART_DOWNLINK]);
     clock_note(out, clock_u);
@@ -202,6 +211,7 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double c
         stat_row(out, "  server -> wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
         stat_row(out, "  wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
     }
+    queue_row(out, "client queue", &parts[TT_PART_CLIENT_QUEUE]);
     stat_row(out, "client lag", &parts[TT_PART_CLIENT_LAG]);
     size_t merged = e2el ? b->e2el_merged : b->ttft_merged;
     if (merged) {

@@ -64,6 +64,8 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
                     e->dispatch_ns, e->first_ns);
             if (r->req_first_ns != TT_NS_NONE)
                 fprintf(out, " +%.3fms", (double)(e->dispatch_ns - r->req_first_ns) / 1e6);
+            if (e->ready_ns != TT_NS_NONE && e->ready_ns <= e->dispatch_ns)
+                fprintf(out, " queued=%.3fms", (double)(e->dispatch_ns - e->ready_ns) / 1e6);
             fprintf(out, " off=%" PRIu64 "..%" PRIu64 " type=%s data=%u text=%u hash=%016" PRIx64
                          " has=%s term=%s fields=%s lines=%u comments=%u chunks=%u shared=%u flags=%s",
                     e->first_off, e->dispatch_off, type[0] ? type : "-", e->data_len, e->text_bytes, e->text_hash, has,
@@ -99,6 +101,8 @@ void tt_report_events_json(FILE *out, const tt_analysis *a)
             tt_jw_object_begin(&w, NULL);
             tt_jw_str(&w, "kind", tt_event_kind_name((tt_event_kind)e->kind));
             tt_jw_uint(&w, "dispatch_mono_ns", e->dispatch_ns);
+            if (e->ready_ns != TT_NS_NONE) tt_jw_uint(&w, "ready_ns", e->ready_ns);
+            else tt_jw_null(&w, "ready_ns");
             tt_jw_uint(&w, "first_mono_ns", e->first_ns);
             tt_jw_uint(&w, "first_off", e->first_off);
             tt_jw_uint(&w, "dispatch_off", e->dispatch_off);

@@ -21,6 +21,7 @@
  * it (the fuzz harnesses) gets a source whose start reports so. */
 #ifdef TT_WITH_BPF
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "socktap.skel.h"
@@ -32,17 +33,44 @@ struct ring_buffer;
 #define CONN_BUCKETS 1024u
 #define TT_BPF_DEFAULT_RING_BYTES (16u << 20) /* the events map's size in bpf/socktap.bpf.c */
 
+#define CONN_READY_PENDING 32  /* READY records held per connection until its sequence numbers are known */
+#define READY_ORPHANS 256      /* READY records of sockets not yet seen in a syscall (accept to come) */
+#define READY_MAX_AHEAD (64u << 20) /* a mark further than this past the bytes read is not believed */
+
+/* A READY record as the kernel gave it: receive sequence numbers. */
+typedef struct ready_mark {
+    uint64_t ns;
+    uint32_t end_seq, len;
+    bool from_start;
+} ready_mark;
+
 typedef struct bpf_conn {
     tt_chunk_conn cc; /* last_ns: the latest record instant */
     uint64_t sock_id;
     uint32_t tgid;
     int32_t fd;
-    struct bpf_conn *next;
+    struct bpf_conn *next;      /* in buckets[], by (tgid, fd) */
+    struct bpf_conn *sock_next; /* in sock_buckets[], by sock_id */
+    /* The receive direction's sequence numbers: recv_seq_ref is the TCP
+     * sequence number of stream offset recv_off_ref (from the last read). */
+    bool recv_seq_known;
+    uint32_t recv_seq_ref;
+    uint64_t recv_off_ref;
+    ready_mark pending[CONN_READY_PENDING]; /* READY records before recv_seq_known */
+    uint32_t n_pending;
 } bpf_conn;
+
+typedef struct ready_orphan {
+    uint64_t sock_id;
+    ready_mark m;
+} ready_orphan;
 
 struct tt_bpf_source {
     tt_chunk_sinks sinks;
     bpf_conn *buckets[CONN_BUCKETS];
+    bpf_conn *sock_buckets[CONN_BUCKETS];
+    ready_orphan orphans[READY_ORPHANS]; /* a ring: the oldest is overwritten */
+    uint32_t orphan_next;
     tt_bpf_stats st;
     struct socktap *skel;
     struct ring_buffer *rb;
@@ -75,11 +103,112 @@ static unsigned conn_bucket(uint32_t tgid, int32_t fd)
     return (unsigned)(h >> 40) % CONN_BUCKETS;
 }
 
-/* The connection is over: END, RELEASE (chunk_conn.h), then freed. */
+static unsigned sock_bucket(uint64_t sock_id)
+{
+    return (unsigned)((sock_id * 0x9E3779B97F4A7C15ull) >> 40) % CONN_BUCKETS;
+}
+
+/* The connection is over: END, RELEASE (chunk_conn.h), then freed. The
+ * caller has unlinked it from buckets[]; it leaves sock_buckets[] here. */
 static void conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
 {
+    for (bpf_conn **pp = &s->sock_buckets[sock_bucket(c->sock_id)]; *pp; pp = &(*pp)->sock_next)
+        if (*pp == c) {
+            *pp = c->sock_next;
+            break;
+        }
+    s->st.ready_unplaced += c->n_pending;
     tt_chunk_conn_end(&s->sinks, &c->cc, ns);
     free(c);
+}
+
+/* ---- readable instants (READY records) ---- */
+
+/* A mark put on the stream: its receive sequence numbers as stream offsets
+ * of c's receive direction (recv_seq_known), delivered as TT_CHUNK_READY.
+ * A mark that lands before the stream's start or far past the bytes read
+ * (a record of an earlier socket at the same address) is dropped. */
+static void ready_deliver(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
+{
+    int64_t end = (int64_t)c->recv_off_ref + (int32_t)(m->end_seq - c->recv_seq_ref);
+    int64_t from = m->from_start ? 0 : end - (int64_t)m->len;
+    if (from < 0 || end < from || (uint64_t)end > c->cc.offset[tt_chunk_conn_recv_dir(&c->cc)] + READY_MAX_AHEAD) {
+        s->st.ready_unplaced++;
+        return;
+    }
+    tt_chunk_conn_ready(&s->sinks, &c->cc, tt_chunk_conn_recv_dir(&c->cc), m->ns, (uint64_t)from, (uint64_t)end);
+}
+
+/* A READY record of connection c: delivered when c's sequence numbers are
+ * known, else held (the oldest dropped past the bound: the next mark then
+ * does not meet the one before it, which says the bytes between are unknown). */
+static void ready_take(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
+{
+    if (c->recv_seq_known) {
+        ready_deliver(s, c, m);
+        return;
+    }
+    if (c->n_pending == CONN_READY_PENDING) {
+        memmove(c->pending, c->pending + 1, (CONN_READY_PENDING - 1) * sizeof *c->pending);
+        c->n_pending--;
+        s->st.ready_unplaced++;
+    }
+    c->pending[c->n_pending++] = *m;
+}
+
+/* A read told c's receive sequence numbers: data at stream offset off
+ * starts at seq. Held marks go out first. */
+static void ready_learn_seq(tt_bpf_source *s, bpf_conn *c, uint32_t seq, uint64_t off)
+{
+    c->recv_seq_known = true;
+    c->recv_seq_ref = seq;
+    c->recv_off_ref = off;
+    for (uint32_t i = 0; i < c->n_pending; i++) ready_deliver(s, c, &c->pending[i]);
+    c->n_pending = 0;
+}
+
+/* A new connection on a socket that already had READY records (a request
+ * that arrived before accept returned): they become its own, from the
+ * socket's first mark on (an earlier first mark at that address was
+ * another socket's). */
+static void ready_adopt_orphans(tt_bpf_source *s, bpf_conn *c)
+{
+    uint32_t start = READY_ORPHANS, n = 0;
+    for (uint32_t k = 0; k < READY_ORPHANS; k++) {
+        uint32_t i = (s->orphan_next + k) % READY_ORPHANS; /* oldest first */
+        ready_orphan *o = &s->orphans[i];
+        if (!o->sock_id || o->sock_id != c->sock_id) continue;
+        if (o->m.from_start) start = k;
+        n++;
+    }
+    if (!n) return;
+    for (uint32_t k = 0; k < READY_ORPHANS; k++) {
+        uint32_t i = (s->orphan_next + k) % READY_ORPHANS;
+        ready_orphan *o = &s->orphans[i];
+        if (!o->sock_id || o->sock_id != c->sock_id) continue;
+        if (start != READY_ORPHANS && k >= start) ready_take(s, c, &o->m);
+        else s->st.ready_unplaced++;
+        o->sock_id = 0;
+    }
+}
+
+static void feed_ready(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    s->st.ready_records++;
+    ready_mark m = {.ns = ev->ts_ns, .end_seq = ev->seq, .len = ev->total_len,
+                    .from_start = (ev->flags & TT_SOCKTAP_F_READY_FROM_START) != 0};
+    bool taken = false;
+    for (bpf_conn *c = s->sock_buckets[sock_bucket(ev->sock_id)]; c; c = c->sock_next) {
+        if (c->sock_id != ev->sock_id) continue;
+        ready_take(s, c, &m);
+        taken = true;
+    }
+    if (taken) return;
+    ready_orphan *o = &s->orphans[s->orphan_next];
+    if (o->sock_id) s->st.ready_unplaced++;
+    o->sock_id = ev->sock_id;
+    o->m = m;
+    s->orphan_next = (s->orphan_next + 1) % READY_ORPHANS;
 }
 
 static void conn_orient(bpf_conn *c, const struct tt_socktap_event *ev, bool local_is_server, bool guessed)
@@ -133,7 +262,11 @@ static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
     c->cc.info.first_seen_ns = ev->ts_ns;
     c->next = s->buckets[b];
     s->buckets[b] = c;
+    unsigned sb = sock_bucket(c->sock_id);
+    c->sock_next = s->sock_buckets[sb];
+    s->sock_buckets[sb] = c;
     s->st.connections++;
+    ready_adopt_orphans(s, c);
     return c;
 }
 
@@ -193,11 +326,19 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || ev.kind >= TT_SOCKTAP_KIND_COUNT ||
         (uint64_t)ev.piece_off + ev.copied > ev.total_len ||
         ((ev.flags & TT_SOCKTAP_F_NOT_COPIED) && ev.copied) ||
-        (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || ev.total_len || ev.lost_before))) {
+        (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || ev.lost_before)) ||
+        (ev.kind != TT_SOCKTAP_KIND_DATA && ev.kind != TT_SOCKTAP_KIND_READY && ev.total_len) ||
+        (ev.kind == TT_SOCKTAP_KIND_READY &&
+         (ev.dir != TT_SOCKTAP_DIR_RECV || !(ev.flags & TT_SOCKTAP_F_SEQ) ||
+          ((ev.flags & TT_SOCKTAP_F_READY_FROM_START) && ev.total_len)))) {
         s->st.bad_records++;
         return -1;
     }
     s->st.records++;
+    if (ev.kind == TT_SOCKTAP_KIND_READY) {
+        feed_ready(s, &ev);
+        return 0;
+    }
     if (ev.kind == TT_SOCKTAP_KIND_CLOSE) {
         feed_close(s, &ev);
         return 0;
@@ -222,6 +363,8 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         missing = rest < TT_SOCKTAP_MAX_COPY ? rest : TT_SOCKTAP_MAX_COPY;
         if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = rest;
     } else {
+        if (ev.copied && ev.dir == TT_SOCKTAP_DIR_RECV && (ev.flags & TT_SOCKTAP_F_SEQ))
+            ready_learn_seq(s, c, ev.seq + ev.piece_off, c->cc.offset[dir]);
         if (ev.copied) {
             tt_chunk_conn_emit(&s->sinks, &c->cc, dir, TT_CHUNK_DATA, ev.ts_ns, data, ev.copied);
         }
@@ -251,6 +394,7 @@ static void copy_stats(const tt_bpf_source *s, tt_bpf_stats *out)
 {
     *out = s->st;
     out->data_bytes = s->sinks.data_bytes;
+    out->ready_marks = s->sinks.ready_marks;
     out->gaps = s->sinks.gaps;
     out->gap_bytes = s->sinks.gap_bytes;
     memcpy(out->vantage_gaps, s->sinks.vantage_gaps, sizeof out->vantage_gaps);
@@ -305,6 +449,17 @@ static int check_tracefs(char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+/* Whether the running kernel's BTF has a typedef of that name (tp_btf
+ * programs attach to the tracepoints named btf_trace_<name>). */
+static bool kernel_has_btf_typedef(const char *name)
+{
+    struct btf *btf = btf__load_vmlinux_btf();
+    if (!btf) return false;
+    bool found = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
+    btf__free(btf);
+    return found;
 }
 
 #define CGROUP2_MAGIC 0x63677270
@@ -502,12 +657,28 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     }
     if (ring) bpf_map__set_max_entries(skel->maps.events, ring);
     skel->rodata->wake_bytes = tt_bpf_wake_bytes(ring);
+    /* Readable instants need the sock:sk_data_ready tracepoint (Linux 6.3
+     * and later); without it everything else still works. */
+    s->st.ready_missing = kernel_has_btf_typedef("btf_trace_sk_data_ready")
+                              ? NULL
+                              : "the kernel has no sock:sk_data_ready tracepoint (Linux 6.3 or later)";
+    if (getenv("TOKENTAP_NO_READY")) s->st.ready_missing = "TOKENTAP_NO_READY is set";
+    s->st.ready_available = s->st.ready_missing == NULL;
+    skel->rodata->ready_wanted = s->st.ready_available;
+    if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
     int rc = socktap__load(skel);
     if (rc) {
         set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",
                 strerror(-rc));
         socktap__destroy(skel);
         return -1;
+    }
+    if (s->st.ready_available && opt && opt->port) {
+        /* --port: connections accepted on it are followed from their first
+         * byte, the first one included */
+        uint16_t port = opt->port;
+        uint8_t one = 1;
+        bpf_map_update_elem(bpf_map__fd(skel->maps.ready_ports), &port, &one, BPF_ANY);
     }
     /* Attach first, then seed: a fork between the /proc walk and the
      * attach would otherwise be missed. */
@@ -582,6 +753,8 @@ void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
     out->not_copied_bytes = sums[TT_SOCKTAP_STAT_NOT_COPIED_BYTES];
     out->children = sums[TT_SOCKTAP_STAT_CHILDREN];
     out->tgids_full = sums[TT_SOCKTAP_STAT_TGIDS_FULL];
+    out->kernel_ready = sums[TT_SOCKTAP_STAT_READY];
+    out->ready_full = sums[TT_SOCKTAP_STAT_READY_FULL];
 }
 
 #else

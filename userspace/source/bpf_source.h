@@ -47,6 +47,15 @@ typedef struct tt_bpf_stats {
      * their descendants found in /proc at start. */
     uint64_t not_copied, not_copied_bytes, children, tgids_full, tgids_at_start;
     uint64_t vantage_gaps[TT_VANTAGE_COUNT], vantage_gap_bytes[TT_VANTAGE_COUNT]; /* gaps by vantage */
+    /* Added (readable instants, sock:sk_data_ready): whether the kernel
+     * gives them (ready_available; when not, ready_missing says why),
+     * READY records read, marks delivered as TT_CHUNK_READY, marks that
+     * could not be placed on a stream (their socket never seen, held past
+     * the bound, or not believable), and the kernel's own counts: READY
+     * records emitted and sockets not followed because its map was full. */
+    bool ready_available;
+    const char *ready_missing;
+    uint64_t ready_records, ready_marks, ready_unplaced, kernel_ready, ready_full;
 } tt_bpf_stats;
 
 /* A source that delivers chunks to on_server (SERVER vantage) and on_client

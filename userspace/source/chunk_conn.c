@@ -72,6 +72,24 @@ void tt_chunk_conn_emit(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction di
     if (kind == TT_CHUNK_DATA || kind == TT_CHUNK_GAP) c->offset[dir] += len;
 }
 
+void tt_chunk_conn_ready(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns, uint64_t from_off,
+                         uint64_t end_off)
+{
+    tt_vantage v = tt_chunk_conn_vantage(c);
+    sinks->ready_marks++;
+    if (!sinks->fn[v] || end_off < from_off) return;
+    tt_chunk ch = {
+        .conn = &c->info,
+        .vantage = v,
+        .dir = dir,
+        .kind = TT_CHUNK_READY,
+        .mono_ns = ns,
+        .offset = from_off,
+        .len = (size_t)(end_off - from_off),
+    };
+    sinks->fn[v](sinks->ctx[v], &ch);
+}
+
 void tt_chunk_conn_fin(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns)
 {
     if (c->ended[dir]) return;

@@ -19,6 +19,7 @@ typedef struct tt_chunk_sinks {
     uint64_t conn_ids_given;          /* the last conn_id handed out (0: none yet) */
     uint64_t data_bytes;              /* bytes in TT_CHUNK_DATA chunks */
     uint64_t gaps, gap_bytes;         /* TT_CHUNK_GAP chunks and their missing bytes */
+    uint64_t ready_marks;             /* TT_CHUNK_READY chunks */
     uint64_t vantage_gaps[TT_VANTAGE_COUNT], vantage_gap_bytes[TT_VANTAGE_COUNT];
 } tt_chunk_sinks;
 
@@ -60,6 +61,11 @@ tt_direction tt_chunk_conn_recv_dir(const tt_chunk_conn *c);
  * that offset by len for DATA and GAP. data is used only for DATA. */
 void tt_chunk_conn_emit(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, tt_chunk_kind kind,
                         uint64_t ns, const uint8_t *data, size_t len);
+
+/* A READY mark (tt_types.h): bytes [from_off, end_off) of dir became
+ * readable at ns. Does not move the stream offset. */
+void tt_chunk_conn_ready(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns, uint64_t from_off,
+                         uint64_t end_off);
 
 /* FIN on dir at ns, once: nothing when dir already ended. */
 void tt_chunk_conn_fin(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns);

@@ -523,11 +523,44 @@ static void ack_declares_gap(tt_reasm *r, conn *c, tt_direction d, uint32_t ack,
     gap_until(r, c, d, h->offset + (uint64_t)rel, ts);
 }
 
+/* A readable-instant mark: the ready_len bytes before seq of the sender's
+ * direction. Not a segment: it touches no stream state and no instant. */
+static void take_ready_mark(tt_reasm *r, conn *c, const tt_tcp_segment *seg)
+{
+    if (!c || r->vantage == TT_VANTAGE_WIRE) {
+        r->stats.ready_unplaced++;
+        return;
+    }
+    tt_direction d = endpoint_eq(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
+    const half_stream *h = &c->half[d];
+    int32_t rel = rel_seq(seg->seq, h->next_seq);
+    int64_t end = (int64_t)h->offset + rel;
+    if (!h->started || rel > SEQ_WINDOW || end < (int64_t)seg->ready_len) {
+        r->stats.ready_unplaced++;
+        return;
+    }
+    r->stats.ready_marks++;
+    tt_chunk ch = {
+        .conn = &c->info,
+        .vantage = r->vantage,
+        .dir = d,
+        .kind = TT_CHUNK_READY,
+        .mono_ns = seg->ts_ns,
+        .offset = (uint64_t)end - seg->ready_len,
+        .len = seg->ready_len,
+    };
+    r->emit(r->ctx, &ch);
+}
+
 void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
 {
     r->stats.segments++;
     uint64_t h = tuple_hash(&seg->src, &seg->dst);
     conn *c = table_find(r, &seg->src, &seg->dst, h);
+    if (seg->ready_mark) {
+        take_ready_mark(r, c, seg);
+        return;
+    }
     uint8_t flags = seg->flags;
     bool syn_only = (flags & TT_TCP_SYN) && !(flags & TT_TCP_ACK) && !(flags & TT_TCP_RST);
 

@@ -23,6 +23,14 @@ enum {
     TT_TCP_ACK = 0x10
 };
 
+/* How a socket-vantage recording carries a readable-instant mark
+ * (docs/formats.md): a TCP segment without payload whose only option is the
+ * experimental option 253 (RFC 6994) with this ExID, 8 bytes: kind, length,
+ * ExID, then the 32-bit count of bytes, ending at the segment's sequence
+ * number, that became readable at its instant. */
+#define TT_TCP_OPT_EXPERIMENT 253
+#define TT_TCP_READY_EXID 0x5454 /* "TT" */
+
 typedef struct tt_tcp_segment {
     tt_endpoint src, dst;
     uint32_t seq, ack;
@@ -31,6 +39,11 @@ typedef struct tt_tcp_segment {
     size_t payload_len;       /* captured payload bytes present */
     size_t missing_len;       /* payload bytes on the wire but not captured (snaplen) */
     uint64_t ts_ns;           /* instant the packet was seen */
+    /* A readable-instant mark of a socket-vantage recording (pcap_synth.h):
+     * not a segment, but "the ready_len bytes ending at seq became readable
+     * at ts_ns", delivered as TT_CHUNK_READY. */
+    bool ready_mark;
+    uint32_t ready_len;
 } tt_tcp_segment;
 
 typedef struct tt_reasm_limits {
@@ -40,6 +53,7 @@ typedef struct tt_reasm_limits {
 
 typedef struct tt_reasm_stats {
     uint64_t segments, connections, retransmitted_bytes, overlap_bytes, gap_bytes, gaps;
+    uint64_t ready_marks, ready_unplaced; /* marks delivered; marks of no known stream (or at the wire) */
     uint64_t out_of_order_segments, flushed_for_limit;
     /* Added: segments that started nothing and belonged to nothing (a pure
      * ACK/FIN/RST of an unknown 4-tuple, e.g. the last ACK after a close),
@@ -81,7 +95,9 @@ typedef struct tt_reasm tt_reasm;
  *   already ended with its FIN. */
 tt_reasm *tt_reasm_new(const tt_reasm_limits *limits, tt_vantage vantage, tt_chunk_fn emit, void *ctx);
 
-/* Take one segment; may emit chunks synchronously. The callback must not
+/* Take one segment (or readable-instant mark, seg->ready_mark: delivered
+ * as TT_CHUNK_READY on a known direction of a connection, ignored at the
+ * wire vantage); may emit chunks synchronously. The callback must not
  * call back into r. seg and its payload are only read during the call. */
 void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "proto/framer.h"
+#include "timeline/ready_marks.h"
 #include "timeline/request_fields.h"
 
 #define MAX_REQUEST_BODY (1u << 20)
@@ -43,6 +44,15 @@ struct conn_state {
     uint8_t *body_piece;
     size_t body_piece_len, body_piece_cap;
     uint64_t body_piece_off, body_piece_ns;
+    /* Readable instants (TT_CHUNK_READY) per direction, and where the
+     * response body bytes of the DATA chunk being parsed sit in the stream:
+     * an event's instant of readability is that of its last byte. */
+    tt_ready_marks ready[2];
+    const uint8_t *feed_data; /* the DATA chunk being parsed (NULL between chunks) */
+    size_t feed_len;
+    uint64_t feed_off;
+    struct body_slice { uint64_t body_off, stream_off, len; } *slices;
+    size_t n_slices, slices_cap;
     bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
     bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
     char http_error[96];
@@ -168,6 +178,7 @@ static pending *pending_new(conn_state *c)
     tt_request_fields_init(&r->fields);
     r->req_first_ns = r->req_last_ns = r->resp_first_ns = r->resp_headers_ns = TT_NS_NONE;
     r->first_event_ns = r->first_token_ns = r->last_token_ns = r->terminal_ns = TT_NS_NONE;
+    r->req_ready_ns = r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
     r->resp_last_ns = TT_NS_NONE;
     r->first_comment_off = r->first_comment_ns = TT_NS_NONE;
     r->usage_completion_tokens = r->usage_prompt_tokens = -1;
@@ -224,6 +235,20 @@ static void append_text(tt_request *r, const char *s, size_t n)
     r->text[r->text_len] = 0;
 }
 
+/* The instant response body byte body_off became readable at this
+ * vantage's socket: found through the slices of the DATA chunk being
+ * parsed (a byte decoded from a compressed body has no place of its own in
+ * the stream: unknown). */
+static uint64_t body_byte_ready(conn_state *c, uint64_t body_off)
+{
+    for (size_t i = c->n_slices; i-- > 0;) {
+        const struct body_slice *sl = &c->slices[i];
+        if (body_off >= sl->body_off && body_off - sl->body_off < sl->len)
+            return tt_ready_marks_at(&c->ready[TT_DIR_S2C], sl->stream_off + (body_off - sl->body_off));
+    }
+    return TT_NS_NONE;
+}
+
 static void on_frame(void *ud, const tt_event_frame *ev)
 {
     conn_state *c = ud;
@@ -253,6 +278,7 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     memset(e, 0, sizeof *e);
     e->first_ns = ev->first_ns;
     e->dispatch_ns = ev->dispatch_ns;
+    e->ready_ns = ev->dispatch_off ? body_byte_ready(c, ev->dispatch_off - 1) : TT_NS_NONE;
     e->first_off = ev->first_off;
     e->dispatch_off = ev->dispatch_off;
     e->text_hash = cl.text_hash;
@@ -282,8 +308,12 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     r->kind_counts[cl.kind]++;
     if (cl.kind == TT_EV_TOKEN) {
         r->token_events++;
-        if (r->first_token_ns == TT_NS_NONE) r->first_token_ns = ev->dispatch_ns;
+        if (r->first_token_ns == TT_NS_NONE) {
+            r->first_token_ns = ev->dispatch_ns;
+            r->first_token_ready_ns = e->ready_ns;
+        }
         r->last_token_ns = ev->dispatch_ns;
+        r->last_token_ready_ns = e->ready_ns;
         r->text_bytes += cl.text_bytes;
         r->reasoning_bytes += cl.reasoning_bytes;
         if (text) {
@@ -371,6 +401,7 @@ static void req_on_head(void *ud, const tt_http_head *h)
     copy_header(h, "x-request-id", r->request_id, sizeof r->request_id);
     copy_header(h, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
     r->req_first_ns = h->first_ns;
+    r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], h->first_off);
     r->dialect = tt_dialect_from_path(h->target, h->target_len);
     c->parsing_request = p;
     c->body_len = 0;
@@ -492,6 +523,12 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
     conn_state *c = ud;
     pending *p = c->parsing_response;
     if (!p || !len) return;
+    if (c->feed_data && data >= c->feed_data && (size_t)(data - c->feed_data) + len <= c->feed_len) {
+        /* undecoded bytes: a slice of the chunk being parsed */
+        c->slices = grow(c->slices, &c->slices_cap, c->n_slices + 1, sizeof *c->slices);
+        c->slices[c->n_slices++] = (struct body_slice){
+            .body_off = body_off, .stream_off = c->feed_off + (uint64_t)(data - c->feed_data), .len = len};
+    }
     if (c->t->opt.keep_body) keep_body(&p->req, data, len, body_off);
     if (c->sniff_framing) {
         c->sniff_framing = false;
@@ -588,6 +625,9 @@ static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
     free(c->queue);
     free(c->body);
     free(c->body_piece);
+    free(c->slices);
+    tt_ready_marks_free(&c->ready[0]);
+    tt_ready_marks_free(&c->ready[1]);
     free(c);
 }
 
@@ -604,8 +644,17 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
+        c->feed_data = ch->data;
+        c->feed_len = ch->len;
+        c->feed_off = ch->offset;
+        c->n_slices = 0;
         tt_http1_feed(hp, ch->data, ch->len, ch->mono_ns);
         flush_body_piece(c);
+        c->feed_data = NULL;
+        c->n_slices = 0;
+        break;
+    case TT_CHUNK_READY:
+        tt_ready_marks_add(&c->ready[ch->dir], ch->offset, ch->offset + ch->len, ch->mono_ns);
         break;
     case TT_CHUNK_GAP:
         tt_http1_gap(hp, ch->len, ch->mono_ns);

@@ -15,6 +15,8 @@
 /* One framed event of a response body (SSE event or NDJSON line). */
 typedef struct tt_event_rec {
     uint64_t first_ns, dispatch_ns;
+    uint64_t ready_ns;       /* the kernel made its last byte readable at this vantage's socket
+                                (TT_NS_NONE: unknown, e.g. the wire, the probe, no kernel support) */
     uint64_t first_off, dispatch_off;
     uint64_t text_hash;
     uint32_t text_bytes, reasoning_bytes;
@@ -83,6 +85,10 @@ typedef struct tt_request {
     uint64_t resp_first_ns, resp_headers_ns;
     uint64_t first_event_ns, first_token_ns, last_token_ns, terminal_ns;
     uint64_t resp_last_ns;        /* last byte of the response */
+    /* readable at this vantage's socket (kernel instants, TT_NS_NONE when
+     * unknown): the request's first byte (server vantage), and the last
+     * byte of the first and of the last token event (client vantage) */
+    uint64_t req_ready_ns, first_token_ready_ns, last_token_ready_ns;
 
     /* events */
     tt_event_rec *events;

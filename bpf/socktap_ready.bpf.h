@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* socktap_ready.bpf.h - part of socktap.bpf.c (included there, one object):
+ * the instant the kernel made received bytes readable at a traced socket,
+ * before the process read them (READY records, socktap.h).
+ *
+ * The sock:sk_data_ready tracepoint fires in the receive path (softirq,
+ * any CPU, any current task) when data was queued on a socket, just before
+ * the reader is woken. The current task says nothing about whose socket it
+ * is, so the sockets are chosen by the syscall side: a traced process that
+ * connects, accepts or moves data on a TCP socket puts it in ready_socks;
+ * a port a traced process accepted on goes in ready_ports, so that the
+ * next connections on it are followed from their first byte (a request
+ * usually arrives before accept() returns). The TCP receive sequence
+ * (rcv_nxt, read through CO-RE) says which bytes became readable; the
+ * record's `seq` is its end and total_len the bytes since the previous
+ * READY of that socket. close() removes the socket; the LRU evicts sockets
+ * that died unseen. */
+
+#define TT_TCP_LISTEN 10
+
+/* What one socket's READY records have said so far. */
+struct ready_state {
+    __u32 last_end; /* rcv_nxt of the last READY emitted (or refused) */
+    __u32 fresh;    /* none emitted yet and the socket was followed from its start */
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u64); /* struct sock address */
+    __type(value, struct ready_state);
+} ready_socks SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 256);
+    __type(key, __u16); /* local port, host order */
+    __type(value, __u8);
+} ready_ports SEC(".maps");
+
+/* Set by userspace when the sk_data_ready program is attached: until then
+ * the syscall side keeps no socket for it. */
+const volatile bool ready_wanted = false;
+
+static __always_inline __u32 tcp_rcv_nxt(struct sock *sk)
+{
+    return AS_KERNEL(struct tcp_sock, sk)->rcv_nxt;
+}
+
+/* Follow sk's readable instants from now on (nothing when it already is).
+ * from_start: no byte can have been received yet (connect). */
+static __always_inline void ready_follow(struct sock *sk, bool from_start)
+{
+    if (!ready_wanted) return;
+    __u64 key = (__u64)sk;
+    if (bpf_map_lookup_elem(&ready_socks, &key)) return;
+    struct ready_state rs = {.last_end = from_start ? 0 : tcp_rcv_nxt(sk), .fresh = from_start};
+    if (bpf_map_update_elem(&ready_socks, &key, &rs, BPF_NOEXIST) != 0 &&
+        !bpf_map_lookup_elem(&ready_socks, &key))
+        stat_add(TT_SOCKTAP_STAT_READY_FULL, 1);
+}
+
+/* A traced process accepted sk: its later siblings on the same port are
+ * followed from their first byte. */
+static __always_inline void ready_follow_port(struct sock *sk)
+{
+    if (!ready_wanted) return;
+    __u16 port = AS_KERNEL(struct sock, sk)->__sk_common.skc_num;
+    __u8 one = 1;
+    if (!bpf_map_lookup_elem(&ready_ports, &port)) bpf_map_update_elem(&ready_ports, &port, &one, BPF_NOEXIST);
+}
+
+static __always_inline void ready_forget(struct sock *sk)
+{
+    __u64 key = (__u64)sk;
+    if (ready_wanted) bpf_map_delete_elem(&ready_socks, &key);
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(tt_sk_data_ready, const struct sock *csk)
+{
+    struct sock *sk = (struct sock *)csk;
+    if (sk->sk_protocol != TT_IPPROTO_TCP || sk->__sk_common.skc_state == TT_TCP_LISTEN) return 0;
+    __u16 family = sk->__sk_common.skc_family;
+    if (family != AF_INET && family != AF_INET6) return 0;
+    __u64 key = (__u64)sk;
+    struct ready_state *rs = bpf_map_lookup_elem(&ready_socks, &key);
+    if (!rs) {
+        __u16 port = sk->__sk_common.skc_num;
+        if (!bpf_map_lookup_elem(&ready_ports, &port)) return 0;
+        struct ready_state init = {.last_end = 0, .fresh = 1};
+        if (bpf_map_update_elem(&ready_socks, &key, &init, BPF_NOEXIST) != 0) {
+            stat_add(TT_SOCKTAP_STAT_READY_FULL, 1);
+            return 0;
+        }
+        rs = bpf_map_lookup_elem(&ready_socks, &key);
+        if (!rs) return 0;
+    }
+    __u32 end = tcp_rcv_nxt(sk);
+    if (!rs->fresh && end == rs->last_end) return 0; /* nothing new (a FIN already counted, a wakeup) */
+    struct tt_socktap_event ev;
+    __builtin_memset(&ev, 0, sizeof ev);
+    fill_tuple(&ev, sk);
+    ev.sock_id = key;
+    ev.fd = -1;
+    ev.kind = TT_SOCKTAP_KIND_READY;
+    ev.dir = TT_SOCKTAP_DIR_RECV;
+    ev.seq = end;
+    ev.flags |= TT_SOCKTAP_F_SEQ | (rs->fresh ? TT_SOCKTAP_F_READY_FROM_START : 0);
+    ev.total_len = rs->fresh ? 0 : end - rs->last_end;
+    ev.ts_ns = bpf_ktime_get_ns();
+    /* Refused or not, the next READY starts here: after a refusal its start
+     * no longer meets the last end userspace saw, which tells it. */
+    rs->last_end = end;
+    rs->fresh = 0;
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) != 0) {
+        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+        return 0;
+    }
+    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+    stat_add(TT_SOCKTAP_STAT_READY, 1);
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* ready_marks.h - when each byte of one direction of a connection became
+ * readable at a socket (TT_CHUNK_READY marks, tt_types.h), asked byte by
+ * byte in increasing stream order.
+ *
+ * The marks of a direction arrive in increasing offset; the instant of a
+ * byte is the one of the first mark that ends past it, provided that mark
+ * also starts at or before it. Otherwise the byte's instant is unknown (a
+ * mark was lost, dropped, or never emitted): unknown, never the instant of
+ * a later mark. Bounded: past TT_READY_MARKS_MAX marks the oldest is
+ * dropped, which by the rule above only makes its bytes unknown. */
+#ifndef TT_READY_MARKS_H
+#define TT_READY_MARKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_READY_MARKS_MAX 512
+
+typedef struct tt_ready_span {
+    uint64_t from, end, ns;
+} tt_ready_span;
+
+typedef struct tt_ready_marks {
+    tt_ready_span *ring; /* capacity TT_READY_MARKS_MAX once the first mark comes */
+    size_t head, n;
+    uint64_t dropped;    /* marks dropped for the bound */
+} tt_ready_marks;
+
+/* A mark: bytes [from, end) readable at ns. Empty marks are ignored. */
+void tt_ready_marks_add(tt_ready_marks *m, uint64_t from, uint64_t end, uint64_t ns);
+
+/* The instant byte `off` became readable, or UINT64_MAX when unknown.
+ * Marks that end at or before off are forgotten: ask in increasing order. */
+uint64_t tt_ready_marks_at(tt_ready_marks *m, uint64_t off);
+
+void tt_ready_marks_free(tt_ready_marks *m);
+
+#endif
