@@ -279,13 +279,14 @@ int tt_cmd_record(int argc, char **argv)
     if (write_manifest(manifest_path, &m) < 0) failed = true;
     tt_bpf_source_free(src);
     free(comms);
+    char ready[160];
     fprintf(stderr,
             "tokentap record: %llu server packets, %llu client packets; ring-buffer drops %llu, truncated %llu, "
-            "gaps %llu; wire: %s (%u received, %u dropped)\n",
+            "gaps %llu; wire: %s (%u received, %u dropped); %s\n",
             (unsigned long long)m.server_packets, (unsigned long long)m.client_packets,
             (unsigned long long)bs.rb_fail, (unsigned long long)bs.truncated, (unsigned long long)bs.gaps,
             wire.skipped[0] ? "skipped" : "captured", wire.have_stats ? wire.stats.ps_recv : 0,
-            wire.have_stats ? wire.stats.ps_drop : 0);
+            wire.have_stats ? wire.stats.ps_drop : 0, tt_bpf_ready_note(&bs, ready, sizeof ready));
     if (failed) {
         fprintf(stderr, "tokentap record: writing %s failed\n", dir);
         if (status == TT_EXIT_OK) status = TT_EXIT_OUTPUT;

@@ -337,17 +337,18 @@ int tt_cmd_watch(int argc, char **argv)
     tt_bpf_source_finish(src);
     tt_bpf_stats bs;
     tt_bpf_source_stats(src, &bs);
+    char ready[160];
     fprintf(stderr,
             "tokentap watch: %llu records, %llu connections (%llu closed), %llu bytes; kernel: %llu events, %llu ring-buffer "
             "drops (%llu bytes), %llu truncated syscalls (%llu bytes), %llu args lost, %llu sendfile syscalls "
-            "(%llu bytes not copied), %llu children followed\n",
+            "(%llu bytes not copied), %llu children followed; %s\n",
             (unsigned long long)bs.records, (unsigned long long)bs.connections, (unsigned long long)bs.closes,
             (unsigned long long)bs.data_bytes,
             (unsigned long long)bs.kernel_events, (unsigned long long)bs.rb_fail,
             (unsigned long long)bs.rb_fail_bytes, (unsigned long long)bs.truncated,
             (unsigned long long)bs.truncated_bytes, (unsigned long long)bs.args_full,
             (unsigned long long)bs.not_copied, (unsigned long long)bs.not_copied_bytes,
-            (unsigned long long)bs.children);
+            (unsigned long long)bs.children, tt_bpf_ready_note(&bs, ready, sizeof ready));
 
     FILE *out = tt_open_output(output);
     bool failed = false;

@@ -189,5 +189,11 @@ void tt_recdir_bpf_stats_json(tt_jw *jw, const char *key, const tt_bpf_stats *b)
     tt_jw_uint(jw, "processes_at_start", b->tgids_at_start);
     tt_jw_uint(jw, "children_followed", b->children);
     tt_jw_uint(jw, "children_not_followed", b->tgids_full);
+    tt_jw_bool(jw, "ready_instants", b->ready_available);
+    tt_jw_str_or_null(jw, "ready_missing", b->ready_missing);
+    tt_jw_uint(jw, "ready_records", b->ready_records);
+    tt_jw_uint(jw, "ready_marks", b->ready_marks);
+    tt_jw_uint(jw, "ready_unplaced", b->ready_unplaced);
+    tt_jw_uint(jw, "ready_sockets_not_followed", b->ready_full);
     tt_jw_object_end(jw);
 }

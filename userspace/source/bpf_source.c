@@ -389,6 +389,17 @@ void tt_bpf_source_finish(tt_bpf_source *s)
     }
 }
 
+const char *tt_bpf_ready_note(const tt_bpf_stats *st, char *buf, size_t cap)
+{
+    if (!st->ready_available)
+        snprintf(buf, cap, "no ready instants: %s", st->ready_missing ? st->ready_missing : "eBPF not loaded");
+    else
+        snprintf(buf, cap, "%llu ready instants (%llu not placed, %llu sockets not followed)",
+                 (unsigned long long)st->ready_marks, (unsigned long long)st->ready_unplaced,
+                 (unsigned long long)st->ready_full);
+    return buf;
+}
+
 /* out <- the source's counters with those of the chunks delivered. */
 static void copy_stats(const tt_bpf_source *s, tt_bpf_stats *out)
 {

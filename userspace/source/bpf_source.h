@@ -93,6 +93,10 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len);
  * TT_CHUNK_RELEASE. Call after the last poll. */
 void tt_bpf_source_finish(tt_bpf_source *s);
 
+/* One phrase for a summary line: "N ready instants (M not placed)" or
+ * "no ready instants: <why>". Returns buf. */
+const char *tt_bpf_ready_note(const tt_bpf_stats *st, char *buf, size_t cap);
+
 /* Counters, the kernel's included when loaded. */
 void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out);
 
