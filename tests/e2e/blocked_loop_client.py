@@ -20,7 +20,9 @@ period). BLOCKED_CLIENT_NO_WATCHER=1 leaves it out (it keeps a core busy).
 OUT gets one JSON line per read {"request_id", "recv_ns", "len"}, one per
 request {"request_id", "send_ns"} (the instant before the request was
 written) and one per change seen by the watcher {"request_id", "avail_ns",
-"bytes_received"}.
+"not_before_ns", "bytes_received"}: the change happened in [not_before_ns,
+avail_ns], an interval that is a few microseconds wide unless the watcher
+was preempted.
 
 usage: blocked_loop_client.py PORT N BLOCK_MS TOKENS OUT [PREFIX]"""
 import asyncio, json, os, socket, struct, sys, tempfile, time
@@ -36,7 +38,7 @@ def watch_socket(fd, rid, stop_fd, path):
     received byte count until stop_fd becomes readable, then write them to path."""
     sock = socket.socket(fileno=os.dup(fd))
     os.set_blocking(stop_fd, False)
-    seen, last, n = [], -1, 0
+    seen, last, n, before = [], -1, 0, time.monotonic_ns()
     while True:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
         now = time.monotonic_ns()
@@ -44,8 +46,10 @@ def watch_socket(fd, rid, stop_fd, path):
             break
         got = struct.unpack_from("=Q", info, TCPI_BYTES_RECEIVED)[0]
         if got != last:
-            seen.append({"request_id": rid, "avail_ns": now, "bytes_received": got})
+            # the change happened after the previous poll began and before this one returned
+            seen.append({"request_id": rid, "avail_ns": now, "not_before_ns": before, "bytes_received": got})
             last = got
+        before = now
         n += 1
         if n % 64 == 0:
             try:

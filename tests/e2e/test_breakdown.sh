@@ -10,10 +10,11 @@
 # (tests/data/import/vllm_detailed.json). Then `tokentap analyze DIR
 # --bench-result FILE --json --perfetto TRACE`:
 #  - every record joins its request by id, at all three vantages;
-#  - per request the runs, and the five parts, sum exactly to the reported
+#  - per request the runs, and the seven parts (the two socket queues
+#    included: record's eBPF vantages have the kernel's ready instants), sum exactly to the reported
 #    TTFT (and E2EL); the median of client_lag_ns minus what the client really waited (at least D, OUT.waited) is within 2% of D or 50 us;
 #  - the trace is valid JSON with one token instant per token event and
-#    vantage, one reported-token instant per reported token, 7 TTFT parts
+#    vantage, one reported-token instant per reported token, 9 TTFT segments
 #    per request; the text report shows the breakdown; a broken benchmark
 #    file is exit 3.
 # Root; skipped when the BPF programs cannot load.
@@ -60,8 +61,10 @@ waited = json.load(open(f"{work}/vllm.json.waited"))
 bench = rep["benchmark"]
 assert bench["format"] == "vllm" and bench["records"] == n and bench["matched"] == n, bench
 assert bench["by_key"]["id"] == n, bench["by_key"]
-parts = ("send_lag_ns", "uplink_ns", "server_ttft_ns", "downlink_ns", "client_lag_ns")
-e2el_parts = ("send_lag_ns", "uplink_ns", "server_e2el_ns", "downlink_ns", "client_lag_ns")
+parts = ("send_lag_ns", "uplink_ns", "server_queue_ns", "server_ttft_ns", "downlink_ns", "client_queue_ns",
+         "client_lag_ns")
+e2el_parts = ("send_lag_ns", "uplink_ns", "server_queue_ns", "server_e2el_ns", "downlink_ns", "client_queue_ns",
+              "client_lag_ns")
 lags, tokens = [], 0
 reqs = [r for r in rep["requests"] if r["reported"]]
 assert len(reqs) == n, len(reqs)
@@ -85,7 +88,8 @@ for r in reqs:
     # the parts are the vantages' own instants
     v = r["vantages"]
     assert d["server_ttft_ns"] == v["server"]["ttft_ns"], rid
-    assert d["uplink_ns"] == v["server"]["req_first_mono_ns"] - v["client"]["req_first_mono_ns"], rid
+    assert d["uplink_ns"] + d["server_queue_ns"] == v["server"]["req_first_mono_ns"] - v["client"]["req_first_mono_ns"], rid
+    assert d["downlink_ns"] + d["client_queue_ns"] == v["client"]["first_token_mono_ns"] - v["server"]["first_token_mono_ns"], rid
     assert d["send_lag_ns"] == v["client"]["req_first_mono_ns"] - rp["start_mono_ns"], rid
     assert waited[rp["index"]] >= delay, (rid, waited[rp["index"]])
     lags.append(d["client_lag_ns"] - waited[rp["index"]])
@@ -103,7 +107,7 @@ rtok = [e for e in inst if e["cat"] == "reported-token"]
 slices = [e for e in ev if e["ph"] == "X" and e["cat"] == "ttft-part"]
 assert len(tok) == tokens == n * 3 * 20, (len(tok), tokens)
 assert len(rtok) == n * 20, len(rtok)
-assert len(slices) == n * 7, len(slices)
+assert len(slices) == n * 9, len(slices)
 assert all(isinstance(e["ts"], (int, float)) and e["dur"] >= 0 for e in slices)
 names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
 assert names == {"reported (benchmark)", "client", "wire", "server", "TTFT parts"}, names

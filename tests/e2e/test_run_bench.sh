@@ -46,8 +46,10 @@ bench = rep["benchmark"]
 assert bench["format"] == "vllm" and bench["records"] == n and bench["matched"] == n, bench
 assert bench["by_key"]["id"] == n, bench["by_key"]
 full = want == {"client", "wire", "server"}
-parts = ("send_lag_ns", "uplink_ns", "server_ttft_ns", "downlink_ns", "client_lag_ns")
-e2el_parts = ("send_lag_ns", "uplink_ns", "server_e2el_ns", "downlink_ns", "client_lag_ns")
+parts = ("send_lag_ns", "uplink_ns", "server_queue_ns", "server_ttft_ns", "downlink_ns", "client_queue_ns",
+         "client_lag_ns")
+e2el_parts = ("send_lag_ns", "uplink_ns", "server_queue_ns", "server_e2el_ns", "downlink_ns", "client_queue_ns",
+              "client_lag_ns")
 reqs = [r for r in rep["requests"] if r["reported"]]
 assert len(reqs) == n, len(reqs)
 lags, client_to_wire = [], []

@@ -436,7 +436,8 @@ static void ready(feeder *f, tt_direction dir, uint64_t from, uint64_t end, uint
 
 /* READY marks give each event the instant its last byte became readable,
  * byte by byte through the chunked framing, though one read delivered all
- * three; a byte no mark starts at or before is unknown, not the next mark's. */
+ * three; a byte no mark starts at or before is unknown, not the next mark's;
+ * marks that come after their bytes were parsed still land. */
 static void test_ready_instants(void **state)
 {
     feeder f;
@@ -469,6 +470,28 @@ static void test_ready_instants(void **state)
     assert_int_equal(r->events[1].ready_ns, 25);
     assert_true(r->events[2].ready_ns == TT_NS_NONE);
     for (uint32_t i = 0; i < 3; i++) assert_int_equal(r->events[i].dispatch_ns, 30);
+    assert_int_equal(r->first_token_ready_ns, 22);
+    assert_true(r->last_token_ready_ns == TT_NS_NONE);
+    tt_tracker_free(f.t);
+
+    /* the same marks arriving late, after the bytes were parsed (another
+     * ring polled later): they still land, on the filed request too */
+    feeder_init(&f, 16);
+    send_str(&f, TT_DIR_C2S, req, 10);
+    send_str(&f, TT_DIR_S2C, head, 24);
+    send_str(&f, TT_DIR_S2C, seg, 30);
+    ready(&f, TT_DIR_C2S, 0, strlen(req), 5);
+    ready(&f, TT_DIR_S2C, 0, at[1], 22);
+    send_str(&f, TT_DIR_S2C, "0\r\n\r\n", 40); /* the request is filed here */
+    ready(&f, TT_DIR_S2C, at[1], at[2], 25);
+    ready(&f, TT_DIR_S2C, at[3] - 2, at[3] + 5, 28);
+    finish(&f, 50);
+    r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(r->req_ready_ns, 5);
+    assert_int_equal(r->events[0].ready_ns, 22);
+    assert_int_equal(r->events[1].ready_ns, 25);
+    assert_true(r->events[2].ready_ns == TT_NS_NONE);
     assert_int_equal(r->first_token_ready_ns, 22);
     assert_true(r->last_token_ready_ns == TT_NS_NONE);
     tt_tracker_free(f.t);

@@ -700,7 +700,8 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     overhead_of(&t.send_lag, &c->send_lag);
     overhead_of(&t.client_lag, &c->client_lag);
     overhead_of(&t.downlink, &c->downlink);
-    /* client_queue stays n 0: no vantage here sees when the kernel made the bytes readable */
+    /* client_queue stays n 0: the client vantage of `run` is the probe, which cannot see when the
+     * kernel made the bytes readable (watch/record's eBPF vantage can: docs/metrics.md) */
     if (copy_samples(&c->ttft_err_ns, &c->n_ttft_err, &t.ttft_err) < 0 ||
         copy_samples(&c->itl_reported_ns, &c->n_itl_reported, &t.itl_rep) < 0 ||
         copy_samples(&c->itl_true_ns, &c->n_itl_true, &t.itl_true) < 0)

@@ -30,6 +30,7 @@
 #include "source/bpf_source.h"
 #include "source/pcap_source.h"
 #include "source/probe_source.h"
+#include "source/ready_bridge.h"
 #include "timeline/conn_tracker.h"
 
 static volatile sig_atomic_t run_child_pid;
@@ -93,6 +94,7 @@ static void usage(FILE *out)
 
 /* Sends a vantage's chunks to its tracker and, when recording, its pcap. */
 typedef struct vantage_sink {
+    tt_ready_bridge *learn; /* the probe's client vantage: its connections, for the kernel's ready instants */
     tt_tracker *tracker;
     tt_synth *synth;       /* NULL when not recording (or not yet opened) */
     char synth_path[4096]; /* opened on the first chunk ("" when not recording) */
@@ -104,6 +106,7 @@ static void sink_chunk(void *ctx, const tt_chunk *c)
 {
     vantage_sink *v = ctx;
     v->chunks++;
+    if (v->learn) tt_ready_bridge_learn(v->learn, c);
     tt_tracker_chunk(v->tracker, c);
     if (!v->synth && v->synth_path[0] && !v->synth_failed) {
         char err[256];
@@ -199,6 +202,7 @@ typedef struct run_state {
     vantage_sink client, server, tls, ebpf_server;
     tt_probe_source *probe;
     tt_bpf_source *bpf;
+    tt_ready_bridge *bridge; /* eBPF ready instants onto the probe's client connections */
     tt_recdir_wire wire;
     char wire_path[4200];
     const char *bpf_skipped; /* why the eBPF server vantage was not taken (NULL: taken or not asked) */
@@ -418,6 +422,21 @@ static void exec_command(char **cmd_argv, const char *preload, const char *ring_
     _exit(e == ENOENT ? 127 : 126);
 }
 
+/* Whether this process's CLOCK_MONOTONIC is the kernel's own (no time
+ * namespace offset): then eBPF's instants and the probe's are on one clock. */
+static bool monotonic_is_the_kernels(void)
+{
+    FILE *f = fopen("/proc/self/timens_offsets", "r");
+    if (!f) return true; /* no time namespaces in this kernel */
+    char name[32];
+    long long sec = 0, nsec = 0;
+    bool zero = true;
+    while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
+        if (!strcmp(name, "monotonic") && (sec || nsec)) zero = false;
+    fclose(f);
+    return zero;
+}
+
 /* Start the root-only vantages, or say why they are not taken. */
 static void start_root_vantages(run_state *st, const run_options *o, const char *ring_dir, bool keep_text)
 {
@@ -435,7 +454,15 @@ static void start_root_vantages(run_state *st, const run_options *o, const char 
         return;
     }
     tt_bpf_options bopt = {.tgid = o->server_pid, .port = o->server_port};
-    st->bpf = tt_bpf_source_new(sink_chunk, &st->ebpf_server, NULL, NULL);
+    /* With --server-port the client's own sockets pass the port filter too:
+     * the kernel's ready instants at them go onto the probe's connections
+     * (the client queue wait), unless this process's CLOCK_MONOTONIC is
+     * offset from the kernel's (a time namespace), which eBPF stamps with. */
+    if (o->server_port && monotonic_is_the_kernels()) {
+        st->bridge = tt_ready_bridge_new(sink_chunk, &st->client);
+        st->client.learn = st->bridge;
+    }
+    st->bpf = tt_bpf_source_new(sink_chunk, &st->ebpf_server, st->bridge ? tt_ready_bridge_chunk : NULL, st->bridge);
     if (!st->bpf || tt_bpf_source_start(st->bpf, &bopt, st->bpf_err, sizeof st->bpf_err) < 0) {
         if (!st->bpf) snprintf(st->bpf_err, sizeof st->bpf_err, "out of memory");
         fprintf(stderr, "tokentap run: server vantage not taken: %s\n", st->bpf_err);
@@ -680,11 +707,11 @@ int tt_cmd_run(int argc, char **argv)
     int status = exit_status_of(wstatus);
     run_child_pid = 0;
 
+    /* eBPF first: its ready instants must reach the probe's connections
+     * before the probe's finish releases them */
+    if (st.bpf) tt_bpf_source_poll(st.bpf, 0, err, sizeof err);
     tt_probe_source_finish(st.probe);
-    if (st.bpf) {
-        tt_bpf_source_poll(st.bpf, 0, err, sizeof err);
-        tt_bpf_source_finish(st.bpf);
-    }
+    if (st.bpf) tt_bpf_source_finish(st.bpf);
     clock.end_offset = tt_recdir_sample_offset(&clock.end_mono, &clock.end_wall);
     bool failed = tt_recdir_wire_stop(&st.wire) < 0;
     tt_probe_stats ps;
@@ -716,6 +743,7 @@ int tt_cmd_run(int argc, char **argv)
     }
     tt_probe_source_free(st.probe);
     tt_bpf_source_free(st.bpf);
+    tt_ready_bridge_free(st.bridge);
     remove_ring_dir(ring_dir);
     tt_tracker_free(st.client.tracker);
     tt_tracker_free(st.server.tracker);

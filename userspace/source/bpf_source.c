@@ -584,8 +584,60 @@ static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
     return -1;
 }
 
+/* The TCP ports pid listens on (its sockets in LISTEN state, from
+ * /proc/PID/fd and its network namespace's /proc/PID/net/tcp{,6}) go into
+ * the kernel's ready_ports: connections accepted on them are followed for
+ * ready instants from their first byte, the first connection included.
+ * Best effort: what cannot be read is skipped. */
+static void seed_listen_ports(int ports_map, uint32_t pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%u/fd", pid);
+    DIR *d = opendir(path);
+    if (!d) return;
+    unsigned long inodes[1024];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < sizeof inodes / sizeof *inodes) {
+        char link[64], target[64];
+        snprintf(link, sizeof link, "/proc/%u/fd/%.16s", pid, de->d_name);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0) continue;
+        target[len] = 0;
+        unsigned long ino;
+        if (sscanf(target, "socket:[%lu]", &ino) == 1) inodes[n++] = ino;
+    }
+    closedir(d);
+    if (!n) return;
+    static const char *const tables[] = {"tcp", "tcp6"};
+    for (size_t t = 0; t < 2; t++) {
+        snprintf(path, sizeof path, "/proc/%u/net/%s", pid, tables[t]);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            char local[64];
+            unsigned state;
+            unsigned long ino;
+            /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+            if (sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &state, &ino) != 3) continue;
+            char *colon = strrchr(local, ':');
+            if (state != 0x0A || !colon) continue;
+            for (size_t i = 0; i < n; i++) {
+                if (inodes[i] != ino) continue;
+                uint16_t port = (uint16_t)strtoul(colon + 1, NULL, 16);
+                uint8_t one = 1;
+                bpf_map_update_elem(ports_map, &port, &one, BPF_ANY);
+                break;
+            }
+        }
+        fclose(f);
+    }
+}
+
 /* Put the requested processes and every descendant alive now into the
- * kernel's traced set. Returns how many went in, or -1 with err. */
+ * kernel's traced set (and, with ready instants, their listening ports in
+ * ready_ports). Returns how many went in, or -1 with err. */
 static int seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen)
 {
     int map = bpf_map__fd(skel->maps.traced_tgids);
@@ -616,9 +668,11 @@ static int seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
             if (parent && parent->traced) procs[i].traced = grew = true;
         }
     }
+    int ports_map = bpf_map__fd(skel->maps.ready_ports);
     for (size_t i = 0; i < n_proc && added >= 0; i++) {
         if (!procs[i].traced) continue;
         added = add_traced(map, procs[i].pid, err, errlen) < 0 ? -1 : added + 1;
+        if (skel->rodata->ready_wanted) seed_listen_ports(ports_map, procs[i].pid);
     }
     free(procs);
     return added;

@@ -235,18 +235,69 @@ static void append_text(tt_request *r, const char *s, size_t n)
     r->text[r->text_len] = 0;
 }
 
-/* The instant response body byte body_off became readable at this
- * vantage's socket: found through the slices of the DATA chunk being
- * parsed (a byte decoded from a compressed body has no place of its own in
- * the stream: unknown). */
-static uint64_t body_byte_ready(conn_state *c, uint64_t body_off)
+/* The stream offset of response body byte body_off, found through the
+ * slices of the DATA chunk being parsed (a byte decoded from a compressed
+ * body has no place of its own in the stream: TT_NS_NONE). */
+static uint64_t body_byte_stream_off(const conn_state *c, uint64_t body_off)
 {
     for (size_t i = c->n_slices; i-- > 0;) {
         const struct body_slice *sl = &c->slices[i];
         if (body_off >= sl->body_off && body_off - sl->body_off < sl->len)
-            return tt_ready_marks_at(&c->ready[TT_DIR_S2C], sl->stream_off + (body_off - sl->body_off));
+            return sl->stream_off + (body_off - sl->body_off);
     }
     return TT_NS_NONE;
+}
+
+/* A request's first and last token events' ready instants, from its events. */
+static void token_ready_instants(tt_request *r)
+{
+    r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
+    bool first = true;
+    for (uint32_t i = 0; i < r->n_events; i++) {
+        if (r->events[i].kind != TT_EV_TOKEN) continue;
+        if (first) r->first_token_ready_ns = r->events[i].ready_ns;
+        first = false;
+        r->last_token_ready_ns = r->events[i].ready_ns;
+    }
+}
+
+/* A READY mark that came after the bytes it covers were parsed (another
+ * source's ring polled later, or a record committed late): the request's
+ * first byte (C2S) or the events (S2C) of r that end inside [from, end)
+ * and have no ready instant yet get ns. */
+static void ready_fill_late(tt_request *r, tt_direction dir, uint64_t from, uint64_t end, uint64_t ns)
+{
+    if (dir == TT_DIR_C2S) {
+        if (r->req_ready_ns == TT_NS_NONE && r->req_first_ns != TT_NS_NONE && r->req_first_off >= from &&
+            r->req_first_off < end)
+            r->req_ready_ns = ns;
+        return;
+    }
+    bool changed = false;
+    for (uint32_t i = r->n_events; i-- > 0;) {
+        tt_event_rec *e = &r->events[i];
+        if (e->dispatch_stream_off == TT_NS_NONE || e->dispatch_stream_off >= end) continue;
+        if (e->dispatch_stream_off < from) break;
+        if (e->ready_ns == TT_NS_NONE) {
+            e->ready_ns = ns;
+            changed = true;
+        }
+    }
+    if (changed) token_ready_instants(r);
+}
+
+#define LATE_READY_FILED_SCAN 1024 /* filed requests looked at for a late mark */
+
+static void ready_mark(conn_state *c, const tt_chunk *ch)
+{
+    uint64_t from = ch->offset, end = ch->offset + ch->len;
+    tt_ready_marks_add(&c->ready[ch->dir], from, end, ch->mono_ns);
+    for (size_t i = 0; i < c->queue_len; i++) ready_fill_late(&c->queue[i]->req, ch->dir, from, end, ch->mono_ns);
+    tt_tracker *t = c->t;
+    for (size_t k = 0; k < t->n_reqs && k < LATE_READY_FILED_SCAN; k++) {
+        tt_request *r = &t->reqs[t->n_reqs - 1 - k];
+        if (r->conn_id == c->conn_id) ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
+    }
 }
 
 static void on_frame(void *ud, const tt_event_frame *ev)
@@ -278,7 +329,10 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     memset(e, 0, sizeof *e);
     e->first_ns = ev->first_ns;
     e->dispatch_ns = ev->dispatch_ns;
-    e->ready_ns = ev->dispatch_off ? body_byte_ready(c, ev->dispatch_off - 1) : TT_NS_NONE;
+    e->dispatch_stream_off = ev->dispatch_off ? body_byte_stream_off(c, ev->dispatch_off - 1) : TT_NS_NONE;
+    e->ready_ns = e->dispatch_stream_off != TT_NS_NONE
+                      ? tt_ready_marks_at(&c->ready[TT_DIR_S2C], e->dispatch_stream_off)
+                      : TT_NS_NONE;
     e->first_off = ev->first_off;
     e->dispatch_off = ev->dispatch_off;
     e->text_hash = cl.text_hash;
@@ -401,6 +455,7 @@ static void req_on_head(void *ud, const tt_http_head *h)
     copy_header(h, "x-request-id", r->request_id, sizeof r->request_id);
     copy_header(h, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
     r->req_first_ns = h->first_ns;
+    r->req_first_off = h->first_off;
     r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], h->first_off);
     r->dialect = tt_dialect_from_path(h->target, h->target_len);
     c->parsing_request = p;
@@ -654,7 +709,7 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
         c->n_slices = 0;
         break;
     case TT_CHUNK_READY:
-        tt_ready_marks_add(&c->ready[ch->dir], ch->offset, ch->offset + ch->len, ch->mono_ns);
+        ready_mark(c, ch);
         break;
     case TT_CHUNK_GAP:
         tt_http1_gap(hp, ch->len, ch->mono_ns);

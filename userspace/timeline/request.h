@@ -17,6 +17,8 @@ typedef struct tt_event_rec {
     uint64_t first_ns, dispatch_ns;
     uint64_t ready_ns;       /* the kernel made its last byte readable at this vantage's socket
                                 (TT_NS_NONE: unknown, e.g. the wire, the probe, no kernel support) */
+    uint64_t dispatch_stream_off; /* stream offset of its last byte (TT_NS_NONE: not in the
+                                     stream as such, e.g. decoded from a compressed body) */
     uint64_t first_off, dispatch_off;
     uint64_t text_hash;
     uint32_t text_bytes, reasoning_bytes;
@@ -89,6 +91,7 @@ typedef struct tt_request {
      * unknown): the request's first byte (server vantage), and the last
      * byte of the first and of the last token event (client vantage) */
     uint64_t req_ready_ns, first_token_ready_ns, last_token_ready_ns;
+    uint64_t req_first_off;       /* stream offset of the request's first byte */
 
     /* events */
     tt_event_rec *events;
