@@ -57,3 +57,10 @@ npm_cmd() {
         echo "node /usr/lib/node_modules/npm/bin/npm-cli.js"
     fi
 }
+
+# ready_instants: true when eBPF loads here and the kernel gives ready
+# instants (sock:sk_data_ready), as watch's summary line says.
+ready_instants() {
+    [ "$(id -u)" = 0 ] || return 1
+    "$TT" watch --pid 1 --duration 0.2 -q 2>&1 >/dev/null | grep -q ' ready instants ('
+}

@@ -205,7 +205,7 @@ static int findings_by_request(const cJSON *doc, size_t n_reqs, finding_sets *fs
 
 /* What the cell's requests showed, gathered before the causes are named. */
 typedef struct tally {
-    samples ttft_err, e2el_err, tpot_err, itl_rep, itl_true, send_lag, client_lag, downlink;
+    samples ttft_err, e2el_err, tpot_err, itl_rep, itl_true, send_lag, client_lag, downlink, client_queue;
     samples ttft_true, e2el_true, tpot_true;
     samples role_early;           /* TTFT taken at the role-only chunk: how early */
     size_t other_kind_ttft;       /* TTFT taken at another non-token event */
@@ -229,7 +229,7 @@ typedef struct tally {
 #define TALLY_SAMPLES(t)                                                                                        \
     {&(t)->ttft_err, &(t)->e2el_err, &(t)->tpot_err, &(t)->itl_rep, &(t)->itl_true, &(t)->send_lag,           \
      &(t)->client_lag, &(t)->downlink, &(t)->ttft_true, &(t)->e2el_true, &(t)->tpot_true, &(t)->role_early,   \
-     &(t)->before_events}
+     &(t)->before_events, &(t)->client_queue}
 
 static void tally_free(tally *t)
 {
@@ -303,6 +303,8 @@ static void grade_timing(tally *t, const tt_bench_request *rec, const cJSON *R, 
     const cJSON *dec = get(R, "decomposition");
     if (tt_audit_int_field(dec, "send_lag_ns", &v)) push(&t->send_lag, v);
     if (tt_audit_int_field(dec, "client_lag_ns", &v)) push(&t->client_lag, v);
+    /* the kernel's ready instant at the tool's socket: as root, run puts the eBPF one on the probe's connections */
+    if (tt_audit_int_field(dec, "client_queue_ns", &v)) push(&t->client_queue, v);
     if (cl && tt_audit_int_field(cl, "first_token_mono_ns", &v)) push(&t->downlink, v - first);
     int64_t shared, n_tok;
     if (tt_audit_int_field(get(dec, "itl"), "shared_read_events", &shared) && shared > 0) {
@@ -700,8 +702,7 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     overhead_of(&t.send_lag, &c->send_lag);
     overhead_of(&t.client_lag, &c->client_lag);
     overhead_of(&t.downlink, &c->downlink);
-    /* client_queue stays n 0: the client vantage of `run` is the probe, which cannot see when the
-     * kernel made the bytes readable (watch/record's eBPF vantage can: docs/metrics.md) */
+    overhead_of(&t.client_queue, &c->client_queue);
     if (copy_samples(&c->ttft_err_ns, &c->n_ttft_err, &t.ttft_err) < 0 ||
         copy_samples(&c->itl_reported_ns, &c->n_itl_reported, &t.itl_rep) < 0 ||
         copy_samples(&c->itl_true_ns, &c->n_itl_true, &t.itl_true) < 0)
