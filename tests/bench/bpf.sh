@@ -259,8 +259,9 @@ rows = {}
 for i, f in enumerate(sys.argv[1:]):
     for line in open(f):
         name, cnt, ns = line.split("\t"); rows.setdefault(name, ["-", "-"])[i] = ns.strip()
-for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read"):
-    if name in rows: print("| %s | %s | %s |" % (name, rows[name][0], rows[name][1]))' "$work/prog-pid.tsv" "$work/prog-none.tsv"
+for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read", "tt_sk_data_ready"):
+    got = [k for k in rows if name.startswith(k)]  # the kernel keeps 15 bytes of a name
+    if got: print("| %s | %s | %s |" % (name, rows[got[0]][0], rows[got[0]][1]))' "$work/prog-pid.tsv" "$work/prog-none.tsv"
         none_rt=$(json_num "$work/pp-stats-none.json" tcp.ns_per_round_trip)
         off_rt=$(json_num "$work/pp-stats-off.json" tcp.ns_per_round_trip)
         echo

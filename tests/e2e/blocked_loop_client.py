@@ -2,10 +2,10 @@
 """A streaming client whose event loop is blocked after every read, for the
 socket-queue test (test_client_queue.sh).
 
-asyncio, one plain Protocol per request (no HTTP library between the loop
-and the bytes): data_received stamps time.monotonic_ns() (CLOCK_MONOTONIC)
-first thing, logs the read, then blocks the whole loop for BLOCK_MS with
-time.sleep, as a benchmark's slow callback would. While it sleeps the
+A selector event loop (what asyncio's is, written out so that each read can
+be stamped on both sides of its recv): when the socket is readable it reads
+everything there, logs the read, then blocks the whole loop for BLOCK_MS
+with time.sleep, as a benchmark's slow callback would. While it sleeps the
 server's next token events wait in the socket's receive queue: that wait is
 what tokentap must recover. Requests run one after another on fresh
 connections, x-request-id PREFIX0..PREFIX(N-1) (default prefix bq-).
@@ -13,19 +13,20 @@ connections, x-request-id PREFIX0..PREFIX(N-1) (default prefix bq-).
 A watcher process (forked per connection, so it never holds the client's
 GIL) polls the socket's getsockopt(TCP_INFO) in a tight loop and stamps
 every change of tcpi_bytes_received (the bytes the kernel has taken in
-order, updated just before it marks them readable): the client's own view of
-when each byte became readable, a few microseconds late at most (the poll's
-period). BLOCKED_CLIENT_NO_WATCHER=1 leaves it out (it keeps a core busy).
+order, updated just before it marks them readable): the client's own view
+of when each byte became readable. BLOCKED_CLIENT_NO_WATCHER=1 leaves it
+out (it keeps a core busy).
 
-OUT gets one JSON line per read {"request_id", "recv_ns", "len"}, one per
-request {"request_id", "send_ns"} (the instant before the request was
-written) and one per change seen by the watcher {"request_id", "avail_ns",
-"not_before_ns", "bytes_received"}: the change happened in [not_before_ns,
-avail_ns], an interval that is a few microseconds wide unless the watcher
-was preempted.
+OUT gets one JSON line per read {"request_id", "recv_start_ns", "recv_ns",
+"len"} (the recv returned within [recv_start_ns, recv_ns]), one per request
+{"request_id", "send_ns"} (the instant before the request was written) and
+one per change seen by the watcher {"request_id", "not_before_ns",
+"avail_ns", "bytes_received"} (the change happened within [not_before_ns,
+avail_ns]). Both intervals are a few microseconds wide unless a process was
+preempted, and then they say so.
 
 usage: blocked_loop_client.py PORT N BLOCK_MS TOKENS OUT [PREFIX]"""
-import asyncio, json, os, socket, struct, sys, tempfile, time
+import json, os, selectors, socket, struct, sys, tempfile, time
 
 port, n_requests, block_ms, tokens, out = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 prefix = sys.argv[6] if len(sys.argv) > 6 else "bq-"
@@ -38,18 +39,20 @@ def watch_socket(fd, rid, stop_fd, path):
     received byte count until stop_fd becomes readable, then write them to path."""
     sock = socket.socket(fileno=os.dup(fd))
     os.set_blocking(stop_fd, False)
-    seen, last, n, before = [], -1, 0, time.monotonic_ns()
+    seen, last, n, prev_start = [], -1, 0, time.monotonic_ns()
     while True:
+        start = time.monotonic_ns()
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
         now = time.monotonic_ns()
         if len(info) < TCPI_BYTES_RECEIVED + 8:
             break
         got = struct.unpack_from("=Q", info, TCPI_BYTES_RECEIVED)[0]
         if got != last:
-            # the change happened after the previous poll began and before this one returned
-            seen.append({"request_id": rid, "avail_ns": now, "not_before_ns": before, "bytes_received": got})
+            # the previous poll read the old count somewhere after it started, this one the
+            # new count before it returned: the change lies between
+            seen.append({"request_id": rid, "not_before_ns": prev_start, "avail_ns": now, "bytes_received": got})
             last = got
-        before = now
+        prev_start = start
         n += 1
         if n % 64 == 0:
             try:
@@ -61,71 +64,72 @@ def watch_socket(fd, rid, stop_fd, path):
         json.dump(seen, f)
 
 
-class Stream(asyncio.Protocol):
-    def __init__(self, rid, done):
-        self.rid, self.done, self.buf = rid, done, b""
+def start_watcher(sock, rid):
+    if os.environ.get("BLOCKED_CLIENT_NO_WATCHER") == "1":
+        return None
+    stop_r, stop_w = os.pipe()
+    tmp_fd, path = tempfile.mkstemp(prefix="tt-watcher-")
+    os.close(tmp_fd)
+    pid = os.fork()
+    if pid == 0:
+        os.close(stop_w)
+        try:
+            watch_socket(sock.fileno(), rid, stop_r, path)
+        finally:
+            os._exit(0)
+    os.close(stop_r)
+    return pid, stop_w, path
 
-    def connection_made(self, transport):
-        self.watcher = None
-        if os.environ.get("BLOCKED_CLIENT_NO_WATCHER") == "1":
-            self.send(transport)
-            return
-        fd = transport.get_extra_info("socket").fileno()
-        stop_r, self.stop_w = os.pipe()
-        tmp_fd, self.watch_path = tempfile.mkstemp(prefix="tt-watcher-")
-        os.close(tmp_fd)
-        self.watcher = os.fork()
-        if self.watcher == 0:
-            os.close(self.stop_w)
+
+def stop_watcher(w):
+    if w is None:
+        return
+    pid, stop_w, path = w
+    os.write(stop_w, b"x")
+    os.close(stop_w)
+    os.waitpid(pid, 0)
+    with open(path) as f:
+        log.extend(json.load(f))
+    os.unlink(path)
+
+
+def one(rid):
+    body = json.dumps({"model": "m", "stream": True, "max_tokens": tokens,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nx-request-id: {rid}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    sock = socket.create_connection(("127.0.0.1", port))
+    watcher = start_watcher(sock, rid)
+    log.append({"request_id": rid, "send_ns": time.monotonic_ns()})
+    sock.sendall(head + body)
+    sock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ)
+    got = b""
+    done = False
+    while not done:
+        for _key, _mask in sel.select(timeout=30):
+            t0 = time.monotonic_ns()
             try:
-                watch_socket(fd, self.rid, stop_r, self.watch_path)
-            finally:
-                os._exit(0)
-        os.close(stop_r)
-        self.send(transport)
-
-    def send(self, transport):
-        body = json.dumps({"model": "m", "stream": True, "max_tokens": tokens,
-                           "messages": [{"role": "user", "content": "hi"}]}).encode()
-        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nx-request-id: {self.rid}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
-        log.append({"request_id": self.rid, "send_ns": time.monotonic_ns()})
-        transport.write(head + body)
-
-    def data_received(self, data):
-        now = time.monotonic_ns()
-        log.append({"request_id": self.rid, "recv_ns": now, "len": len(data)})
-        self.buf += data
-        time.sleep(block_ms / 1000.0)  # the loop is blocked: nothing else runs, nothing is read
-
-    def connection_lost(self, exc):
-        if self.watcher is None:
-            self.finish()
-            return
-        os.write(self.stop_w, b"x")
-        os.close(self.stop_w)
-        os.waitpid(self.watcher, 0)
-        with open(self.watch_path) as f:
-            log.extend(json.load(f))
-        os.unlink(self.watch_path)
-        self.finish()
-
-    def finish(self):
-        if not self.done.done():
-            self.done.set_result(self.buf)
+                data = sock.recv(1 << 18)
+            except BlockingIOError:
+                continue
+            t1 = time.monotonic_ns()
+            if not data:
+                done = True
+                break
+            log.append({"request_id": rid, "recv_start_ns": t0, "recv_ns": t1, "len": len(data)})
+            got += data
+            time.sleep(block_ms / 1000.0)  # the loop is blocked: nothing else runs, nothing is read
+    sel.close()
+    sock.close()
+    stop_watcher(watcher)
+    assert got.startswith(b"HTTP/1.1 200"), got[:80]
+    assert b"[DONE]" in got, got[-200:]
 
 
-async def main():
-    loop = asyncio.get_running_loop()
-    for i in range(n_requests):
-        done = loop.create_future()
-        await loop.create_connection(lambda: Stream(f"{prefix}{i}", done), "127.0.0.1", port)
-        body = await asyncio.wait_for(done, 30)
-        assert body.startswith(b"HTTP/1.1 200"), body[:80]
-        assert b"[DONE]" in body, body[-200:]
-
-
-asyncio.run(main())
+for i in range(n_requests):
+    one(f"{prefix}{i}")
 with open(out, "w") as f:
     for rec in log:
         f.write(json.dumps(rec) + "\n")
