@@ -64,3 +64,10 @@ ready_instants() {
     [ "$(id -u)" = 0 ] || return 1
     "$TT" watch --pid 1 --duration 0.2 -q 2>&1 >/dev/null | grep -q ' ready instants ('
 }
+
+# wait_tracing ERRFILE: wait (5 s at most) for watch's "tracing" line in
+# ERRFILE, its stderr; fail with what it said when it does not come.
+wait_tracing() {
+    for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$1" 2>/dev/null && return 0; sleep 0.1; done
+    fail "watch did not start: $(cat "$1")"
+}

@@ -45,8 +45,7 @@ spid=$SERVE_PID port=$SERVE_PORT
 "$TT" watch --port "$port" --duration 60 --vantage client --events --json -q -o "$work/events.json" \
     2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
-grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
+wait_tracing "$work/watch.err"
 timeout 60 /usr/bin/python3 "$(dirname "$0")/blocked_loop_client.py" "$port" 4 12 20 "$work/client.jsonl" bq- \
     || fail "blocked-loop client exit $?"
 sleep 0.2
@@ -64,7 +63,7 @@ wpid=$!
 "$TT" record -o "$work/rec" --port "$port" --duration 60 2> "$work/rec.err" &
 rpid=$!
 for _ in $(seq 50); do grep -q 'recording into' "$work/rec.err" 2>/dev/null && break; sleep 0.1; done
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch2.err" 2>/dev/null && break; sleep 0.1; done
+wait_tracing "$work/watch2.err"
 sleep 0.5
 BLOCKED_CLIENT_NO_WATCHER=1 timeout 60 /usr/bin/python3 "$(dirname "$0")/blocked_loop_client.py" \
     "$port" 4 12 20 "$work/client2.jsonl" rq- || fail "blocked-loop client exit $?"

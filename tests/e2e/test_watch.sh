@@ -16,8 +16,7 @@ spid=$SERVE_PID port=$SERVE_PORT
 
 "$TT" watch --pid $spid --duration 3 --events --json -q -o "$work/events.json" 2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
-grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
+wait_tracing "$work/watch.err"
 clients=()
 for i in 1 2 3; do
     curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: w-$i" \

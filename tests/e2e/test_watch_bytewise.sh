@@ -19,8 +19,7 @@ spid=$SERVE_PID port=$SERVE_PORT
 "$TT" watch --port "$port" --duration 30 --vantage client --events --json --text -q -o "$work/events.json" \
     2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
-grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
+wait_tracing "$work/watch.err"
 
 /usr/bin/python3 - "$port" "$work/reads.json" <<'PY' || fail "client failed"
 import json, socket, sys, time

@@ -87,8 +87,7 @@ watch_start() {  # NAME ARGS...
     local name=$1; shift
     "$TT" watch "$@" --duration 30 --vantage client --json -q -o "$work/$name.json" 2> "$work/$name.err" &
     wpid=$!
-    for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/$name.err" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^tokentap watch: tracing' "$work/$name.err" || fail "watch did not start: $(cat "$work/$name.err")"
+    wait_tracing "$work/$name.err"
 }
 watch_stop() {
     sleep 0.3

@@ -55,8 +55,7 @@ watch_start() {
     "$TT" watch --port "$port" --duration 30 --vantage client --events --json --text -q -o "$work/$1.json" \
         2> "$work/$1.err" &
     wpid=$!
-    for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/$1.err" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^tokentap watch: tracing' "$work/$1.err" || fail "watch did not start: $(cat "$work/$1.err")"
+    wait_tracing "$work/$1.err"
 }
 watch_stop() {
     sleep 0.2

@@ -20,8 +20,7 @@ spid=$SERVE_PID port=$SERVE_PORT
 
 "$TT" watch --port "$port" --duration 30 --events --json -q -o "$work/events.json" 2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
-grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
+wait_tracing "$work/watch.err"
 "$TT" watch --port "$port" --interval 0.5 -o "$work/report.txt" 2> "$work/summary.err" &
 spid2=$!
 for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/summary.err" 2>/dev/null && break; sleep 0.1; done

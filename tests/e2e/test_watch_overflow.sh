@@ -28,8 +28,7 @@ requests() {  # PREFIX: two long and two short streams, one after the other
 
 "$TT" watch --port "$port" --ring-kb 8 --duration 30 --json -q -o "$work/watch.json" 2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
-grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
+wait_tracing "$work/watch.err"
 requests w
 sleep 0.2
 kill -INT $wpid; wait $wpid || fail "watch exit $?: $(cat "$work/watch.err")"

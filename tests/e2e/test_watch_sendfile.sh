@@ -60,8 +60,7 @@ port=$(head -1 "$work/server.out")
 
 "$TT" watch --port "$port" --duration 30 --json -q -o "$work/report.json" 2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$work/watch.err" 2>/dev/null && break; sleep 0.1; done
-grep -q '^tokentap watch: tracing' "$work/watch.err" || fail "watch did not start: $(cat "$work/watch.err")"
+wait_tracing "$work/watch.err"
 curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: sf-1' \
     -d '{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}' \
     "http://127.0.0.1:$port/v1/chat/completions" > "$work/curl.out" || fail "curl exit $?"
