@@ -48,7 +48,7 @@ struct call_args {
     __s32 fd;
     __u32 syscall;
     __u32 pending;  /* set at enter, cleared at exit */
-    __u32 pad;
+    __u32 peek;     /* recvfrom/recvmsg with MSG_PEEK: the bytes stay queued (no sequence number) */
 };
 
 struct lost_key {
@@ -223,7 +223,7 @@ static __always_inline bool is_role_syscall(__u32 syscall)
 /* The enter of a traced syscall: everything that can be rejected is
  * rejected here, before anything is stored (the process filters, an fd
  * that is not a TCP socket, the port filter where the ports are known). */
-static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
+static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32 syscall, bool peek)
 {
     if (fd < 0 || !task_traced(bpf_get_current_pid_tgid())) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
@@ -243,9 +243,17 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
     a->fd = fd;
     a->syscall = syscall;
     a->enter_ns = bpf_ktime_get_ns();
+    a->peek = peek;
     a->pending = 1;
     return 0;
 }
+
+static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
+{
+    return on_enter_peek(fd, buf, count, syscall, false);
+}
+
+#define TT_MSG_PEEK 2
 
 /* The arguments the enter of `syscall` left for this thread, taken (the
  * copy in *out), or false. */
@@ -317,145 +325,7 @@ static __always_inline bool takes_iovec(__u32 syscall)
     return syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_READV;
 }
 
-/* The current message is over: when some of its bytes were not copied, say
- * so with a record without data (or, once the ring buffer refused a record,
- * owe them to the next record of this socket and direction). */
-static __always_inline void finish_message(struct copy_state *st, struct tt_socktap_event *ev, __u8 why)
-{
-    if (st->done >= st->total) return;
-    __u32 missing = st->total - st->done;
-    if (st->rb_failed) {
-        st->lost += missing;
-        return;
-    }
-    if (why & TT_SOCKTAP_F_NOT_COPIED) {
-        stat_add(TT_SOCKTAP_STAT_NOT_COPIED, 1);
-        stat_add(TT_SOCKTAP_STAT_NOT_COPIED_BYTES, missing);
-    } else {
-        stat_add(TT_SOCKTAP_STAT_TRUNCATED, 1);
-        stat_add(TT_SOCKTAP_STAT_TRUNCATED_BYTES, missing);
-    }
-    ev->total_len = st->total;
-    ev->piece_off = st->done;
-    ev->copied = 0;
-    ev->flags = st->base_flags | why | (st->failed ? TT_SOCKTAP_F_COPY_FAILED : 0);
-    ev->lost_before = st->lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof *ev, rb_flags()) != 0) {
-        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
-        st->rb_failed = 1;
-        st->lost += missing;
-        return;
-    }
-    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
-    st->lost = 0;
-    st->done = st->total;
-}
-
-/* Load the next mmsghdr entry as the current message. 1: none left. */
-static __always_inline long next_message(struct copy_state *st)
-{
-    if (st->msg_next >= st->msg_count || st->msg_next >= TT_SOCKTAP_MAX_MMSG) {
-        st->walked = 1;
-        return 1;
-    }
-    struct mmsghdr mh;
-    if (bpf_probe_read_user(&mh, sizeof mh, (const void *)(st->mmsg_at + (__u64)st->msg_next * sizeof mh)) != 0) {
-        st->walked = 1; /* the lengths of the rest are unknown: counted as truncated by the caller */
-        return 1;
-    }
-    st->msg_next++;
-    st->total = mh.msg_len;
-    st->done = 0;
-    st->pieces = 0;
-    st->iov_next = 0;
-    st->failed = 0;
-    st->base = 0;
-    st->left = 0;
-    st->iov_at = (__u64)mh.msg_hdr.msg_iov;
-    st->iov_count = mh.msg_hdr.msg_iovlen;
-    return 0;
-}
-
-/* One step of the walk: end the current message and load the next one,
- * load the next iovec entry, or emit one piece of at most
- * TT_SOCKTAP_MAX_COPY bytes. 1 stops the loop. */
-static long copy_step(__u64 index, void *unused)
-{
-    __u32 zero = 0;
-    struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
-    if (!rec) return 1;
-    struct copy_state *st = &rec->st;
-    if (st->rb_failed || st->failed || st->done >= st->total || st->pieces >= TT_SOCKTAP_MAX_PIECES ||
-        (st->left == 0 && (st->iov_next >= st->iov_count || st->iov_next >= TT_SOCKTAP_MAX_IOV))) {
-        finish_message(st, &rec->ev, TT_SOCKTAP_F_TRUNCATED);
-        return next_message(st);
-    }
-    if (st->left == 0) {
-        struct iovec iov;
-        if (bpf_probe_read_user(&iov, sizeof iov, (const void *)(st->iov_at + (__u64)st->iov_next * sizeof iov)) != 0) {
-            st->failed = 1;
-            return 0;
-        }
-        st->iov_next++;
-        st->base = (__u64)iov.iov_base;
-        st->left = iov.iov_len;
-        return 0;
-    }
-    __u64 len = st->left;
-    if (len > st->total - st->done) len = st->total - st->done;
-    /* Clamp in the very register the helper gets, for the verifier. */
-    asm volatile("if %[len] <= %[max] goto +1\n\t%[len] = %[max]" : [len] "+r"(len) : [max] "i"(TT_SOCKTAP_MAX_COPY));
-    if (len == 0) {
-        st->failed = 1;
-        return 0;
-    }
-    if (bpf_probe_read_user(rec->data, len, (const void *)st->base) != 0) {
-        st->failed = 1;
-        return 0;
-    }
-    __u32 n = (__u32)len;
-    struct tt_socktap_event *ev = &rec->ev;
-    ev->total_len = st->total;
-    ev->piece_off = st->done;
-    ev->copied = n;
-    ev->flags = st->base_flags;
-    ev->lost_before = st->lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, rb_flags()) != 0) {
-        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
-        stat_add(TT_SOCKTAP_STAT_RB_FAIL_BYTES, n);
-        /* The rest of this message (and of the syscall) is owed as lost bytes. */
-        st->rb_failed = 1;
-        return 0;
-    }
-    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
-    st->lost = 0;
-    st->base += n;
-    st->left -= n;
-    st->done += n;
-    st->pieces++;
-    return 0;
-}
-
-struct sum_state {
-    __u64 at;   /* &msgvec[first].msg_len */
-    __u32 n;    /* entries to sum */
-    __u32 sum;
-    __u8 failed;
-};
-
-/* Add one mmsghdr entry's msg_len. */
-static long sum_step(__u64 index, void *vctx)
-{
-    struct sum_state *ss = vctx;
-    if (index >= ss->n) return 1;
-    __u32 len = 0;
-    if (bpf_probe_read_user(&len, sizeof len, (const void *)(ss->at + index * sizeof(struct mmsghdr))) != 0) {
-        ss->failed = 1;
-        return 1;
-    }
-    ss->sum = ss->sum + len < ss->sum ? 0xffffffffu : ss->sum + len;
-    return 0;
-}
+#include "socktap_copy.bpf.h"
 
 /* The exit of a data syscall: copy the ret bytes it moved, from one buffer,
  * from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries), or from
@@ -465,6 +335,8 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
 {
     struct call_args args;
     if (!take_args(syscall, &args)) return 0;
+    /* MSG_PEEK consumed nothing: the next read returns the same bytes */
+    if (args.peek) return 0;
     __u64 id = bpf_get_current_pid_tgid();
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
@@ -646,7 +518,8 @@ int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret
 SEC("tracepoint/syscalls/sys_enter_recvfrom")
 int tt_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
 {
-    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_RECVFROM);
+    return on_enter_peek((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_RECVFROM,
+                         (ctx->args[3] & TT_MSG_PEEK) != 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
@@ -682,7 +555,7 @@ int tt_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->
 SEC("tracepoint/syscalls/sys_enter_recvmsg")
 int tt_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
 {
-    return on_enter((__s32)ctx->args[0], ctx->args[1], 0, TT_SOCKTAP_SYS_RECVMSG);
+    return on_enter_peek((__s32)ctx->args[0], ctx->args[1], 0, TT_SOCKTAP_SYS_RECVMSG, (ctx->args[2] & TT_MSG_PEEK) != 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmsg")

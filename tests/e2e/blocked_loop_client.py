@@ -15,7 +15,9 @@ GIL) polls the socket's getsockopt(TCP_INFO) in a tight loop and stamps
 every change of tcpi_bytes_received (the bytes the kernel has taken in
 order, updated just before it marks them readable): the client's own view
 of when each byte became readable. BLOCKED_CLIENT_NO_WATCHER=1 leaves it
-out (it keeps a core busy).
+out (it keeps a core busy). BLOCKED_CLIENT_PEEK_ODD=1 makes every
+odd-numbered request peek (recv with MSG_PEEK) before each read, as some
+clients do to look for a complete frame.
 
 OUT gets one JSON line per read {"request_id", "recv_start_ns", "recv_ns",
 "len"} (the recv returned within [recv_start_ns, recv_ns]), one per request
@@ -93,7 +95,7 @@ def stop_watcher(w):
     os.unlink(path)
 
 
-def one(rid):
+def one(rid, peek):
     body = json.dumps({"model": "m", "stream": True, "max_tokens": tokens,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
     head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nx-request-id: {rid}\r\n"
@@ -109,8 +111,10 @@ def one(rid):
     done = False
     while not done:
         for _key, _mask in sel.select(timeout=30):
-            t0 = time.monotonic_ns()
             try:
+                if peek:
+                    sock.recv(1 << 18, socket.MSG_PEEK)
+                t0 = time.monotonic_ns()
                 data = sock.recv(1 << 18)
             except BlockingIOError:
                 continue
@@ -128,8 +132,9 @@ def one(rid):
     assert b"[DONE]" in got, got[-200:]
 
 
+peek_odd = os.environ.get("BLOCKED_CLIENT_PEEK_ODD") == "1"
 for i in range(n_requests):
-    one(f"{prefix}{i}")
+    one(f"{prefix}{i}", peek_odd and i % 2 == 1)
 with open(out, "w") as f:
     for rec in log:
         f.write(json.dumps(rec) + "\n")

@@ -19,7 +19,9 @@
 # and serve's log bounds every ready instant from below (serve's send <=
 # ready <= read).
 #
-# Phase 1 traces with watch alone (per-event ready_ns). The watcher keeps a
+# Phase 1 traces with watch alone (per-event ready_ns); bq-1 and bq-3 peek
+# (recv with MSG_PEEK) before every read, which consumes nothing: the wait
+# runs to the read that does. The watcher keeps a
 # core busy, which on two cores delays everything else; phase 2 leaves it
 # out and records with watch and record side by side, then analyzes the
 # recording: per request, client_queue_ns of the TTFT split equals the
@@ -46,7 +48,7 @@ spid=$SERVE_PID port=$SERVE_PORT
     2> "$work/watch.err" &
 wpid=$!
 wait_tracing "$work/watch.err"
-timeout 60 /usr/bin/python3 "$(dirname "$0")/blocked_loop_client.py" "$port" 4 12 20 "$work/client.jsonl" bq- \
+BLOCKED_CLIENT_PEEK_ODD=1 timeout 60 /usr/bin/python3 "$(dirname "$0")/blocked_loop_client.py" "$port" 4 12 20 "$work/client.jsonl" bq- \
     || fail "blocked-loop client exit $?"
 sleep 0.2
 kill -INT $wpid
