@@ -57,7 +57,9 @@ static void text_cell(FILE *out, const tt_audit_cell *c)
     fprintf(out, "  %-28s %10s %10s %10s\n", "overhead (ms)", "", "median", "p99");
     const char *none = c->reported_ok ? "no client vantage" : "no request the tool counted successful";
     text_overhead(out, "send lag", &c->send_lag, none);
-    text_overhead(out, "client queue", &c->client_queue, "no ready instant at the tool's socket (needs root, the server vantage and sock:sk_data_ready)");
+    text_overhead(out, "client queue", &c->client_queue,
+                  c->reported_ok ? "no kernel ready instant at the tool's socket (root and the server vantage needed)"
+                                 : none);
     text_overhead(out, "client lag", &c->client_lag, none);
     text_overhead(out, "downlink (network + queue)", &c->downlink, none);
     if (c->n_causes) fprintf(out, "  causes:\n");
