@@ -15,7 +15,9 @@
 # 4. The LD_PRELOAD probe (tests/bench/probe.sh): added cost per
 #    intercepted call, and the call rate held with zero drops.
 # 5. Clocks of two hosts (userspace/clocks/): the fit and the per-request
-#    uncertainty for 100,000 requests of 20 token events (build/tools/ttclockfit).
+#    uncertainty for 100,000 requests of 20 token events (build/tools/ttclockfit),
+#    then two whole recordings of 100,000 requests (build/tools/ttsynthrec)
+#    merged by `tokentap analyze SRV CLI`: time and peak memory.
 # BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
@@ -305,6 +307,28 @@ clocks_section() {
         fit+="$(echo "$line" | sed -n 's/.*"fit_s": \([0-9.]*\).*/\1/p')"$'\n'
         query+="$(echo "$line" | sed -n 's/.*"query_s": \([0-9.]*\).*/\1/p')"$'\n'
     done
+    # Two real recordings of 100,000 requests, merged by analyze.
+    local merge=""
+    rm -rf "$work/merge" && mkdir -p "$work/merge"
+    "$BUILD/tools/ttsynthrec" "$work/merge/srv" "$work/merge/cli" 100000 20 > /dev/null \
+        || { echo "bench: ttsynthrec failed" >&2; exit 1; }
+    merge=$(/usr/bin/python3 - "$BUILD/tokentap" "$work/merge" <<'PY'
+import json, os, resource, subprocess, sys, time
+tt, d = sys.argv[1], sys.argv[2]
+size = sum(os.path.getsize(f"{d}/{x}") for x in ("srv/server.pcap", "cli/client.pcap"))
+t = time.monotonic()
+subprocess.run([tt, "analyze", "--json", "-o", f"{d}/out.json", f"{d}/srv", f"{d}/cli"], check=True)
+wall = time.monotonic() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+a = json.load(open(f"{d}/out.json"))
+cl = a["clocks"][1]
+joined = sum(1 for r in a["requests"] if r["request_id"] and set(r["vantages"]) == {"server", "client"})
+print(json.dumps({"pcap_bytes": size, "wall_s": round(wall, 2), "max_rss_bytes": rss, "requests_joined": joined,
+                  "method": cl["method"], "offset_ns": cl["offset_ns"], "skew_ppm": round(cl["skew_ppm"], 3),
+                  "uncertainty_ns": cl["uncertainty_ns"]}))
+PY
+) || { echo "bench: analyze of two recordings failed" >&2; exit 1; }
+    rm -rf "$work/merge"
     {
         echo "## Clocks of two hosts (analyze DIR DIR...)"
         echo
@@ -321,6 +345,24 @@ clocks_section() {
         echo "| fit (hulls of the bounds, then the skew search), s | $(echo -n "$fit" | median) |"
         echo "| uncertainty at each of the 100,000 request instants, s | $(echo -n "$query" | median) |"
         echo "| last run | \`$line\` |"
+        echo
+        echo "    build/tools/ttsynthrec SRV CLI 100000 20"
+        echo "    tokentap analyze --json -o OUT SRV CLI"
+        echo
+        echo "The whole merge, end to end: two recordings as \`tokentap record\` writes them"
+        echo "(tests/tools/ttsynthrec.c: the same exchange of 100,000 requests of 20 token"
+        echo "events, one connection each, an hour long; SRV the server vantage on its clock,"
+        echo "CLI the client vantage on a clock 7 s ahead and 30 ppm fast), analyzed together:"
+        echo "read, the clocks fitted from the traffic, joined, decomposed, written as JSON."
+        echo "One run: wall time and the peak resident memory of analyze (the two pcaps are"
+        echo "mapped, so their size counts in it; the rest is heap, issue 16's to bound)."
+        echo
+        echo "| figure | value |"
+        echo "|---|---|"
+        echo "| the two pcaps, MB | $(echo "$merge" | /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["pcap_bytes"]/1e6))') |"
+        echo "| analyze SRV CLI, s | $(echo "$merge" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["wall_s"])') |"
+        echo "| peak resident, MB | $(echo "$merge" | /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["max_rss_bytes"]/1e6))') |"
+        echo "| the run | \`$merge\` |"
     } > "$work/clocks.md"
 }
 

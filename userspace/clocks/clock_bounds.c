@@ -1,5 +1,7 @@
 /* clock_bounds.c - bounds on two recordings' clock offset from the
  * requests both saw (clock_bounds.h). */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clocks/clock_bounds.h"
@@ -11,38 +13,52 @@ static const tt_analysis *vantage_of(const tt_analysis *const *as, size_t n, tt_
     return NULL;
 }
 
-static bool same_endpoint(const tt_endpoint *a, const tt_endpoint *b)
+/* A request and its place in its vantage's list (capture order). */
+typedef struct keyed {
+    const tt_request *r;
+    size_t pos;
+} keyed;
+
+static int endpoint_cmp(const tt_endpoint *a, const tt_endpoint *b)
 {
-    size_t len = a->family == 6 ? 16 : 4;
-    return a->family == b->family && a->port == b->port && !memcmp(a->addr, b->addr, len);
+    if (a->family != b->family) return a->family < b->family ? -1 : 1;
+    if (a->port != b->port) return a->port < b->port ? -1 : 1;
+    return memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4);
 }
 
-/* The request at the other recording's vantage matching r: the same
- * x-request-id (the k-th with that id meets the k-th), else the same
- * connection and ordinal. */
-static const tt_request *match(const tt_analysis *other, const tt_request *r, const tt_analysis *own, bool *by_id)
+/* By x-request-id; without one, by connection (client, server) and ordinal. */
+static int key_cmp(const tt_request *a, const tt_request *b)
 {
-    if (r->request_id[0]) {
-        size_t k = 0;
-        for (size_t i = 0; i < own->n_reqs && &own->reqs[i] != r; i++) k += !strcmp(own->reqs[i].request_id, r->request_id);
-        for (size_t i = 0; i < other->n_reqs; i++) {
-            if (strcmp(other->reqs[i].request_id, r->request_id)) continue;
-            if (k-- == 0) {
-                *by_id = true;
-                return &other->reqs[i];
-            }
-        }
+    if (a->request_id[0] || b->request_id[0]) return strcmp(a->request_id, b->request_id);
+    int c = endpoint_cmp(&a->client, &b->client);
+    if (!c) c = endpoint_cmp(&a->server, &b->server);
+    if (!c && a->ordinal != b->ordinal) c = a->ordinal < b->ordinal ? -1 : 1;
+    return c;
+}
+
+static int keyed_cmp(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    int c = key_cmp(a->r, b->r);
+    if (c) return c;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* a's requests that have an x-request-id (with_id) or have none, sorted by
+ * key, then capture order. NULL with *n 0 when there are none; NULL with
+ * *n SIZE_MAX when out of memory. */
+static keyed *sorted_requests(const tt_analysis *a, bool with_id, size_t *n)
+{
+    *n = 0;
+    keyed *v = a->n_reqs ? malloc(a->n_reqs * sizeof *v) : NULL;
+    if (a->n_reqs && !v) {
+        *n = SIZE_MAX;
         return NULL;
     }
-    for (size_t i = 0; i < other->n_reqs; i++) {
-        const tt_request *o = &other->reqs[i];
-        if (!o->request_id[0] && o->ordinal == r->ordinal && same_endpoint(&o->client, &r->client) &&
-            same_endpoint(&o->server, &r->server)) {
-            *by_id = false;
-            return o;
-        }
-    }
-    return NULL;
+    for (size_t i = 0; i < a->n_reqs; i++)
+        if ((a->reqs[i].request_id[0] != 0) == with_id) v[(*n)++] = (keyed){&a->reqs[i], i};
+    if (*n) qsort(v, *n, sizeof *v, keyed_cmp);
+    return v;
 }
 
 static bool seen(uint64_t ns)
@@ -99,13 +115,41 @@ int tt_clock_bounds_add(tt_clock_align *ca, const tt_analysis *const *r_as, size
         const tt_analysis *cl = client_in_s ? vantage_of(s_as, s_n, TT_VANTAGE_CLIENT) : vantage_of(r_as, r_n, TT_VANTAGE_CLIENT);
         const tt_analysis *sv = client_in_s ? vantage_of(r_as, r_n, TT_VANTAGE_SERVER) : vantage_of(s_as, s_n, TT_VANTAGE_SERVER);
         if (!cl || !sv) continue;
-        for (size_t i = 0; i < cl->n_reqs; i++) {
-            bool by_id = false;
-            const tt_request *srv = match(sv, &cl->reqs[i], cl, &by_id);
-            if (!srv) continue;
-            if (by_id) m->by_id++;
-            else m->by_connection++;
-            if (add_request(ca, &cl->reqs[i], srv, client_in_s, m) < 0) return -1;
+        /* The k-th request with a key at the client meets the k-th with
+         * that key at the server: the same x-request-id, else the same
+         * connection and ordinal (a 4-tuple reused later is another
+         * connection: the k-th meets the k-th in capture order). */
+        for (int with_id = 1; with_id >= 0; with_id--) {
+            size_t nc, ns;
+            keyed *kc = sorted_requests(cl, with_id, &nc), *ks = sorted_requests(sv, with_id, &ns);
+            if (nc == SIZE_MAX || ns == SIZE_MAX) {
+                free(kc);
+                free(ks);
+                return -1;
+            }
+            int rc = 0;
+            for (size_t i = 0, j = 0; i < nc && j < ns && rc == 0;) {
+                int c = key_cmp(kc[i].r, ks[j].r);
+                if (c < 0) {
+                    i++;
+                } else if (c > 0) {
+                    j++;
+                } else {
+                    size_t gi = i, gj = j;
+                    while (gi < nc && !key_cmp(kc[gi].r, kc[i].r)) gi++;
+                    while (gj < ns && !key_cmp(ks[gj].r, ks[j].r)) gj++;
+                    for (; i < gi && j < gj && rc == 0; i++, j++) {
+                        if (with_id) m->by_id++;
+                        else m->by_connection++;
+                        rc = add_request(ca, kc[i].r, ks[j].r, client_in_s, m);
+                    }
+                    i = gi;
+                    j = gj;
+                }
+            }
+            free(kc);
+            free(ks);
+            if (rc < 0) return -1;
         }
     }
     return 0;
