@@ -428,6 +428,8 @@ static size_t make_ready(uint8_t *buf, uint64_t sock, uint64_t ns, uint32_t end_
     ev.family = 2;
     ev.lport = 8000;
     ev.rport = 40000;
+    ev.laddr[0] = 127, ev.laddr[3] = 1;
+    ev.raddr[0] = 127, ev.raddr[3] = 1;
     ev.seq = end_seq;
     ev.total_len = from_start ? 0 : len;
     ev.flags = TT_SOCKTAP_F_SEQ | (from_start ? TT_SOCKTAP_F_READY_FROM_START : 0);
@@ -450,7 +452,8 @@ static size_t make_seq_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock,
  * sequence number: held until a read tells the sequence numbers, adopted
  * from before the accept (orphans), wrapping past 2^32, a refused one
  * leaving a hole, the stale marks of an earlier socket at the same address
- * dropped, and nonsense refused. */
+ * dropped, a stale connection at a reused address passed over, and
+ * nonsense refused. */
 static void test_ready_marks(void **state)
 {
     log_ctx srv = {0};
@@ -504,10 +507,36 @@ static void test_ready_marks(void **state)
     ev.flags = 0;
     memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    /* A process that exited without close() leaves its connection on sock
+     * 0x88; the kernel gives that address to a new socket (another
+     * 4-tuple), accepted on fd 7: its marks are its own, not the stale one's. */
+    n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 9, 0x88, 100);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    size_t before = srv.n;
+    n = make_ready(buf, 0x88, 110, 7010, 0, true);
+    memcpy(&ev, buf, sizeof ev);
+    ev.rport = 40001; /* the new socket's peer */
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 7, 0x88, 120);
+    memcpy(&ev, buf, sizeof ev);
+    ev.rport = 40001;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 7, 0x88, 130, "GET / HTTP/1.1\r\n", 7000);
+    memcpy(&ev, buf, sizeof ev);
+    ev.rport = 40001;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, before + 2); /* the mark, then the data, on the accepted connection */
+    assert_int_equal(srv.items[before].kind, TT_CHUNK_READY);
+    assert_int_equal(srv.items[before].client_port, 40001);
+    assert_int_equal(srv.items[before].offset, 0);
+    assert_int_equal(srv.items[before].len, 10);
     tt_bpf_stats st;
     tt_bpf_source_stats(s, &st);
-    assert_int_equal(st.ready_records, 5);
-    assert_int_equal(st.ready_marks, 3);
+    assert_int_equal(st.ready_records, 6);
+    assert_int_equal(st.ready_marks, 4);
     assert_int_equal(st.ready_unplaced, 2); /* the stale orphan, the unbelievable mark */
     tt_bpf_source_free(s);
 }

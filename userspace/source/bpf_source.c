@@ -192,6 +192,23 @@ static void ready_adopt_orphans(tt_bpf_source *s, bpf_conn *c)
     }
 }
 
+static bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b)
+{
+    return a->family == b->family && a->port == b->port && !memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4);
+}
+
+/* Whether ev's local and remote endpoints are c's. */
+static bool conn_has_tuple(const bpf_conn *c, const struct tt_socktap_event *ev)
+{
+    bool v6 = (ev->flags & TT_SOCKTAP_F_IPV6) != 0;
+    tt_endpoint local, remote;
+    tt_chunk_endpoint_from(&local, ev->laddr, ev->lport, v6);
+    tt_chunk_endpoint_from(&remote, ev->raddr, ev->rport, v6);
+    const tt_endpoint *cl = c->cc.local_is_server ? &c->cc.info.server : &c->cc.info.client;
+    const tt_endpoint *cr = c->cc.local_is_server ? &c->cc.info.client : &c->cc.info.server;
+    return tt_endpoint_equal(&local, cl) && tt_endpoint_equal(&remote, cr);
+}
+
 static void feed_ready(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     s->st.ready_records++;
@@ -199,7 +216,10 @@ static void feed_ready(tt_bpf_source *s, const struct tt_socktap_event *ev)
                     .from_start = (ev->flags & TT_SOCKTAP_F_READY_FROM_START) != 0};
     bool taken = false;
     for (bpf_conn *c = s->sock_buckets[sock_bucket(ev->sock_id)]; c; c = c->sock_next) {
-        if (c->sock_id != ev->sock_id) continue;
+        /* the same address and 4-tuple: a connection whose process exited
+         * without close() stays here, and its sock's address may serve a
+         * new socket since */
+        if (c->sock_id != ev->sock_id || !conn_has_tuple(c, ev)) continue;
         ready_take(s, c, &m);
         taken = true;
     }
