@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <string.h>
 
 char *tt_endpoint_format(const tt_endpoint *ep, char *buf, size_t buflen)
 {
@@ -14,4 +15,9 @@ char *tt_endpoint_format(const tt_endpoint *ep, char *buf, size_t buflen)
         snprintf(buf, buflen, "%s:%u", addr, ep->port);
     }
     return buf;
+}
+
+bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b)
+{
+    return a->family == b->family && a->port == b->port && !memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4);
 }

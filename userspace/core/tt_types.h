@@ -83,6 +83,9 @@ enum {
     TT_EXIT_FINDINGS = 1     /* lint: a finding at or above --fail-on */
 };
 
+/* Whether a and b are the same address (its family's bytes) and port. */
+bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b);
+
 /* Format an endpoint as "a.b.c.d:port" or "[v6]:port" into buf; returns buf. */
 char *tt_endpoint_format(const tt_endpoint *ep, char *buf, size_t buflen);
 

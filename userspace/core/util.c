@@ -36,9 +36,7 @@ uint64_t tt_clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* One line into err (newlines in a path or strerror text flattened); -1. */
-static int read_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int read_fail(char *err, size_t errlen, const char *fmt, ...)
+int tt_fail_line(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0) return -1;
     va_list ap;
@@ -55,22 +53,22 @@ int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *e
     *data = NULL;
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return read_fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (fd < 0) return tt_fail_line(err, errlen, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return read_fail(err, errlen, "%s: not a regular file", path);
+        return tt_fail_line(err, errlen, "%s: not a regular file", path);
     }
     if ((uint64_t)st.st_size > max) {
         close(fd);
-        return read_fail(err, errlen, "%s: %lld bytes, more than the %zu this reads", path,
+        return tt_fail_line(err, errlen, "%s: %lld bytes, more than the %zu this reads", path,
                         (long long)st.st_size, max);
     }
     size_t cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
-        return read_fail(err, errlen, "%s: out of memory", path);
+        return tt_fail_line(err, errlen, "%s: out of memory", path);
     }
     size_t got = 0;
     while (got < cap - 1) {
@@ -80,7 +78,7 @@ int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *e
             int e = errno;
             free(buf);
             close(fd);
-            return read_fail(err, errlen, "%s: %s", path, strerror(e));
+            return tt_fail_line(err, errlen, "%s: %s", path, strerror(e));
         }
         if (n == 0) break;
         got += (size_t)n;

@@ -19,6 +19,11 @@ bool tt_parse_seconds(const char *s, double *out);
  * of memory. */
 int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen);
 
+/* Write a one-line reason into err (newlines and carriage returns in a
+ * path or strerror text flattened to spaces). Returns -1, so that callers
+ * can `return tt_fail_line(...)`. err NULL or errlen 0: nothing written. */
+int tt_fail_line(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);
 

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +31,6 @@ int tt_bench_format_parse(const char *s)
 }
 
 /* ---- shared helpers ---- */
-
-int imp_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *p = err; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    return -1;
-}
 
 #define IMP_MARK "\\u0001N" /* as written in JSON text */
 #define IMP_MARK_LEN 7
@@ -159,7 +146,7 @@ int imp_each_line(const char *text, size_t len, imp_line_fn fn, void *ctx, char 
         pos = nl ? end + 1 : len;
         if (a == b) continue;
         cJSON *v = imp_parse(text + a, b - a);
-        if (!v) return imp_fail(err, errlen, "line %zu: not one JSON value", line_no);
+        if (!v) return tt_fail_line(err, errlen, "line %zu: not one JSON value", line_no);
         int rc = fn(v, line_no, ctx, err, errlen);
         cJSON_Delete(v);
         if (rc != 0) return rc;
@@ -240,10 +227,10 @@ int imp_duration(const cJSON *item, double scale_ns, const char *what, size_t in
 {
     double v;
     if (!imp_number(item, &v))
-        return imp_fail(err, errlen, "%s[%zu]: not a number", what, index);
-    if (v < 0) return imp_fail(err, errlen, "%s[%zu]: negative (%g)", what, index, v);
+        return tt_fail_line(err, errlen, "%s[%zu]: not a number", what, index);
+    if (v < 0) return tt_fail_line(err, errlen, "%s[%zu]: negative (%g)", what, index, v);
     if (!imp_to_ns(v, scale_ns, out))
-        return imp_fail(err, errlen, "%s[%zu]: out of range (%g)", what, index, v);
+        return tt_fail_line(err, errlen, "%s[%zu]: out of range (%g)", what, index, v);
     return 0;
 }
 
@@ -252,8 +239,8 @@ int imp_count(const cJSON *item, const char *what, size_t index, int64_t *out, c
 {
     int64_t v;
     if (!imp_integer(item, &v))
-        return imp_fail(err, errlen, "%s[%zu]: not an integer", what, index);
-    if (v < 0) return imp_fail(err, errlen, "%s[%zu]: negative (%lld)", what, index, (long long)v);
+        return tt_fail_line(err, errlen, "%s[%zu]: not an integer", what, index);
+    if (v < 0) return tt_fail_line(err, errlen, "%s[%zu]: negative (%lld)", what, index, (long long)v);
     *out = v;
     return 0;
 }
@@ -276,7 +263,7 @@ int imp_text(const cJSON *item, const char *what, size_t index, tt_bench_request
 {
     if (!item || cJSON_IsNull(item)) return 0;
     if (!cJSON_IsString(item) || !item->valuestring || marked_integer(item))
-        return imp_fail(err, errlen, "%s[%zu]: not a string", what, index);
+        return tt_fail_line(err, errlen, "%s[%zu]: not a string", what, index);
     size_t n = strlen(item->valuestring);
     r->text_len = (int64_t)n;
     r->text_hash = imp_fnv1a(item->valuestring, n);
@@ -360,7 +347,7 @@ static int detect_text(const char *text, size_t len, char *err, size_t errlen)
         int f = imp_detect_value(whole);
         cJSON_Delete(whole);
         if (f < 0)
-            return imp_fail(err, errlen, "JSON, but not a result file of vllm, genai-perf, "
+            return tt_fail_line(err, errlen, "JSON, but not a result file of vllm, genai-perf, "
                                          "aiperf, guidellm, sglang or llmperf");
         return f;
     }
@@ -368,10 +355,10 @@ static int detect_text(const char *text, size_t len, char *err, size_t errlen)
     char line_err[128] = "";
     int rc = imp_each_line(text, len, first_line_format, &f, line_err, sizeof line_err);
     if (rc < 0 || f < 0)
-        return imp_fail(err, errlen, "neither JSON nor JSON lines of a known benchmark tool%s%s",
+        return tt_fail_line(err, errlen, "neither JSON nor JSON lines of a known benchmark tool%s%s",
                         line_err[0] ? ": " : "", line_err);
     if (f != TT_BENCH_AIPERF && f != TT_BENCH_SGLANG)
-        return imp_fail(err, errlen, "JSON lines, but %s writes one JSON document",
+        return tt_fail_line(err, errlen, "JSON lines, but %s writes one JSON document",
                         tt_bench_format_name((tt_bench_format)f));
     return f;
 }
@@ -380,7 +367,7 @@ int tt_bench_detect_mem(const char *data, size_t len, char *err, size_t errlen)
 {
     size_t tlen = 0;
     char *text = imp_protect_integers(data, len, &tlen);
-    if (!text) return imp_fail(err, errlen, "out of memory");
+    if (!text) return tt_fail_line(err, errlen, "out of memory");
     int f = detect_text(text, tlen, err, errlen);
     free(text);
     return f;
@@ -394,13 +381,13 @@ int tt_bench_load_mem(const char *data, size_t len, tt_bench_format fmt, tt_benc
     memset(out, 0, sizeof(*out));
     if (err && errlen) err[0] = '\0';
     if ((int)fmt < 0 || fmt >= TT_BENCH_FORMAT_COUNT)
-        return imp_fail(err, errlen, "unknown format %d", (int)fmt);
+        return tt_fail_line(err, errlen, "unknown format %d", (int)fmt);
     if (len > TT_BENCH_MAX_FILE_BYTES)
-        return imp_fail(err, errlen, "%zu bytes, more than the %zu this reads", len,
+        return tt_fail_line(err, errlen, "%zu bytes, more than the %zu this reads", len,
                         TT_BENCH_MAX_FILE_BYTES);
     size_t tlen = 0;
     char *text = imp_protect_integers(data, len, &tlen);
-    if (!text) return imp_fail(err, errlen, "out of memory");
+    if (!text) return tt_fail_line(err, errlen, "out of memory");
     if (fmt == TT_BENCH_AUTO) {
         int f = detect_text(text, tlen, err, errlen);
         if (f < 0) {
@@ -418,12 +405,12 @@ int tt_bench_load_mem(const char *data, size_t len, tt_bench_format fmt, tt_benc
     case TT_BENCH_GUIDELLM: rc = imp_load_guidellm(text, tlen, out, inner, sizeof inner); break;
     case TT_BENCH_SGLANG: rc = imp_load_sglang(text, tlen, out, inner, sizeof inner); break;
     case TT_BENCH_LLMPERF: rc = imp_load_llmperf(text, tlen, out, inner, sizeof inner); break;
-    default: rc = imp_fail(inner, sizeof inner, "no loader"); break;
+    default: rc = tt_fail_line(inner, sizeof inner, "no loader"); break;
     }
     free(text);
     if (rc != 0) {
         tt_bench_result_free(out);
-        return imp_fail(err, errlen, "%s result: %s", tt_bench_format_name(fmt),
+        return tt_fail_line(err, errlen, "%s result: %s", tt_bench_format_name(fmt),
                         inner[0] ? inner : "unreadable");
     }
     out->format = fmt;
@@ -434,18 +421,18 @@ int tt_bench_load(const char *path, tt_bench_format fmt, tt_bench_result *out, c
                   size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    if (!path) return imp_fail(err, errlen, "no path");
+    if (!path) return tt_fail_line(err, errlen, "no path");
     char *data = NULL;
     size_t len = 0;
     if (tt_read_file(path, TT_BENCH_MAX_FILE_BYTES, &data, &len, err, errlen) != 0) return -1;
     char inner[320] = "";
     int rc = tt_bench_load_mem(data, len, fmt, out, inner, sizeof inner);
     free(data);
-    if (rc != 0) return imp_fail(err, errlen, "%s: %s", path, inner);
+    if (rc != 0) return tt_fail_line(err, errlen, "%s: %s", path, inner);
     out->path = strdup(path);
     if (!out->path) {
         tt_bench_result_free(out);
-        return imp_fail(err, errlen, "%s: out of memory", path);
+        return tt_fail_line(err, errlen, "%s: out of memory", path);
     }
     return 0;
 }

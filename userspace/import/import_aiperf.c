@@ -16,14 +16,14 @@ static const cJSON *metric(const cJSON *metrics, const char *name, double *scale
     const cJSON *value = cJSON_GetObjectItemCaseSensitive(m, "value");
     if (!cJSON_IsObject(m) || !value) {
         *bad = true;
-        imp_fail(err, errlen, "line %zu: metric %s is not {\"value\", \"unit\"}", line, name);
+        tt_fail_line(err, errlen, "line %zu: metric %s is not {\"value\", \"unit\"}", line, name);
         return NULL;
     }
     if (scale) {
         *scale = cJSON_IsString(unit) ? imp_unit_scale(unit->valuestring) : 0;
         if (*scale == 0) {
             *bad = true;
-            imp_fail(err, errlen, "line %zu: metric %s has no time unit", line, name);
+            tt_fail_line(err, errlen, "line %zu: metric %s has no time unit", line, name);
             return NULL;
         }
     }
@@ -34,7 +34,7 @@ static int set_error(tt_bench_request *r, const cJSON *error, size_t line, char 
                      size_t errlen)
 {
     if (!error || cJSON_IsNull(error)) return 0;
-    if (!cJSON_IsObject(error)) return imp_fail(err, errlen, "line %zu: error is not an object", line);
+    if (!cJSON_IsObject(error)) return tt_fail_line(err, errlen, "line %zu: error is not an object", line);
     r->success = false;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(error, "type");
     const cJSON *message = cJSON_GetObjectItemCaseSensitive(error, "message");
@@ -42,7 +42,7 @@ static int set_error(tt_bench_request *r, const cJSON *error, size_t line, char 
     const char *m = cJSON_IsString(message) ? message->valuestring : "";
     size_t cap = strlen(t) + strlen(m) + 3;
     r->error = malloc(cap);
-    if (!r->error) return imp_fail(err, errlen, "out of memory");
+    if (!r->error) return tt_fail_line(err, errlen, "out of memory");
     snprintf(r->error, cap, "%s%s%s", t, (*t && *m) ? ": " : "", m);
     return 0;
 }
@@ -50,24 +50,24 @@ static int set_error(tt_bench_request *r, const cJSON *error, size_t line, char 
 static int load_record(const cJSON *rec, size_t line, void *ctx, char *err, size_t errlen)
 {
     tt_bench_result *out = ctx;
-    if (!cJSON_IsObject(rec)) return imp_fail(err, errlen, "line %zu: not a JSON object", line);
+    if (!cJSON_IsObject(rec)) return tt_fail_line(err, errlen, "line %zu: not a JSON object", line);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(rec, "metadata");
-    if (!cJSON_IsObject(meta)) return imp_fail(err, errlen, "line %zu: no \"metadata\" object", line);
+    if (!cJSON_IsObject(meta)) return tt_fail_line(err, errlen, "line %zu: no \"metadata\" object", line);
     tt_bench_request *r = imp_push(out);
-    if (!r) return imp_fail(err, errlen, "out of memory");
+    if (!r) return tt_fail_line(err, errlen, "out of memory");
     size_t i = r->index;
 
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(meta, "x_request_id");
     if (id && !cJSON_IsNull(id)) {
-        if (!cJSON_IsString(id)) return imp_fail(err, errlen, "line %zu: x_request_id is not a string", line);
+        if (!cJSON_IsString(id)) return tt_fail_line(err, errlen, "line %zu: x_request_id is not a string", line);
         bool oom = false;
         r->request_id = imp_strdup(id->valuestring, &oom);
-        if (oom) return imp_fail(err, errlen, "out of memory");
+        if (oom) return tt_fail_line(err, errlen, "out of memory");
     }
     const cJSON *start = cJSON_GetObjectItemCaseSensitive(meta, "request_start_ns");
-    if (!start) return imp_fail(err, errlen, "line %zu: no metadata.request_start_ns", line);
+    if (!start) return tt_fail_line(err, errlen, "line %zu: no metadata.request_start_ns", line);
     if (!imp_integer(start, &r->start_ns) || r->start_ns < 0)
-        return imp_fail(err, errlen, "line %zu: request_start_ns is not a non-negative integer", line);
+        return tt_fail_line(err, errlen, "line %zu: request_start_ns is not a non-negative integer", line);
     r->start_clock = TT_BENCH_CLOCK_WALL;
     const cJSON *cancelled = cJSON_GetObjectItemCaseSensitive(meta, "was_cancelled");
     if (cJSON_IsTrue(cancelled)) r->success = false;
@@ -76,7 +76,7 @@ static int load_record(const cJSON *rec, size_t line, void *ctx, char *err, size
 
     const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(rec, "metrics");
     if (!metrics || cJSON_IsNull(metrics)) return 0;
-    if (!cJSON_IsObject(metrics)) return imp_fail(err, errlen, "line %zu: metrics is not an object", line);
+    if (!cJSON_IsObject(metrics)) return tt_fail_line(err, errlen, "line %zu: metrics is not an object", line);
     bool bad = false;
     double scale = 0;
     const cJSON *v = metric(metrics, "ttft", &scale, line, &bad, err, errlen);
@@ -87,11 +87,11 @@ static int load_record(const cJSON *rec, size_t line, void *ctx, char *err, size
     if (!bad && (v = metric(metrics, "inter_chunk_latency", &scale, line, &bad, err, errlen))) {
         double mean;
         if (!cJSON_IsArray(v) && !imp_number(v, &mean))
-            return imp_fail(err, errlen, "line %zu: inter_chunk_latency is neither a list nor a number", line);
+            return tt_fail_line(err, errlen, "line %zu: inter_chunk_latency is neither a list nor a number", line);
         size_t n = cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0; /* a number: older aiperf's mean, not the gaps */
         if (n) {
             r->itl_ns = malloc(n * sizeof(int64_t));
-            if (!r->itl_ns) return imp_fail(err, errlen, "out of memory");
+            if (!r->itl_ns) return tt_fail_line(err, errlen, "out of memory");
             size_t k = 0;
             for (const cJSON *g = v->child; g && k < n; g = g->next, k++) {
                 if (imp_duration(g, scale, "inter_chunk_latency", k, &r->itl_ns[k], err, errlen) != 0)
@@ -121,6 +121,6 @@ static int load_record(const cJSON *rec, size_t line, void *ctx, char *err, size
 int imp_load_aiperf(const char *text, size_t len, tt_bench_result *out, char *err, size_t errlen)
 {
     if (imp_each_line(text, len, load_record, out, err, errlen) != 0) return -1;
-    if (out->n_reqs == 0) return imp_fail(err, errlen, "no records");
+    if (out->n_reqs == 0) return tt_fail_line(err, errlen, "no records");
     return 0;
 }

@@ -94,7 +94,7 @@ static int body_text(const cJSON *d, gp_ctx *c, const char **text, char **error)
         bool oom = false;
         *error = imp_strdup(printed ? printed : "error", &oom);
         cJSON_free(printed);
-        return oom ? imp_fail(c->err, c->errlen, "out of memory") : 0;
+        return oom ? tt_fail_line(c->err, c->errlen, "out of memory") : 0;
     }
     const cJSON *generate = cJSON_GetObjectItemCaseSensitive(d, "text_output");
     if (generate) {
@@ -112,7 +112,7 @@ static int body_text(const cJSON *d, gp_ctx *c, const char **text, char **error)
     else if (strcmp(kind, "chat.completion") == 0)
         *text = string_of(cJSON_GetObjectItemCaseSensitive(first, "message"), "content");
     else
-        return imp_fail(c->err, c->errlen,
+        return tt_fail_line(c->err, c->errlen,
                         "requests[%zu].response_outputs[%zu]: unknown OpenAI object \"%.40s\"",
                         c->req, c->resp, kind);
     return 0;
@@ -127,7 +127,7 @@ static int event_text(const char *s, size_t len, gp_ctx *c, text_buf *out, char 
         if (*error) return 0;
         bool oom = false;
         *error = imp_strdup("SSE error event", &oom);
-        return oom ? imp_fail(c->err, c->errlen, "out of memory") : 0;
+        return oom ? tt_fail_line(c->err, c->errlen, "out of memory") : 0;
     }
     if (not_data_field(s, len)) return 0;
     if (starts_with(s, len, "data:")) s += 5, len -= 5;
@@ -135,12 +135,12 @@ static int event_text(const char *s, size_t len, gp_ctx *c, text_buf *out, char 
     if (len == 0 || (len == 6 && memcmp(s, "[DONE]", 6) == 0)) return 0;
     cJSON *d = imp_parse(s, len); /* the whole event: CRLF-separated events in one response are not JSON */
     if (!d)
-        return imp_fail(c->err, c->errlen, "requests[%zu].response_outputs[%zu]: data is not JSON",
+        return tt_fail_line(c->err, c->errlen, "requests[%zu].response_outputs[%zu]: data is not JSON",
                         c->req, c->resp);
     const char *text = "";
     int rc = body_text(d, c, &text, error);
     if (rc == 0 && buf_append(out, text, strlen(text)) != 0)
-        rc = imp_fail(c->err, c->errlen, "out of memory");
+        rc = tt_fail_line(c->err, c->errlen, "out of memory");
     cJSON_Delete(d);
     return rc;
 }
@@ -173,13 +173,13 @@ static int merge_splinters(text_buf *resp, size_t n, gp_ctx *c)
         const char *s = r->p ? r->p : "";
         if (not_data_field(s, r->len) || starts_with(s, r->len, "data: ")) continue;
         if (!resp[i - 1].p || !find(resp[i - 1].p, resp[i - 1].len, "data:"))
-            return imp_fail(c->err, c->errlen,
+            return tt_fail_line(c->err, c->errlen,
                             "requests[%zu].response_outputs[%zu]: a split SSE event whose "
                             "previous response has no \"data:\"",
                             c->req, i);
         const char *at = find(s, r->len, "data: ");
         size_t head = at ? (size_t)(at - s) : r->len;
-        if (buf_append(&resp[i - 1], s, head) != 0) return imp_fail(c->err, c->errlen, "out of memory");
+        if (buf_append(&resp[i - 1], s, head) != 0) return tt_fail_line(c->err, c->errlen, "out of memory");
         if (head == 0) continue;
         memmove(r->p, r->p + head, r->len - head);
         r->len -= head;
@@ -195,9 +195,9 @@ static int read_instants(const cJSON *resp, size_t n, int64_t start, int64_t *at
     size_t k = 0;
     for (const cJSON *t = resp->child; t && k < n; t = t->next, k++) {
         if (!imp_integer(t, &at[k]))
-            return imp_fail(err, errlen, "requests[%zu].response_timestamps[%zu]: not an integer", i, k);
+            return tt_fail_line(err, errlen, "requests[%zu].response_timestamps[%zu]: not an integer", i, k);
         if (at[k] < prev)
-            return imp_fail(err, errlen,
+            return tt_fail_line(err, errlen,
                             "requests[%zu].response_timestamps[%zu]: earlier than the one before", i, k);
         prev = at[k];
     }
@@ -209,16 +209,16 @@ static int openai_responses(const cJSON *outs, size_t n, gp_ctx *c, bool *keep, 
                             char **error)
 {
     text_buf *resp = calloc(n ? n : 1, sizeof(text_buf));
-    if (!resp) return imp_fail(c->err, c->errlen, "out of memory");
+    if (!resp) return tt_fail_line(c->err, c->errlen, "out of memory");
     int rc = 0;
     size_t k = 0;
     for (const cJSON *o = outs->child; o && k < n && rc == 0; o = o->next, k++) {
         const cJSON *r = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "response") : NULL;
         if (!cJSON_IsString(r) || !r->valuestring)
-            rc = imp_fail(c->err, c->errlen, "requests[%zu].response_outputs[%zu]: no \"response\" string",
+            rc = tt_fail_line(c->err, c->errlen, "requests[%zu].response_outputs[%zu]: no \"response\" string",
                           c->req, k);
         else if (buf_append(&resp[k], r->valuestring, strlen(r->valuestring)) != 0)
-            rc = imp_fail(c->err, c->errlen, "out of memory");
+            rc = tt_fail_line(c->err, c->errlen, "out of memory");
     }
     if (rc == 0) rc = merge_splinters(resp, n, c);
     for (k = 0; k < n && rc == 0; k++) {
@@ -244,7 +244,7 @@ static int triton_responses(const cJSON *outs, size_t n, gp_ctx *c, bool *keep, 
         const cJSON *t = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "text_output") : NULL;
         if (cJSON_IsString(t) && t->valuestring &&
             buf_append(text, t->valuestring, strlen(t->valuestring)) != 0)
-            return imp_fail(c->err, c->errlen, "out of memory");
+            return tt_fail_line(c->err, c->errlen, "out of memory");
         const cJSON *id = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "output_ids") : NULL;
         if (id) {
             ids = true;
@@ -261,25 +261,25 @@ static int load_request(const cJSON *q, gp_ctx *c, tt_bench_request *r)
     size_t i = c->req;
     char *err = c->err;
     size_t errlen = c->errlen;
-    if (!cJSON_IsObject(q)) return imp_fail(err, errlen, "requests[%zu]: not an object", i);
+    if (!cJSON_IsObject(q)) return tt_fail_line(err, errlen, "requests[%zu]: not an object", i);
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(q, "timestamp");
     int64_t start;
-    if (!ts) return imp_fail(err, errlen, "requests[%zu]: no \"timestamp\"", i);
+    if (!ts) return tt_fail_line(err, errlen, "requests[%zu]: no \"timestamp\"", i);
     if (!imp_integer(ts, &start) || start < 0)
-        return imp_fail(err, errlen, "requests[%zu]: timestamp is not a non-negative integer", i);
+        return tt_fail_line(err, errlen, "requests[%zu]: timestamp is not a non-negative integer", i);
     r->start_ns = start;
     r->start_clock = TT_BENCH_CLOCK_WALL;
     const cJSON *resp = cJSON_GetObjectItemCaseSensitive(q, "response_timestamps");
     if (!cJSON_IsArray(resp))
-        return imp_fail(err, errlen, "requests[%zu]: response_timestamps is not an array", i);
+        return tt_fail_line(err, errlen, "requests[%zu]: response_timestamps is not an array", i);
     size_t n = (size_t)cJSON_GetArraySize(resp);
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(q, "response_outputs");
     if (cJSON_IsNull(outs)) outs = NULL;
     if (outs && (!cJSON_IsArray(outs) || (size_t)cJSON_GetArraySize(outs) != n))
-        return imp_fail(err, errlen,
+        return tt_fail_line(err, errlen,
                         "requests[%zu]: response_outputs and response_timestamps differ in length", i);
     if (c->openai && !outs && n > 0)
-        return imp_fail(err, errlen,
+        return tt_fail_line(err, errlen,
                         "requests[%zu]: no response_outputs (needed to tell which responses "
                         "genai-perf counts)", i);
 
@@ -287,7 +287,7 @@ static int load_request(const cJSON *q, gp_ctx *c, tt_bench_request *r)
     bool *keep = calloc(n ? n : 1, sizeof(bool));
     text_buf text = {0};
     char *error = NULL;
-    int rc = (!at || !keep) ? imp_fail(err, errlen, "out of memory") : 0;
+    int rc = (!at || !keep) ? tt_fail_line(err, errlen, "out of memory") : 0;
     if (rc == 0) rc = read_instants(resp, n, start, at, i, err, errlen);
     if (rc == 0)
         rc = c->openai ? openai_responses(outs, n, c, keep, &text, &error)
@@ -295,7 +295,7 @@ static int load_request(const cJSON *q, gp_ctx *c, tt_bench_request *r)
     size_t kept = 0;
     for (size_t k = 0; rc == 0 && k < n; k++) kept += keep[k];
     if (rc == 0 && kept > 1 && !(r->itl_ns = malloc((kept - 1) * sizeof(int64_t))))
-        rc = imp_fail(err, errlen, "out of memory");
+        rc = tt_fail_line(err, errlen, "out of memory");
     if (rc == 0 && error) {
         r->success = false;
         r->error = error;
@@ -306,7 +306,7 @@ static int load_request(const cJSON *q, gp_ctx *c, tt_bench_request *r)
         r->error = imp_strdup(n ? "no response with generated text (genai-perf leaves it out)"
                                 : "no response",
                               &oom);
-        if (oom) rc = imp_fail(err, errlen, "out of memory");
+        if (oom) rc = tt_fail_line(err, errlen, "out of memory");
     } else if (rc == 0) {
         int64_t prev = TT_BENCH_NONE;
         for (size_t k = 0; k < n; k++) {
@@ -332,43 +332,43 @@ int imp_load_genai_perf(const char *text, size_t len, tt_bench_result *out, char
                         size_t errlen)
 {
     cJSON *root = imp_parse(text, len);
-    if (!root) return imp_fail(err, errlen, "not a JSON document");
+    if (!root) return tt_fail_line(err, errlen, "not a JSON document");
     int rc = 0;
     gp_ctx c = {.err = err, .errlen = errlen};
     const cJSON *exps = cJSON_GetObjectItemCaseSensitive(root, "experiments");
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "service_kind");
     if (!cJSON_IsArray(exps)) {
-        rc = imp_fail(err, errlen, "no \"experiments\" array");
+        rc = tt_fail_line(err, errlen, "no \"experiments\" array");
         goto done;
     }
     if (!cJSON_IsString(kind) || !kind->valuestring) {
-        rc = imp_fail(err, errlen, "no \"service_kind\" string");
+        rc = tt_fail_line(err, errlen, "no \"service_kind\" string");
         goto done;
     }
     c.openai = strcmp(kind->valuestring, "openai") == 0;
     if (!c.openai && strcmp(kind->valuestring, "triton") != 0 &&
         strcmp(kind->valuestring, "triton_c_api") != 0 && strcmp(kind->valuestring, "dynamic_grpc") != 0) {
-        rc = imp_fail(err, errlen, "unknown service_kind \"%.40s\"", kind->valuestring);
+        rc = tt_fail_line(err, errlen, "unknown service_kind \"%.40s\"", kind->valuestring);
         goto done;
     }
     size_t e = 0;
     for (const cJSON *x = exps->child; x && rc == 0; x = x->next, e++) {
         const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(x, "requests");
         if (!cJSON_IsArray(reqs)) {
-            rc = imp_fail(err, errlen, "experiments[%zu]: no \"requests\" array", e);
+            rc = tt_fail_line(err, errlen, "experiments[%zu]: no \"requests\" array", e);
             break;
         }
         for (const cJSON *q = reqs->child; q && rc == 0; q = q->next) {
             tt_bench_request *r = imp_push(out);
             if (!r) {
-                rc = imp_fail(err, errlen, "out of memory");
+                rc = tt_fail_line(err, errlen, "out of memory");
                 break;
             }
             c.req = r->index;
             rc = load_request(q, &c, r);
         }
     }
-    if (rc == 0 && out->n_reqs == 0) rc = imp_fail(err, errlen, "no requests");
+    if (rc == 0 && out->n_reqs == 0) rc = tt_fail_line(err, errlen, "no requests");
 done:
     cJSON_Delete(root);
     return rc;

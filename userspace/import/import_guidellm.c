@@ -17,14 +17,14 @@ static const cJSON *field(const cJSON *o, const char *key)
 static int load_one(const cJSON *q, const char *status, size_t i, tt_bench_request *r, char *err,
                     size_t errlen)
 {
-    if (!cJSON_IsObject(q)) return imp_fail(err, errlen, "%s[%zu]: not an object", status, i);
+    if (!cJSON_IsObject(q)) return tt_fail_line(err, errlen, "%s[%zu]: not an object", status, i);
     char what[64];
     const cJSON *id = field(q, "request_id");
     if (id) {
-        if (!cJSON_IsString(id)) return imp_fail(err, errlen, "%s[%zu]: request_id is not a string", status, i);
+        if (!cJSON_IsString(id)) return tt_fail_line(err, errlen, "%s[%zu]: request_id is not a string", status, i);
         bool oom = false;
         r->request_id = imp_strdup(id->valuestring, &oom);
-        if (oom) return imp_fail(err, errlen, "out of memory");
+        if (oom) return tt_fail_line(err, errlen, "out of memory");
     }
     const cJSON *info = field(q, "info");
     const cJSON *timings = cJSON_IsObject(info) ? field(info, "timings") : NULL;
@@ -62,7 +62,7 @@ static int load_one(const cJSON *q, const char *status, size_t i, tt_bench_reque
         const char *text = cJSON_IsString(e) ? e->valuestring : status;
         bool oom = false;
         r->error = imp_strdup(text, &oom);
-        if (oom) return imp_fail(err, errlen, "out of memory");
+        if (oom) return tt_fail_line(err, errlen, "out of memory");
     }
     return 0;
 }
@@ -73,35 +73,35 @@ int imp_load_guidellm(const char *text, size_t len, tt_bench_result *out, char *
                       size_t errlen)
 {
     cJSON *root = imp_parse(text, len);
-    if (!root) return imp_fail(err, errlen, "not a JSON document");
+    if (!root) return tt_fail_line(err, errlen, "not a JSON document");
     int rc = 0;
     const cJSON *benches = cJSON_GetObjectItemCaseSensitive(root, "benchmarks");
     if (!cJSON_IsArray(benches)) {
-        rc = imp_fail(err, errlen, "no \"benchmarks\" array");
+        rc = tt_fail_line(err, errlen, "no \"benchmarks\" array");
         goto done;
     }
     size_t b = 0;
     for (const cJSON *bench = benches->child; bench && rc == 0; bench = bench->next, b++) {
         const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(bench, "requests");
         if (!cJSON_IsObject(reqs)) {
-            rc = imp_fail(err, errlen, "benchmarks[%zu]: no \"requests\" object", b);
+            rc = tt_fail_line(err, errlen, "benchmarks[%zu]: no \"requests\" object", b);
             break;
         }
         for (size_t s = 0; s < sizeof statuses / sizeof statuses[0] && rc == 0; s++) {
             const cJSON *list = cJSON_GetObjectItemCaseSensitive(reqs, statuses[s]);
             if (!list || cJSON_IsNull(list)) continue;
             if (!cJSON_IsArray(list)) {
-                rc = imp_fail(err, errlen, "benchmarks[%zu].requests.%s is not an array", b, statuses[s]);
+                rc = tt_fail_line(err, errlen, "benchmarks[%zu].requests.%s is not an array", b, statuses[s]);
                 break;
             }
             size_t i = 0;
             for (const cJSON *q = list->child; q && rc == 0; q = q->next, i++) {
                 tt_bench_request *r = imp_push(out);
-                rc = r ? load_one(q, statuses[s], i, r, err, errlen) : imp_fail(err, errlen, "out of memory");
+                rc = r ? load_one(q, statuses[s], i, r, err, errlen) : tt_fail_line(err, errlen, "out of memory");
             }
         }
     }
-    if (rc == 0 && out->n_reqs == 0) rc = imp_fail(err, errlen, "no requests");
+    if (rc == 0 && out->n_reqs == 0) rc = tt_fail_line(err, errlen, "no requests");
 done:
     cJSON_Delete(root);
     return rc;

@@ -9,11 +9,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/util.h"
 #include "import/bench_import.h"
 
-/* Write a one-line reason into err (newlines replaced by spaces). Returns -1
- * so callers can `return imp_fail(...)`. */
-int imp_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Every reason goes into err as one line: tt_fail_line (core/util.h). */
 
 /* Copy data into a NUL-terminated buffer in which every integer literal
  * too long to be exact as a double (16 digits or more) outside strings is

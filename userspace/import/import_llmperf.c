@@ -10,15 +10,15 @@
 
 static int load_one(const cJSON *o, size_t i, tt_bench_request *r, char *err, size_t errlen)
 {
-    if (!cJSON_IsObject(o)) return imp_fail(err, errlen, "[%zu]: not an object", i);
+    if (!cJSON_IsObject(o)) return tt_fail_line(err, errlen, "[%zu]: not an object", i);
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "error_code");
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "error_msg");
     if (msg && !cJSON_IsNull(msg) && !cJSON_IsString(msg))
-        return imp_fail(err, errlen, "[%zu]: error_msg is not a string", i);
+        return tt_fail_line(err, errlen, "[%zu]: error_msg is not a string", i);
     int64_t code_value = 0;
     bool has_code = code && !cJSON_IsNull(code);
     if (has_code && !imp_integer(code, &code_value))
-        return imp_fail(err, errlen, "[%zu]: error_code is not an integer", i);
+        return tt_fail_line(err, errlen, "[%zu]: error_code is not an integer", i);
     const char *m = cJSON_IsString(msg) ? msg->valuestring : "";
     if (has_code || (m && m[0])) {
         r->success = false;
@@ -26,13 +26,13 @@ static int load_one(const cJSON *o, size_t i, tt_bench_request *r, char *err, si
         if (has_code) snprintf(buf, sizeof buf, "%lld", (long long)code_value);
         size_t cap = strlen(buf) + strlen(m) + 3;
         r->error = malloc(cap);
-        if (!r->error) return imp_fail(err, errlen, "out of memory");
+        if (!r->error) return tt_fail_line(err, errlen, "out of memory");
         snprintf(r->error, cap, "%s%s%s", buf, (buf[0] && m[0]) ? ": " : "", m);
     }
     const cJSON *ttft = cJSON_GetObjectItemCaseSensitive(o, "ttft_s");
     const cJSON *e2e = cJSON_GetObjectItemCaseSensitive(o, "end_to_end_latency_s");
     if (!ttft && !e2e && r->success)
-        return imp_fail(err, errlen, "[%zu]: neither ttft_s nor end_to_end_latency_s", i);
+        return tt_fail_line(err, errlen, "[%zu]: neither ttft_s nor end_to_end_latency_s", i);
     if (ttft && !cJSON_IsNull(ttft) && imp_duration(ttft, 1e9, "ttft_s", i, &r->ttft_ns, err, errlen) != 0)
         return -1;
     if (e2e && !cJSON_IsNull(e2e) &&
@@ -56,17 +56,17 @@ static int load_one(const cJSON *o, size_t i, tt_bench_request *r, char *err, si
 int imp_load_llmperf(const char *text, size_t len, tt_bench_result *out, char *err, size_t errlen)
 {
     cJSON *root = imp_parse(text, len);
-    if (!root) return imp_fail(err, errlen, "not a JSON document");
+    if (!root) return tt_fail_line(err, errlen, "not a JSON document");
     int rc = 0;
     if (!cJSON_IsArray(root)) {
-        rc = imp_fail(err, errlen, "not a JSON array");
+        rc = tt_fail_line(err, errlen, "not a JSON array");
     } else {
         size_t i = 0;
         for (const cJSON *o = root->child; o && rc == 0; o = o->next, i++) {
             tt_bench_request *r = imp_push(out);
-            rc = r ? load_one(o, i, r, err, errlen) : imp_fail(err, errlen, "out of memory");
+            rc = r ? load_one(o, i, r, err, errlen) : tt_fail_line(err, errlen, "out of memory");
         }
-        if (rc == 0 && out->n_reqs == 0) rc = imp_fail(err, errlen, "empty array");
+        if (rc == 0 && out->n_reqs == 0) rc = tt_fail_line(err, errlen, "empty array");
     }
     cJSON_Delete(root);
     return rc;

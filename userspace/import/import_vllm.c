@@ -17,13 +17,13 @@ static const cJSON *column(const cJSON *obj, const char *key, size_t n, bool *ba
     if (!a || cJSON_IsNull(a)) return NULL;
     if (!cJSON_IsArray(a)) {
         *bad = true;
-        imp_fail(err, errlen, "\"%s\" is not an array", key);
+        tt_fail_line(err, errlen, "\"%s\" is not an array", key);
         return NULL;
     }
     size_t len = (size_t)cJSON_GetArraySize(a);
     if (len != n) {
         *bad = true;
-        imp_fail(err, errlen, "arrays of different lengths: \"ttfts\" has %zu, \"%s\" has %zu", n,
+        tt_fail_line(err, errlen, "arrays of different lengths: \"ttfts\" has %zu, \"%s\" has %zu", n,
                  key, len);
         return NULL;
     }
@@ -34,11 +34,11 @@ static int load_itls(const cJSON *list, size_t index, tt_bench_request *r, char 
                      size_t errlen)
 {
     if (!list || cJSON_IsNull(list)) return 0;
-    if (!cJSON_IsArray(list)) return imp_fail(err, errlen, "itls[%zu]: not an array", index);
+    if (!cJSON_IsArray(list)) return tt_fail_line(err, errlen, "itls[%zu]: not an array", index);
     size_t n = (size_t)cJSON_GetArraySize(list);
     if (n == 0) return 0;
     r->itl_ns = malloc(n * sizeof(int64_t));
-    if (!r->itl_ns) return imp_fail(err, errlen, "out of memory");
+    if (!r->itl_ns) return tt_fail_line(err, errlen, "out of memory");
     size_t k = 0;
     for (const cJSON *g = list->child; g && k < n; g = g->next, k++) {
         char what[48];
@@ -54,10 +54,10 @@ int imp_load_columns(const cJSON *obj, const char *tool, tt_bench_result *out, c
 {
     const cJSON *ttfts = cJSON_GetObjectItemCaseSensitive(obj, "ttfts");
     if (!ttfts)
-        return imp_fail(err, errlen, "no \"ttfts\": per-request data missing (%s)",
+        return tt_fail_line(err, errlen, "no \"ttfts\": per-request data missing (%s)",
                         strcmp(tool, "vllm") == 0 ? "run with --save-result --save-detailed"
                                                   : "run with --output-details");
-    if (!cJSON_IsArray(ttfts)) return imp_fail(err, errlen, "\"ttfts\" is not an array");
+    if (!cJSON_IsArray(ttfts)) return tt_fail_line(err, errlen, "\"ttfts\" is not an array");
     size_t n = (size_t)cJSON_GetArraySize(ttfts);
     bool bad = false;
     const cJSON *itls = column(obj, "itls", n, &bad, err, errlen, tool);
@@ -76,7 +76,7 @@ int imp_load_columns(const cJSON *obj, const char *tool, tt_bench_result *out, c
     const cJSON *er = errors ? errors->child : NULL;
     for (size_t i = 0; i < n && t; i++) {
         tt_bench_request *r = imp_push(out);
-        if (!r) return imp_fail(err, errlen, "out of memory");
+        if (!r) return tt_fail_line(err, errlen, "out of memory");
         if (imp_duration(t, 1e9, "ttfts", i, &r->ttft_ns, err, errlen) != 0) return -1;
         if (load_itls(il, i, r, err, errlen) != 0) return -1;
         if (st) {
@@ -89,11 +89,11 @@ int imp_load_columns(const cJSON *obj, const char *tool, tt_bench_result *out, c
         if (imp_text(tx, "generated_texts", i, r, err, errlen) != 0) return -1;
         if (er && !cJSON_IsNull(er)) {
             if (!cJSON_IsString(er) || !er->valuestring)
-                return imp_fail(err, errlen, "errors[%zu]: not a string", i);
+                return tt_fail_line(err, errlen, "errors[%zu]: not a string", i);
             if (er->valuestring[0]) {
                 bool oom = false;
                 r->error = imp_strdup(er->valuestring, &oom);
-                if (oom) return imp_fail(err, errlen, "out of memory");
+                if (oom) return tt_fail_line(err, errlen, "out of memory");
                 r->success = false;
             }
         }
@@ -121,25 +121,25 @@ int imp_load_columns(const cJSON *obj, const char *tool, tt_bench_result *out, c
 int imp_load_vllm(const char *text, size_t len, tt_bench_result *out, char *err, size_t errlen)
 {
     cJSON *root = imp_parse(text, len);
-    if (!root) return imp_fail(err, errlen, "not a JSON document");
+    if (!root) return tt_fail_line(err, errlen, "not a JSON document");
     int rc = -1;
     if (!cJSON_IsObject(root)) {
-        imp_fail(err, errlen, "not a JSON object");
+        tt_fail_line(err, errlen, "not a JSON object");
         goto done;
     }
     if (imp_detect_value(root) == TT_BENCH_SGLANG) {
-        imp_fail(err, errlen, "this is an sglang bench_serving result");
+        tt_fail_line(err, errlen, "this is an sglang bench_serving result");
         goto done;
     }
     if (imp_load_columns(root, "vllm", out, err, errlen) != 0) goto done;
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(root, "request_id_prefix");
     if (prefix && !cJSON_IsNull(prefix)) {
         if (!cJSON_IsString(prefix) || !prefix->valuestring) {
-            imp_fail(err, errlen, "\"request_id_prefix\" is not a string");
+            tt_fail_line(err, errlen, "\"request_id_prefix\" is not a string");
             goto done;
         }
         if (tt_bench_set_id_prefix(out, prefix->valuestring) != 0) {
-            imp_fail(err, errlen, "out of memory");
+            tt_fail_line(err, errlen, "out of memory");
             goto done;
         }
     }

@@ -192,11 +192,6 @@ static void ready_adopt_orphans(tt_bpf_source *s, bpf_conn *c)
     }
 }
 
-static bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b)
-{
-    return a->family == b->family && a->port == b->port && !memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4);
-}
-
 /* Whether ev's local and remote endpoints are c's. */
 static bool conn_has_tuple(const bpf_conn *c, const struct tt_socktap_event *ev)
 {

@@ -19,11 +19,6 @@ struct tt_ready_bridge {
     uint64_t forwarded, dropped;
 };
 
-static bool endpoint_same(const tt_endpoint *a, const tt_endpoint *b)
-{
-    return a->family == b->family && a->port == b->port && memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4) == 0;
-}
-
 static unsigned bucket_of(const tt_conn_info *c)
 {
     uint64_t h = (uint64_t)c->client.port << 16 ^ c->server.port;
@@ -69,7 +64,7 @@ void tt_ready_bridge_chunk(void *ctx, const tt_chunk *c)
     /* The newest connection on the 4-tuple first: a reused tuple's old
      * connection is released before the new one's first chunk. */
     for (bridge_conn *n = b->buckets[bucket_of(c->conn)]; n; n = n->next) {
-        if (!endpoint_same(&n->info->client, &c->conn->client) || !endpoint_same(&n->info->server, &c->conn->server))
+        if (!tt_endpoint_equal(&n->info->client, &c->conn->client) || !tt_endpoint_equal(&n->info->server, &c->conn->server))
             continue;
         tt_chunk fwd = *c;
         fwd.conn = n->info;

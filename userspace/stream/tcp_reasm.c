@@ -74,16 +74,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 
 /* ---- endpoints and the connection table ---- */
 
-static size_t addr_len(const tt_endpoint *e)
-{
-    return e->family == 6 ? 16 : 4;
-}
-
-static bool endpoint_eq(const tt_endpoint *a, const tt_endpoint *b)
-{
-    return a->family == b->family && a->port == b->port && !memcmp(a->addr, b->addr, addr_len(a));
-}
-
 static uint64_t mix64(uint64_t x)
 {
     x ^= x >> 30;
@@ -116,8 +106,8 @@ static uint64_t tuple_hash(const tt_endpoint *a, const tt_endpoint *b)
 
 static bool conn_matches(const conn *c, const tt_endpoint *src, const tt_endpoint *dst)
 {
-    return (endpoint_eq(&c->info.client, src) && endpoint_eq(&c->info.server, dst)) ||
-           (endpoint_eq(&c->info.client, dst) && endpoint_eq(&c->info.server, src));
+    return (tt_endpoint_equal(&c->info.client, src) && tt_endpoint_equal(&c->info.server, dst)) ||
+           (tt_endpoint_equal(&c->info.client, dst) && tt_endpoint_equal(&c->info.server, src));
 }
 
 static conn *table_find(tt_reasm *r, const tt_endpoint *src, const tt_endpoint *dst, uint64_t h)
@@ -531,7 +521,7 @@ static void take_ready_mark(tt_reasm *r, conn *c, const tt_tcp_segment *seg)
         r->stats.ready_unplaced++;
         return;
     }
-    tt_direction d = endpoint_eq(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
+    tt_direction d = tt_endpoint_equal(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
     const half_stream *h = &c->half[d];
     int32_t rel = rel_seq(seg->seq, h->next_seq);
     int64_t end = (int64_t)h->offset + rel;
@@ -565,7 +555,7 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
     bool syn_only = (flags & TT_TCP_SYN) && !(flags & TT_TCP_ACK) && !(flags & TT_TCP_RST);
 
     if (c && syn_only) {
-        tt_direction sd = endpoint_eq(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
+        tt_direction sd = tt_endpoint_equal(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
         const half_stream *sh = &c->half[sd];
         bool same_syn = sd == TT_DIR_C2S &&
                         ((sh->syn_seen && sh->isn == seg->seq) ||
@@ -602,7 +592,7 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
         lru_touch(r, c);
     }
 
-    tt_direction d = endpoint_eq(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
+    tt_direction d = tt_endpoint_equal(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
     tt_direction peer = d == TT_DIR_C2S ? TT_DIR_S2C : TT_DIR_C2S;
     if (flags & TT_TCP_RST) {
         conn_reset(r, c, seg->ts_ns);
