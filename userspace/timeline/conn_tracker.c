@@ -48,6 +48,7 @@ struct conn_state {
      * response body bytes of the DATA chunk being parsed sit in the stream:
      * an event's instant of readability is that of its last byte. */
     tt_ready_marks ready[2];
+    uint64_t parsed_end[2]; /* stream offset past the last DATA or GAP parsed, per direction */
     const uint8_t *feed_data; /* the DATA chunk being parsed (NULL between chunks) */
     size_t feed_len;
     uint64_t feed_off;
@@ -292,6 +293,7 @@ static void ready_mark(conn_state *c, const tt_chunk *ch)
 {
     uint64_t from = ch->offset, end = ch->offset + ch->len;
     tt_ready_marks_add(&c->ready[ch->dir], from, end, ch->mono_ns);
+    if (from >= c->parsed_end[ch->dir]) return; /* the usual case: its bytes are still to come */
     for (size_t i = 0; i < c->queue_len; i++) ready_fill_late(&c->queue[i]->req, ch->dir, from, end, ch->mono_ns);
     tt_tracker *t = c->t;
     for (size_t k = 0; k < t->n_reqs && k < LATE_READY_FILED_SCAN; k++) {
@@ -699,6 +701,7 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
+        c->parsed_end[ch->dir] = ch->offset + ch->len;
         c->feed_data = ch->data;
         c->feed_len = ch->len;
         c->feed_off = ch->offset;
@@ -712,6 +715,7 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
         ready_mark(c, ch);
         break;
     case TT_CHUNK_GAP:
+        c->parsed_end[ch->dir] = ch->offset + ch->len;
         tt_http1_gap(hp, ch->len, ch->mono_ns);
         break;
     case TT_CHUNK_FIN:
