@@ -729,6 +729,13 @@ int tt_cmd_run(int argc, char **argv)
             status, (unsigned long long)ps.rings, (unsigned long long)ps.connections,
             (unsigned long long)ps.records, (unsigned long long)ps.data_bytes, (unsigned long long)ps.drop_records,
             (unsigned long long)ps.drop_bytes, (unsigned long long)ps.gaps, (unsigned long long)ps.gap_bytes);
+    if (st.bridge) {
+        uint64_t forwarded, dropped;
+        tt_ready_bridge_counts(st.bridge, &forwarded, &dropped);
+        fprintf(stderr, "tokentap run: client ready instants (eBPF): %llu onto the probe's connections, %llu for "
+                        "connections it did not have\n",
+                (unsigned long long)forwarded, (unsigned long long)dropped);
+    }
     if (ps.bad_rings || ps.bad_records || ps.unfinished_bytes)
         fprintf(stderr, "tokentap run: probe: %llu rings and %llu records refused as inconsistent, %llu bytes unfinished\n",
                 (unsigned long long)ps.bad_rings, (unsigned long long)ps.bad_records,
