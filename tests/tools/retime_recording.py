@@ -12,7 +12,8 @@ as a decimal fraction). The socket vantages (client.pcap, server.pcap,
 tls.pcap) are on CLOCK_MONOTONIC; the wire (wire.pcap) and the manifest's
 wall instants are wall clock, moved with the host's monotonic clock:
 w -> T(w - off) + off, off the manifest's wall_to_mono_offset_ns.start, so
-the offset the manifest records stays true of the rewritten files. Classic
+the offset the manifest records stays true of the rewritten files. The
+manifest's clock_id is made another clock's. Classic
 pcap files only (nanosecond or microsecond, either byte order). DST is
 created mode 0700, its files 0600."""
 import json, os, struct, sys
@@ -43,6 +44,8 @@ def main():
         man[k] = mono(man[k])
     for k in ("start_wall_ns", "end_wall_ns"):
         man[k] = wall(man[k])
+    if man.get("clock_id"):
+        man["clock_id"] += "/retimed %+d %s" % (offset, skew)  # another host's clock, not the same one
     fd = os.open(os.path.join(dst, "manifest.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(man, f, indent=2)

@@ -30,6 +30,8 @@ typedef struct seen {
     char data[64];
     uint16_t client_port, server_port;
     bool guessed;
+    bool seq_known;    /* the connection's, for this chunk's direction */
+    uint32_t seq_base;
 } seen;
 
 typedef struct log_ctx {
@@ -53,6 +55,8 @@ static void collect(void *ctx, const tt_chunk *ch)
     s->client_port = ch->conn->client.port;
     s->server_port = ch->conn->server.port;
     s->guessed = ch->conn->orientation_guessed;
+    s->seq_known = ch->conn->seq_known[ch->dir];
+    s->seq_base = ch->conn->seq_base[ch->dir];
     if (ch->kind == TT_CHUNK_DATA) {
         assert_non_null(ch->data);
         memcpy(s->data, ch->data, ch->len < 63 ? ch->len : 63);
@@ -485,6 +489,9 @@ static void test_ready_marks(void **state)
     assert_int_equal(srv.items[1].len, 6);
     assert_int_equal(srv.items[1].mono_ns, 70);
     assert_int_equal(srv.items[2].kind, TT_CHUNK_DATA);
+    /* the connection carries the read's sequence numbers from its first data on */
+    assert_true(srv.items[2].seq_known);
+    assert_int_equal(srv.items[2].seq_base, isn);
     /* known now: the next mark goes out at once; one refused by the ring
      * (16..20 never said) leaves its bytes out: the next starts at 20 */
     n = make_ready(buf, 0x77, 90, isn + 30, 10, false);
@@ -573,6 +580,41 @@ static void test_bad_records(void **state)
     tt_bpf_source_free(s);
 }
 
+/* A send's sequence number (write_seq at exit less its length) gives the
+ * direction's seq_base even after lost bytes (the gap counts in the stream
+ * as in the sequence space) and from a later piece of one syscall; the
+ * first one known stays. */
+static void test_sequence_base_of_sends(void **state)
+{
+    log_ctx srv = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+    assert_non_null(s);
+    uint8_t buf[512];
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x31, 5);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x31, 10, "HTTP/1.1 200 OK\r\n", 100, 40, TT_SOCKTAP_F_SEQ, 7);
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    ev.seq = 5000; /* the syscall's first byte; this piece starts 40 bytes in */
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.n, 2);
+    assert_int_equal(srv.items[0].kind, TT_CHUNK_GAP);
+    assert_int_equal(srv.items[1].kind, TT_CHUNK_DATA);
+    assert_int_equal(srv.items[1].offset, 7);
+    assert_true(srv.items[1].seq_known);
+    assert_int_equal(srv.items[1].seq_base, 5000 + 40 - 7);
+    /* a later record that disagrees (another thread's send raced the stamp) changes nothing */
+    n = make_seq_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x31, 20, "data: x\n\n", 1);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(srv.items[srv.n - 1].seq_base, 5000 + 40 - 7);
+    /* the receive direction has no numbers until a read tells them */
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x31, 30, "GET / HTTP/1.1\r\n", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_false(srv.items[srv.n - 1].seq_known);
+    tt_bpf_source_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_start_refuses_bad_filters),
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_ready_marks),
+        cmocka_unit_test(test_sequence_base_of_sends),
         cmocka_unit_test(test_wake_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,9 @@
  * 3 s ahead, the server side in the other; request bytes and token events
  * crossing with known transit times. The bounds must hold the true offset
  * and be exactly as tight as the transits allow; requests are matched by
- * id (the k-th with an id meets the k-th) else by connection and ordinal. */
+ * id (the k-th with an id meets the k-th), else by connection and TCP
+ * sequence number where both know it, else by connection and ordinal; a
+ * recording's wire is on its socket vantage's side. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,8 +79,14 @@ static void test_bounds_hold_the_truth(void **state)
     tt_clock_align *ca = tt_clock_align_new(5000000000LL + AHEAD);
     tt_clock_match m;
     assert_int_equal(tt_clock_bounds_add(ca, r_as, 1, s_as, 1, &m), 0);
-    assert_int_equal(m.by_id, 2);
-    assert_int_equal(m.by_connection, 2);
+    assert_int_equal(m.n_pairs, 1);
+    assert_int_equal(m.pairs[0].client_side, TT_VANTAGE_CLIENT);
+    assert_int_equal(m.pairs[0].server_side, TT_VANTAGE_SERVER);
+    assert_true(m.pairs[0].client_in_s);
+    assert_int_equal(m.pairs[0].by_id, 2);
+    assert_int_equal(m.pairs[0].by_sequence, 0);
+    assert_int_equal(m.pairs[0].by_connection, 2);
+    assert_int_equal(m.requests, 4);
     assert_int_equal(m.bounds, 4 * (2 + 3)); /* first and last request byte, 3 token events */
     tt_clock_fit f;
     tt_clock_align_fit(ca, &f);
@@ -116,11 +124,93 @@ static void test_unrelated(void **state)
     tt_clock_align *ca = tt_clock_align_new(0);
     tt_clock_match m;
     assert_int_equal(tt_clock_bounds_add(ca, r_as, 1, s_as, 1, &m), 0);
-    assert_int_equal(m.by_id + m.by_connection, 0);
+    assert_int_equal(m.requests, 0);
     assert_int_equal(m.bounds, 0);
     tt_clock_fit f;
     tt_clock_align_fit(ca, &f);
     assert_int_equal(f.status, TT_CLOCK_FIT_NONE);
+    tt_clock_align_free(ca);
+}
+
+/* The server's recording started late: it missed the first two requests
+ * of a keep-alive connection, so its ordinals are two behind the client's.
+ * By ordinal the k-th would meet the wrong request; by TCP sequence number
+ * each meets its own, and the bounds hold the truth. */
+static void test_late_start_matched_by_sequence(void **state)
+{
+    (void)state;
+    static side cl, sv;
+    side_init(&cl, TT_VANTAGE_CLIENT);
+    side_init(&sv, TT_VANTAGE_SERVER);
+    for (uint32_t k = 0; k < 5; k++) exchange(&cl, &sv, NULL, 1000, k, 5000000000LL + k * 100000000LL);
+    for (size_t i = 0; i < 5; i++) {
+        cl.reqs[i].req_seq_known = sv.reqs[i].req_seq_known = true;
+        cl.reqs[i].req_seq = sv.reqs[i].req_seq = 4000000000u + (uint32_t)i * 700u; /* wraps past 2^32 */
+    }
+    /* the server saw requests 2..4 only, as ordinals 0..2 */
+    memmove(&sv.reqs[0], &sv.reqs[2], 3 * sizeof sv.reqs[0]);
+    sv.a.n_reqs = 3;
+    for (uint32_t i = 0; i < 3; i++) sv.reqs[i].ordinal = i;
+    const tt_analysis *r_as[] = {&sv.a}, *s_as[] = {&cl.a};
+    tt_clock_align *ca = tt_clock_align_new(5000000000LL + AHEAD);
+    tt_clock_match m;
+    assert_int_equal(tt_clock_bounds_add(ca, r_as, 1, s_as, 1, &m), 0);
+    assert_int_equal(m.pairs[0].by_sequence, 3);
+    assert_int_equal(m.pairs[0].by_connection, 0);
+    tt_clock_fit f;
+    tt_clock_align_fit(ca, &f);
+    assert_int_equal(f.status, TT_CLOCK_FIT_OK);
+    assert_true(f.lo_ns <= -AHEAD && -AHEAD <= f.hi_ns);
+    tt_clock_align_free(ca);
+
+    /* without sequence numbers the ordinals pair each request with the one
+     * two later: a consistent but wrong offset, 200 ms off (what the
+     * sequence numbers are for) */
+    for (size_t i = 0; i < 5; i++) cl.reqs[i].req_seq_known = false;
+    ca = tt_clock_align_new(5000000000LL + AHEAD);
+    assert_int_equal(tt_clock_bounds_add(ca, r_as, 1, s_as, 1, &m), 0);
+    assert_int_equal(m.pairs[0].by_sequence, 0);
+    assert_int_equal(m.pairs[0].by_connection, 3);
+    tt_clock_align_fit(ca, &f);
+    assert_int_equal(f.status, TT_CLOCK_FIT_OK);
+    assert_true(f.lo_ns > -AHEAD + 199000000LL);
+    tt_clock_align_free(ca);
+}
+
+/* Each recording's wire is on its socket vantage's side: the client host's
+ * (client vantage and wire) against the server host's (server vantage and
+ * wire) gives four pairs, and the two wires' bounds are the tightest. */
+static void test_wires_pair_with_the_other_host(void **state)
+{
+    (void)state;
+    static side cl, sv, clw, svw;
+    side_init(&cl, TT_VANTAGE_CLIENT);
+    side_init(&sv, TT_VANTAGE_SERVER);
+    side_init(&clw, TT_VANTAGE_WIRE);
+    side_init(&svw, TT_VANTAGE_WIRE);
+    exchange(&cl, &sv, "a", 1000, 0, 5000000000LL);
+    exchange(&clw, &svw, "a", 1000, 0, 5000000000LL);
+    const tt_analysis *r_as[] = {&sv.a, &svw.a}, *s_as[] = {&cl.a, &clw.a};
+    tt_clock_align *ca = tt_clock_align_new(5000000000LL + AHEAD);
+    tt_clock_match m;
+    assert_int_equal(tt_clock_bounds_add(ca, r_as, 2, s_as, 2, &m), 0);
+    assert_int_equal(m.n_pairs, 4);
+    int wire_wire = 0;
+    for (size_t k = 0; k < m.n_pairs; k++) {
+        assert_int_equal(m.pairs[k].by_id, 1);
+        assert_int_equal(m.pairs[k].bounds, 2 + 3);
+        if (m.pairs[k].client_side == TT_VANTAGE_WIRE && m.pairs[k].server_side == TT_VANTAGE_WIRE) wire_wire++;
+    }
+    assert_int_equal(wire_wire, 1);
+    assert_int_equal(m.bounds, 4 * (2 + 3));
+    tt_clock_align_free(ca);
+
+    /* a recording that holds both socket vantages (one host) has no side for its wire */
+    const tt_analysis *both[] = {&sv.a, &cl.a, &svw.a};
+    const tt_analysis *other[] = {&clw.a};
+    ca = tt_clock_align_new(0);
+    assert_int_equal(tt_clock_bounds_add(ca, both, 3, other, 1, &m), 0);
+    assert_int_equal(m.n_pairs, 0);
     tt_clock_align_free(ca);
 }
 
@@ -129,6 +219,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bounds_hold_the_truth),
         cmocka_unit_test(test_unrelated),
+        cmocka_unit_test(test_late_start_matched_by_sequence),
+        cmocka_unit_test(test_wires_pair_with_the_other_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@ typedef struct recorder {
     bool released[MAX_TRACKED];
     bool announced[MAX_TRACKED];
     tt_strbuf streams[MAX_TRACKED][2]; /* delivered bytes, '?' for gap bytes */
+    uint32_t seq_base[MAX_TRACKED][2];  /* the connection's, at its DATA chunks */
     int releases;
 } recorder;
 
@@ -68,6 +69,9 @@ static void on_chunk(void *ctx, const tt_chunk *ch)
     if (ch->kind == TT_CHUNK_DATA) {
         assert_non_null(ch->data);
         assert_true(ch->len > 0);
+        /* the wire's sequence numbers are the real ones: known before any data */
+        assert_true(ch->conn->seq_known[ch->dir]);
+        rec->seq_base[id][ch->dir] = ch->conn->seq_base[ch->dir];
         tt_sb_printf(&rec->trace, " \"");
         tt_sb_escaped(&rec->trace, (const char *)ch->data, ch->len);
         tt_sb_printf(&rec->trace, "\"");
@@ -410,6 +414,8 @@ static void test_midstream_client_first(void **state)
                       "1 c2s END off=19 len=0 ts=1000\n"
                       "1 s2c END off=17 len=0 ts=1000\n"
                       "1 RELEASE ts=1000\n");
+    assert_int_equal(rec->seq_base[1][C2S], 777); /* no SYN: offset 0 is the first byte seen */
+    assert_int_equal(rec->seq_base[1][S2C], 99);
     tt_reasm_free(r);
     recorder_free(rec);
 }
@@ -661,6 +667,7 @@ static void test_seq_wraparound(void **state)
                       "1 s2c FIN off=12 len=0 ts=150\n"
                       "1 c2s FIN off=0 len=0 ts=160\n"
                       "1 RELEASE ts=160\n");
+    assert_int_equal(rec->seq_base[1][S2C], isn + 1); /* offset 0 is the byte after the SYN */
     tt_reasm_free(r);
     recorder_free(rec);
 }

@@ -13,6 +13,9 @@ static const tt_analysis *vantage_of(const tt_analysis *const *as, size_t n, tt_
     return NULL;
 }
 
+/* How two requests are matched, strongest first. */
+typedef enum match_key { KEY_ID = 0, KEY_SEQUENCE, KEY_ORDINAL, KEY_COUNT } match_key;
+
 /* A request and its place in its vantage's list (capture order). */
 typedef struct keyed {
     const tt_request *r;
@@ -26,28 +29,38 @@ static int endpoint_cmp(const tt_endpoint *a, const tt_endpoint *b)
     return memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4);
 }
 
-/* By x-request-id; without one, by connection (client, server) and ordinal. */
-static int key_cmp(const tt_request *a, const tt_request *b)
+static int key_cmp(match_key k, const tt_request *a, const tt_request *b)
 {
-    if (a->request_id[0] || b->request_id[0]) return strcmp(a->request_id, b->request_id);
+    if (k == KEY_ID) return strcmp(a->request_id, b->request_id);
     int c = endpoint_cmp(&a->client, &b->client);
     if (!c) c = endpoint_cmp(&a->server, &b->server);
-    if (!c && a->ordinal != b->ordinal) c = a->ordinal < b->ordinal ? -1 : 1;
-    return c;
+    if (c) return c;
+    if (k == KEY_SEQUENCE) return a->req_seq < b->req_seq ? -1 : a->req_seq > b->req_seq;
+    return a->ordinal < b->ordinal ? -1 : a->ordinal > b->ordinal;
 }
+
+/* Whether an unmatched request r can be matched by k. */
+static bool has_key(match_key k, const tt_request *r)
+{
+    if (k == KEY_ID) return r->request_id[0] != 0;
+    if (r->request_id[0]) return false; /* an id is matched by its id only */
+    return k != KEY_SEQUENCE || r->req_seq_known;
+}
+
+static match_key sort_key; /* qsort has no context argument */
 
 static int keyed_cmp(const void *pa, const void *pb)
 {
     const keyed *a = pa, *b = pb;
-    int c = key_cmp(a->r, b->r);
+    int c = key_cmp(sort_key, a->r, b->r);
     if (c) return c;
     return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
 
-/* a's requests that have an x-request-id (with_id) or have none, sorted by
- * key, then capture order. NULL with *n 0 when there are none; NULL with
- * *n SIZE_MAX when out of memory. */
-static keyed *sorted_requests(const tt_analysis *a, bool with_id, size_t *n)
+/* a's requests not yet matched (matched[i] false) that have key k, sorted
+ * by it, then capture order. NULL with *n 0 when there are none; NULL
+ * with *n SIZE_MAX when out of memory. */
+static keyed *sorted_requests(const tt_analysis *a, const bool *matched, match_key k, size_t *n)
 {
     *n = 0;
     keyed *v = a->n_reqs ? malloc(a->n_reqs * sizeof *v) : NULL;
@@ -56,7 +69,8 @@ static keyed *sorted_requests(const tt_analysis *a, bool with_id, size_t *n)
         return NULL;
     }
     for (size_t i = 0; i < a->n_reqs; i++)
-        if ((a->reqs[i].request_id[0] != 0) == with_id) v[(*n)++] = (keyed){&a->reqs[i], i};
+        if (!matched[i] && has_key(k, &a->reqs[i])) v[(*n)++] = (keyed){&a->reqs[i], i};
+    sort_key = k;
     if (*n) qsort(v, *n, sizeof *v, keyed_cmp);
     return v;
 }
@@ -70,21 +84,21 @@ static bool seen(uint64_t ns)
  * at either: nothing): from the client's host when from_client, else
  * from the server's; into ca the way round R and S are. */
 static int cross(tt_clock_align *ca, bool client_in_s, bool from_client, uint64_t from_ns, uint64_t to_ns,
-                 tt_clock_match *m)
+                 size_t *bounds)
 {
     if (!seen(from_ns) || !seen(to_ns)) return 0;
     int rc = from_client == client_in_s ? tt_clock_align_s_to_r(ca, (int64_t)from_ns, (int64_t)to_ns)
                                         : tt_clock_align_r_to_s(ca, (int64_t)from_ns, (int64_t)to_ns);
-    if (rc == 0) m->bounds++;
+    if (rc == 0) (*bounds)++;
     return rc;
 }
 
 /* The bounds of one request: client (in one recording) and server (in the other). */
 static int add_request(tt_clock_align *ca, const tt_request *client, const tt_request *server, bool client_in_s,
-                       tt_clock_match *m)
+                       size_t *bounds)
 {
-    if (cross(ca, client_in_s, true, client->req_first_ns, server->req_first_ns, m) < 0 ||
-        cross(ca, client_in_s, true, client->req_last_ns, server->req_last_ns, m) < 0)
+    if (cross(ca, client_in_s, true, client->req_first_ns, server->req_first_ns, bounds) < 0 ||
+        cross(ca, client_in_s, true, client->req_last_ns, server->req_last_ns, bounds) < 0)
         return -1;
     /* the k-th token event written at the server, read at the client */
     uint32_t ci = 0, si = 0;
@@ -98,11 +112,68 @@ static int add_request(tt_clock_align *ca, const tt_request *client, const tt_re
             si++;
             continue;
         }
-        if (cross(ca, client_in_s, false, se->dispatch_ns, ce->dispatch_ns, m) < 0) return -1;
+        if (cross(ca, client_in_s, false, se->dispatch_ns, ce->dispatch_ns, bounds) < 0) return -1;
         ci++;
         si++;
     }
     return 0;
+}
+
+/* Match cl's requests (a client side) with sv's (a server side in the
+ * other recording), key by key, and add each matched pair's bounds. */
+static int match_pair(tt_clock_align *ca, const tt_analysis *cl, const tt_analysis *sv, tt_clock_pair *p)
+{
+    bool *cm = calloc(cl->n_reqs + 1, sizeof *cm), *sm = calloc(sv->n_reqs + 1, sizeof *sm);
+    int rc = cm && sm ? 0 : -1;
+    for (match_key k = KEY_ID; k < KEY_COUNT && rc == 0; k++) {
+        size_t nc, ns;
+        keyed *kc = sorted_requests(cl, cm, k, &nc), *ks = sorted_requests(sv, sm, k, &ns);
+        if (nc == SIZE_MAX || ns == SIZE_MAX) rc = -1;
+        /* The k-th request with a key on the client's side meets the k-th
+         * with that key on the server's (a 4-tuple reused later is another
+         * connection: capture order tells them apart). */
+        for (size_t i = 0, j = 0; rc == 0 && i < nc && j < ns;) {
+            int c = key_cmp(k, kc[i].r, ks[j].r);
+            if (c < 0) {
+                i++;
+            } else if (c > 0) {
+                j++;
+            } else {
+                size_t gi = i, gj = j;
+                while (gi < nc && !key_cmp(k, kc[gi].r, kc[i].r)) gi++;
+                while (gj < ns && !key_cmp(k, ks[gj].r, ks[j].r)) gj++;
+                for (; i < gi && j < gj && rc == 0; i++, j++) {
+                    cm[kc[i].pos] = sm[ks[j].pos] = true;
+                    if (k == KEY_ID) p->by_id++;
+                    else if (k == KEY_SEQUENCE) p->by_sequence++;
+                    else p->by_connection++;
+                    rc = add_request(ca, kc[i].r, ks[j].r, p->client_in_s, &p->bounds);
+                }
+                i = gi;
+                j = gj;
+            }
+        }
+        free(kc);
+        free(ks);
+    }
+    free(cm);
+    free(sm);
+    return rc;
+}
+
+/* The client side (want_client) or the server side of a recording's
+ * vantages: its socket vantage of that side, and its wire when it holds no
+ * socket vantage of the other side. */
+static size_t side_of(const tt_analysis *const *as, size_t n, bool want_client, const tt_analysis **out)
+{
+    tt_vantage mine = want_client ? TT_VANTAGE_CLIENT : TT_VANTAGE_SERVER;
+    tt_vantage other = want_client ? TT_VANTAGE_SERVER : TT_VANTAGE_CLIENT;
+    const tt_analysis *own = vantage_of(as, n, mine), *peer = vantage_of(as, n, other);
+    const tt_analysis *wire = vantage_of(as, n, TT_VANTAGE_WIRE);
+    size_t k = 0;
+    if (own && own->n_reqs) out[k++] = own;
+    if (own && own->n_reqs && wire && wire->n_reqs && !(peer && peer->n_reqs)) out[k++] = wire;
+    return k;
 }
 
 int tt_clock_bounds_add(tt_clock_align *ca, const tt_analysis *const *r_as, size_t r_n,
@@ -112,45 +183,22 @@ int tt_clock_bounds_add(tt_clock_align *ca, const tt_analysis *const *r_as, size
     /* the client side in one recording, the server side in the other, both ways round */
     for (int way = 0; way < 2; way++) {
         bool client_in_s = way == 1;
-        const tt_analysis *cl = client_in_s ? vantage_of(s_as, s_n, TT_VANTAGE_CLIENT) : vantage_of(r_as, r_n, TT_VANTAGE_CLIENT);
-        const tt_analysis *sv = client_in_s ? vantage_of(r_as, r_n, TT_VANTAGE_SERVER) : vantage_of(s_as, s_n, TT_VANTAGE_SERVER);
-        if (!cl || !sv) continue;
-        /* The k-th request with a key at the client meets the k-th with
-         * that key at the server: the same x-request-id, else the same
-         * connection and ordinal (a 4-tuple reused later is another
-         * connection: the k-th meets the k-th in capture order). */
-        for (int with_id = 1; with_id >= 0; with_id--) {
-            size_t nc, ns;
-            keyed *kc = sorted_requests(cl, with_id, &nc), *ks = sorted_requests(sv, with_id, &ns);
-            if (nc == SIZE_MAX || ns == SIZE_MAX) {
-                free(kc);
-                free(ks);
-                return -1;
-            }
-            int rc = 0;
-            for (size_t i = 0, j = 0; i < nc && j < ns && rc == 0;) {
-                int c = key_cmp(kc[i].r, ks[j].r);
-                if (c < 0) {
-                    i++;
-                } else if (c > 0) {
-                    j++;
-                } else {
-                    size_t gi = i, gj = j;
-                    while (gi < nc && !key_cmp(kc[gi].r, kc[i].r)) gi++;
-                    while (gj < ns && !key_cmp(ks[gj].r, ks[j].r)) gj++;
-                    for (; i < gi && j < gj && rc == 0; i++, j++) {
-                        if (with_id) m->by_id++;
-                        else m->by_connection++;
-                        rc = add_request(ca, kc[i].r, ks[j].r, client_in_s, m);
-                    }
-                    i = gi;
-                    j = gj;
+        const tt_analysis *cls[2], *svs[2];
+        size_t ncl = client_in_s ? side_of(s_as, s_n, true, cls) : side_of(r_as, r_n, true, cls);
+        size_t nsv = client_in_s ? side_of(r_as, r_n, false, svs) : side_of(s_as, s_n, false, svs);
+        for (size_t i = 0; i < ncl; i++)
+            for (size_t j = 0; j < nsv && m->n_pairs < TT_CLOCK_MAX_PAIRS; j++) {
+                tt_clock_pair *p = &m->pairs[m->n_pairs++];
+                *p = (tt_clock_pair){.client_side = cls[i]->vantage, .server_side = svs[j]->vantage,
+                                     .client_in_s = client_in_s};
+                if (match_pair(ca, cls[i], svs[j], p) < 0) return -1;
+                m->bounds += p->bounds;
+                size_t matched = p->by_id + p->by_sequence + p->by_connection;
+                if (matched > m->requests) {
+                    m->requests = matched;
+                    m->best = m->n_pairs - 1;
                 }
             }
-            free(kc);
-            free(ks);
-            if (rc < 0) return -1;
-        }
     }
     return 0;
 }

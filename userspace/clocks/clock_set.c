@@ -47,6 +47,16 @@ double tt_clock_set_uncertainty(const tt_clock_set *cs, tt_vantage a, tt_vantage
     return u;
 }
 
+/* "requests_matched": how many of a pair's requests each key matched. */
+static void matched_json(tt_jw *w, const tt_clock_pair *p)
+{
+    tt_jw_object_begin(w, "requests_matched");
+    tt_jw_uint(w, "id", p->by_id);
+    tt_jw_uint(w, "sequence", p->by_sequence);
+    tt_jw_uint(w, "connection", p->by_connection);
+    tt_jw_object_end(w);
+}
+
 void tt_clock_set_json(tt_jw *w, const tt_clock_set *cs)
 {
     tt_jw_array_begin(w, "clocks");
@@ -61,10 +71,21 @@ void tt_clock_set_json(tt_jw *w, const tt_clock_set *cs)
         else tt_jw_null(w, "uncertainty_ns");
         tt_jw_int(w, "wall_clock_offset_ns", (int64_t)llround(e->wall_offset_ns));
         tt_jw_uint(w, "bounds", e->match.bounds);
-        tt_jw_object_begin(w, "requests_matched");
-        tt_jw_uint(w, "id", e->match.by_id);
-        tt_jw_uint(w, "connection", e->match.by_connection);
-        tt_jw_object_end(w);
+        const tt_clock_pair none = {0};
+        matched_json(w, e->match.n_pairs ? &e->match.pairs[e->match.best] : &none);
+        tt_jw_array_begin(w, "vantage_pairs");
+        for (size_t k = 0; k < e->match.n_pairs; k++) {
+            const tt_clock_pair *p = &e->match.pairs[k];
+            tt_jw_object_begin(w, NULL);
+            tt_jw_str(w, "client_side", tt_vantage_name(p->client_side));
+            tt_jw_str(w, "client_side_recording", p->client_in_s ? e->recording : cs->e[0].recording);
+            tt_jw_str(w, "server_side", tt_vantage_name(p->server_side));
+            tt_jw_str(w, "server_side_recording", p->client_in_s ? cs->e[0].recording : e->recording);
+            matched_json(w, p);
+            tt_jw_uint(w, "bounds", p->bounds);
+            tt_jw_object_end(w);
+        }
+        tt_jw_array_end(w);
         tt_jw_object_end(w);
     }
     tt_jw_array_end(w);
@@ -78,8 +99,15 @@ void tt_clock_set_text(FILE *out, const tt_clock_set *cs)
         fprintf(out, "  %s: %s, offset %+.6f s", e->recording, tt_clock_method_name(e->method), e->offset_ns / 1e9);
         if (isfinite(e->uncertainty_ns)) fprintf(out, " +- %.1f us", e->uncertainty_ns / 1e3);
         if (e->method == TT_CLOCK_METHOD_TRAFFIC)
-            fprintf(out, ", skew %+.2f ppm, %zu bounds from %zu requests", e->skew_ppm, e->match.bounds,
-                    e->match.by_id + e->match.by_connection);
+            fprintf(out, ", skew %+.2f ppm, %zu bounds", e->skew_ppm, e->match.bounds);
         fprintf(out, "; wall clocks say %+.6f s\n", e->wall_offset_ns / 1e9);
+        for (size_t k = 0; k < e->match.n_pairs; k++) {
+            const tt_clock_pair *p = &e->match.pairs[k];
+            fprintf(out, "    %s (%s) with %s (%s): %zu requests by x-request-id, %zu by TCP sequence number, %zu by "
+                         "connection and ordinal; %zu bounds\n",
+                    tt_vantage_name(p->client_side), p->client_in_s ? e->recording : cs->e[0].recording,
+                    tt_vantage_name(p->server_side), p->client_in_s ? cs->e[0].recording : e->recording, p->by_id,
+                    p->by_sequence, p->by_connection, p->bounds);
+        }
     }
 }

@@ -152,8 +152,7 @@ static int place_recording(const tt_cmd_input *ref, const tt_cmd_input *raw, con
         fprintf(stderr, "tokentap analyze: out of memory\n");
         return TT_EXIT_INTERNAL;
     }
-    size_t matched = e->match.by_id + e->match.by_connection;
-    if (!matched) {
+    if (!e->match.requests) {
         fprintf(stderr, "tokentap analyze: %s: no request in common with %s (a client side in one, its server side "
                         "in the other): nothing to put them on one timeline with\n", path, ref->analyses[0]->input);
         return TT_EXIT_INPUT;

@@ -37,6 +37,14 @@ typedef struct tt_conn_info {
     tt_endpoint client, server;
     bool orientation_guessed; /* no SYN seen: client/server inferred */
     uint64_t first_seen_ns;
+    /* The TCP sequence number of each direction's stream offset 0 (per
+     * tt_direction), where the vantage knows the real one: the wire, the
+     * eBPF socket records, a recording that kept them. Both ends of a
+     * connection see the same numbers, so two hosts' views of it can be
+     * matched (clocks/clock_bounds.h). Set once, before the first DATA
+     * chunk of that direction is delivered. */
+    bool seq_known[2];
+    uint32_t seq_base[2];
 } tt_conn_info;
 
 typedef enum tt_chunk_kind {

@@ -22,6 +22,7 @@ typedef struct synth_conn {
     uint32_t isn[2];
     uint64_t pos[2];   /* stream position after the furthest byte sent per direction */
     uint8_t fin_sent[2];
+    uint8_t seq_said[2]; /* the sequence mark of each direction is written */
 } synth_conn;
 
 struct tt_synth {
@@ -78,14 +79,24 @@ static uint16_t fold(uint32_t acc)
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }
 
-/* One packet. ready_len > 0: a readable-instant mark (tcp_reasm.h), no
- * payload, the option carrying ready_len and seq = the end of those bytes. */
+/* A mark carried in a payload-less segment's experimental option
+ * (tcp_reasm.h): its ExID and 32-bit value; exid 0: a plain segment. */
+typedef struct synth_mark {
+    uint16_t exid;
+    uint32_t value;
+} synth_mark;
+
+static const synth_mark NO_MARK = {0, 0};
+
+/* One packet. A mark (tcp_reasm.h) has no payload and carries its option:
+ * a readable-instant mark at seq = the end of its bytes, a sequence mark
+ * at the stream offset whose kernel sequence number it says. */
 static void segment(tt_synth *s, synth_conn *c, tt_direction dir, uint64_t ts_ns, uint64_t offset,
-                    const uint8_t *data, size_t len, uint8_t flags, bool syn, uint32_t ready_len)
+                    const uint8_t *data, size_t len, uint8_t flags, bool syn, synth_mark mark)
 {
     const tt_endpoint *src = &c->ep[dir], *dst = &c->ep[!dir];
     bool v6 = src->family == 6;
-    size_t ip_len = v6 ? 40 : 20, tcp_len = ready_len ? 28 : 20;
+    size_t ip_len = v6 ? 40 : 20, tcp_len = mark.exid ? 28 : 20;
     size_t total = ip_len + tcp_len + len;
     uint8_t *ip = s->packet, *tcp = s->packet + ip_len;
     memset(ip, 0, ip_len + tcp_len);
@@ -116,11 +127,11 @@ static void segment(tt_synth *s, synth_conn *c, tt_direction dir, uint64_t ts_ns
     tcp[12] = (uint8_t)(tcp_len / 4) << 4;
     tcp[13] = flags;
     put16(tcp + 14, 65535);
-    if (ready_len) {
+    if (mark.exid) {
         tcp[20] = TT_TCP_OPT_EXPERIMENT;
         tcp[21] = 8;
-        put16(tcp + 22, TT_TCP_READY_EXID);
-        put32(tcp + 24, ready_len);
+        put16(tcp + 22, mark.exid);
+        put32(tcp + 24, mark.value);
     }
     if (len) memcpy(tcp + tcp_len, data, len);
     uint32_t acc = sum_bytes(0, src->addr, alen);
@@ -169,17 +180,24 @@ void tt_synth_chunk(void *ctx, const tt_chunk *ch)
         c->isn[0] = (uint32_t)h;
         c->isn[1] = (uint32_t)(h >> 32);
         *p = c;
-        segment(s, c, TT_DIR_C2S, ch->mono_ns, 0, NULL, 0, TT_TCP_SYN, true, 0);
-        segment(s, c, TT_DIR_S2C, ch->mono_ns, 0, NULL, 0, TT_TCP_SYN | TT_TCP_ACK, true, 0);
-        segment(s, c, TT_DIR_C2S, ch->mono_ns, 0, NULL, 0, TT_TCP_ACK, false, 0);
+        segment(s, c, TT_DIR_C2S, ch->mono_ns, 0, NULL, 0, TT_TCP_SYN, true, NO_MARK);
+        segment(s, c, TT_DIR_S2C, ch->mono_ns, 0, NULL, 0, TT_TCP_SYN | TT_TCP_ACK, true, NO_MARK);
+        segment(s, c, TT_DIR_C2S, ch->mono_ns, 0, NULL, 0, TT_TCP_ACK, false, NO_MARK);
     }
     tt_direction d = ch->dir;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
+        if (ch->conn->seq_known[d] && !c->seq_said[d]) {
+            /* the kernel's sequence numbers, once per direction, before its first bytes */
+            synth_mark m = {TT_TCP_SEQ_EXID, ch->conn->seq_base[d] + (uint32_t)ch->offset};
+            segment(s, c, d, ch->mono_ns, ch->offset, NULL, 0, TT_TCP_ACK, false, m);
+            c->seq_said[d] = 1;
+        }
         for (size_t done = 0; done < ch->len;) {
             size_t n = ch->len - done < SYNTH_MAX_PAYLOAD ? ch->len - done : SYNTH_MAX_PAYLOAD;
             if (c->pos[d] < ch->offset + done + n) c->pos[d] = ch->offset + done + n;
-            segment(s, c, d, ch->mono_ns, ch->offset + done, ch->data + done, n, TT_TCP_PSH | TT_TCP_ACK, false, 0);
+            segment(s, c, d, ch->mono_ns, ch->offset + done, ch->data + done, n, TT_TCP_PSH | TT_TCP_ACK, false,
+                    NO_MARK);
             done += n;
         }
         break;
@@ -187,17 +205,18 @@ void tt_synth_chunk(void *ctx, const tt_chunk *ch)
         if (c->pos[d] < ch->offset + ch->len) c->pos[d] = ch->offset + ch->len;
         break;
     case TT_CHUNK_FIN:
-        if (!c->fin_sent[d]) segment(s, c, d, ch->mono_ns, c->pos[d], NULL, 0, TT_TCP_FIN | TT_TCP_ACK, false, 0);
+        if (!c->fin_sent[d]) segment(s, c, d, ch->mono_ns, c->pos[d], NULL, 0, TT_TCP_FIN | TT_TCP_ACK, false, NO_MARK);
         c->fin_sent[d] = 1;
         break;
     case TT_CHUNK_RST:
-        if (!c->fin_sent[d]) segment(s, c, d, ch->mono_ns, c->pos[d], NULL, 0, TT_TCP_RST | TT_TCP_ACK, false, 0);
+        if (!c->fin_sent[d]) segment(s, c, d, ch->mono_ns, c->pos[d], NULL, 0, TT_TCP_RST | TT_TCP_ACK, false, NO_MARK);
         c->fin_sent[d] = 1;
         break;
     case TT_CHUNK_READY:
         /* bytes beyond 4 GiB in one mark cannot be said in the option: left out (unknown) */
         if (ch->len && ch->len <= UINT32_MAX)
-            segment(s, c, d, ch->mono_ns, ch->offset + ch->len, NULL, 0, TT_TCP_ACK, false, (uint32_t)ch->len);
+            segment(s, c, d, ch->mono_ns, ch->offset + ch->len, NULL, 0, TT_TCP_ACK, false,
+                    (synth_mark){TT_TCP_READY_EXID, (uint32_t)ch->len});
         break;
     default: break;
     }

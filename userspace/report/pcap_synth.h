@@ -7,8 +7,10 @@
  * with the chunk's instant (so a gap is a sequence jump), FIN and RST
  * chunks become FIN|ACK and RST|ACK. A READY mark becomes an ACK without
  * payload at seq = ISN + 1 + the end of its bytes, carrying their count in
- * the experimental option of tcp_reasm.h. IPv4 header and TCP checksums
- * are valid. */
+ * the experimental option of tcp_reasm.h. Where the source knew the
+ * kernel's TCP sequence numbers (tt_conn_info.seq_known), a sequence mark
+ * before a direction's first bytes says them (the synthesized ones stay).
+ * IPv4 header and TCP checksums are valid. */
 #ifndef TT_PCAP_SYNTH_H
 #define TT_PCAP_SYNTH_H
 

@@ -378,6 +378,10 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         missing = rest < TT_SOCKTAP_MAX_COPY ? rest : TT_SOCKTAP_MAX_COPY;
         if (ev.flags & TT_SOCKTAP_F_TRUNCATED) missing = rest;
     } else {
+        if (ev.copied && (ev.flags & TT_SOCKTAP_F_SEQ) && !c->cc.info.seq_known[dir]) {
+            c->cc.info.seq_known[dir] = true;
+            c->cc.info.seq_base[dir] = ev.seq + ev.piece_off - (uint32_t)c->cc.offset[dir];
+        }
         if (ev.copied && ev.dir == TT_SOCKTAP_DIR_RECV && (ev.flags & TT_SOCKTAP_F_SEQ))
             ready_learn_seq(s, c, ev.seq + ev.piece_off, c->cc.offset[dir]);
         if (ev.copied) {

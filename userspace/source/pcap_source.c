@@ -152,12 +152,16 @@ static packet_class parse_tcp(const uint8_t *l4, size_t cap, size_t wire, tt_tcp
     seg->payload = l4 + doff;
     seg->payload_len = cap - doff;
     seg->missing_len = wire - cap;
-    seg->ready_mark = false;
-    seg->ready_len = 0;
-    if (doff == 28 && seg->payload_len == 0 && l4[20] == TT_TCP_OPT_EXPERIMENT && l4[21] == 8 &&
-        be16(l4 + 22) == TT_TCP_READY_EXID) {
-        seg->ready_mark = true;
-        seg->ready_len = be32(l4 + 24);
+    seg->ready_mark = seg->seq_mark = false;
+    seg->ready_len = seg->kernel_seq = 0;
+    if (doff == 28 && seg->payload_len == 0 && l4[20] == TT_TCP_OPT_EXPERIMENT && l4[21] == 8) {
+        if (be16(l4 + 22) == TT_TCP_READY_EXID) {
+            seg->ready_mark = true;
+            seg->ready_len = be32(l4 + 24);
+        } else if (be16(l4 + 22) == TT_TCP_SEQ_EXID) {
+            seg->seq_mark = true;
+            seg->kernel_seq = be32(l4 + 24);
+        }
     }
     return PKT_TCP;
 }

@@ -433,6 +433,18 @@ static int http_role(const uint8_t *p, size_t n)
 
 /* ---- one segment into one half ---- */
 
+/* Half d of c starts: seq is the sequence number of its stream offset 0. */
+static void half_start(tt_reasm *r, conn *c, tt_direction d, uint32_t seq)
+{
+    c->half[d].started = true;
+    c->half[d].next_seq = seq;
+    if (r->vantage == TT_VANTAGE_WIRE) {
+        /* the wire's numbers are the real ones */
+        c->info.seq_known[d] = true;
+        c->info.seq_base[d] = seq;
+    }
+}
+
 static void half_take(tt_reasm *r, conn *c, tt_direction d, const tt_tcp_segment *seg)
 {
     half_stream *h = &c->half[d];
@@ -444,10 +456,7 @@ static void half_take(tt_reasm *r, conn *c, tt_direction d, const tt_tcp_segment
         }
         seq += 1;
     }
-    if (!h->started) {
-        h->started = true;
-        h->next_seq = seq;
-    }
+    if (!h->started) half_start(r, c, d, seq);
     size_t cap = seg->payload_len;
     uint64_t miss = seg->missing_len;
     uint64_t total = cap + miss;
@@ -542,6 +551,20 @@ static void take_ready_mark(tt_reasm *r, conn *c, const tt_tcp_segment *seg)
     r->emit(r->ctx, &ch);
 }
 
+/* A sequence mark: the kernel's sequence number of the sender's byte at
+ * seq, kept as the direction's seq_base (the first one counts). */
+static void take_seq_mark(tt_reasm *r, conn *c, const tt_tcp_segment *seg)
+{
+    if (!c || r->vantage == TT_VANTAGE_WIRE) return;
+    tt_direction d = tt_endpoint_equal(&c->info.client, &seg->src) ? TT_DIR_C2S : TT_DIR_S2C;
+    const half_stream *h = &c->half[d];
+    int32_t rel = rel_seq(seg->seq, h->next_seq);
+    int64_t at = (int64_t)h->offset + rel;
+    if (!h->started || rel > SEQ_WINDOW || at < 0 || c->info.seq_known[d]) return;
+    c->info.seq_known[d] = true;
+    c->info.seq_base[d] = seg->kernel_seq - (uint32_t)at;
+}
+
 void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
 {
     r->stats.segments++;
@@ -549,6 +572,10 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
     conn *c = table_find(r, &seg->src, &seg->dst, h);
     if (seg->ready_mark) {
         take_ready_mark(r, c, seg);
+        return;
+    }
+    if (seg->seq_mark) {
+        take_seq_mark(r, c, seg);
         return;
     }
     uint8_t flags = seg->flags;
@@ -599,8 +626,7 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
         return;
     }
     if ((flags & (TT_TCP_SYN | TT_TCP_ACK)) == (TT_TCP_SYN | TT_TCP_ACK) && !c->half[peer].started) {
-        c->half[peer].started = true; /* the SYN-ACK names the client's next sequence number */
-        c->half[peer].next_seq = seg->ack;
+        half_start(r, c, peer, seg->ack); /* the SYN-ACK names the client's next sequence number */
     }
     /* what the sender acknowledges reached it before it sent this segment */
     if (flags & TT_TCP_ACK) ack_declares_gap(r, c, peer, seg->ack, seg->ts_ns);

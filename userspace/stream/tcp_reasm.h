@@ -30,6 +30,11 @@ enum {
  * number, that became readable at its instant. */
 #define TT_TCP_OPT_EXPERIMENT 253
 #define TT_TCP_READY_EXID 0x5454 /* "TT" */
+/* A sequence mark, the same option with this ExID: its 32-bit value is the
+ * kernel's TCP sequence number of the byte at the segment's (synthesized)
+ * sequence number, so the real numbers survive a socket-vantage recording
+ * (tt_conn_info.seq_base). */
+#define TT_TCP_SEQ_EXID 0x5453 /* "TS" */
 
 typedef struct tt_tcp_segment {
     tt_endpoint src, dst;
@@ -44,6 +49,10 @@ typedef struct tt_tcp_segment {
      * at ts_ns", delivered as TT_CHUNK_READY. */
     bool ready_mark;
     uint32_t ready_len;
+    /* A sequence mark: the byte at seq has the kernel sequence number
+     * kernel_seq. Not a segment either. */
+    bool seq_mark;
+    uint32_t kernel_seq;
 } tt_tcp_segment;
 
 typedef struct tt_reasm_limits {
@@ -97,7 +106,9 @@ tt_reasm *tt_reasm_new(const tt_reasm_limits *limits, tt_vantage vantage, tt_chu
 
 /* Take one segment (or readable-instant mark, seg->ready_mark: delivered
  * as TT_CHUNK_READY on a known direction of a connection, ignored at the
- * wire vantage); may emit chunks synchronously. The callback must not
+ * wire vantage; or sequence mark, seg->seq_mark: sets the direction's
+ * tt_conn_info.seq_base, ignored at the wire, whose own sequence numbers
+ * are the real ones); may emit chunks synchronously. The callback must not
  * call back into r. seg and its payload are only read during the call. */
 void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg);
 

@@ -54,6 +54,8 @@ struct conn_state {
     uint64_t feed_off;
     struct body_slice { uint64_t body_off, stream_off, len; } *slices;
     size_t n_slices, slices_cap;
+    bool c2s_seq_known; /* the request direction's TCP sequence numbers (tt_conn_info.seq_base) */
+    uint32_t c2s_seq_base;
     bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
     bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
     char http_error[96];
@@ -249,44 +251,6 @@ static uint64_t body_byte_stream_off(const conn_state *c, uint64_t body_off)
     return TT_NS_NONE;
 }
 
-/* A request's first and last token events' ready instants, from its events. */
-static void token_ready_instants(tt_request *r)
-{
-    r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
-    bool first = true;
-    for (uint32_t i = 0; i < r->n_events; i++) {
-        if (r->events[i].kind != TT_EV_TOKEN) continue;
-        if (first) r->first_token_ready_ns = r->events[i].ready_ns;
-        first = false;
-        r->last_token_ready_ns = r->events[i].ready_ns;
-    }
-}
-
-/* A READY mark that came after the bytes it covers were parsed (another
- * source's ring polled later, or a record committed late): the request's
- * first byte (C2S) or the events (S2C) of r that end inside [from, end)
- * and have no ready instant yet get ns. */
-static void ready_fill_late(tt_request *r, tt_direction dir, uint64_t from, uint64_t end, uint64_t ns)
-{
-    if (dir == TT_DIR_C2S) {
-        if (r->req_ready_ns == TT_NS_NONE && r->req_first_ns != TT_NS_NONE && r->req_first_off >= from &&
-            r->req_first_off < end)
-            r->req_ready_ns = ns;
-        return;
-    }
-    bool changed = false;
-    for (uint32_t i = r->n_events; i-- > 0;) {
-        tt_event_rec *e = &r->events[i];
-        if (e->dispatch_stream_off == TT_NS_NONE || e->dispatch_stream_off >= end) continue;
-        if (e->dispatch_stream_off < from) break;
-        if (e->ready_ns == TT_NS_NONE) {
-            e->ready_ns = ns;
-            changed = true;
-        }
-    }
-    if (changed) token_ready_instants(r);
-}
-
 #define LATE_READY_FILED_SCAN 1024 /* filed requests looked at for a late mark */
 
 static void ready_mark(conn_state *c, const tt_chunk *ch)
@@ -294,11 +258,11 @@ static void ready_mark(conn_state *c, const tt_chunk *ch)
     uint64_t from = ch->offset, end = ch->offset + ch->len;
     tt_ready_marks_add(&c->ready[ch->dir], from, end, ch->mono_ns);
     if (from >= c->parsed_end[ch->dir]) return; /* the usual case: its bytes are still to come */
-    for (size_t i = 0; i < c->queue_len; i++) ready_fill_late(&c->queue[i]->req, ch->dir, from, end, ch->mono_ns);
+    for (size_t i = 0; i < c->queue_len; i++) tt_request_ready_fill_late(&c->queue[i]->req, ch->dir, from, end, ch->mono_ns);
     tt_tracker *t = c->t;
     for (size_t k = 0; k < t->n_reqs && k < LATE_READY_FILED_SCAN; k++) {
         tt_request *r = &t->reqs[t->n_reqs - 1 - k];
-        if (r->conn_id == c->conn_id) ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
+        if (r->conn_id == c->conn_id) tt_request_ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
     }
 }
 
@@ -458,6 +422,8 @@ static void req_on_head(void *ud, const tt_http_head *h)
     copy_header(h, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
     r->req_first_ns = h->first_ns;
     r->req_first_off = h->first_off;
+    r->req_seq_known = c->c2s_seq_known;
+    r->req_seq = c->c2s_seq_base + (uint32_t)h->first_off;
     r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], h->first_off);
     r->dialect = tt_dialect_from_path(h->target, h->target_len);
     c->parsing_request = p;
@@ -701,6 +667,10 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
+        if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[TT_DIR_C2S]) {
+            c->c2s_seq_known = true;
+            c->c2s_seq_base = ch->conn->seq_base[TT_DIR_C2S];
+        }
         c->parsed_end[ch->dir] = ch->offset + ch->len;
         c->feed_data = ch->data;
         c->feed_len = ch->len;

@@ -35,3 +35,43 @@ void tt_ready_marks_free(tt_ready_marks *m)
     m->ring = NULL;
     m->head = m->n = 0;
 }
+
+/* ---- a request's ready instants ---- */
+
+/* A request's first and last token events' ready instants, from its events. */
+void tt_request_token_ready_instants(tt_request *r)
+{
+    r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
+    bool first = true;
+    for (uint32_t i = 0; i < r->n_events; i++) {
+        if (r->events[i].kind != TT_EV_TOKEN) continue;
+        if (first) r->first_token_ready_ns = r->events[i].ready_ns;
+        first = false;
+        r->last_token_ready_ns = r->events[i].ready_ns;
+    }
+}
+
+/* A READY mark that came after the bytes it covers were parsed (another
+ * source's ring polled later, or a record committed late): the request's
+ * first byte (C2S) or the events (S2C) of r that end inside [from, end)
+ * and have no ready instant yet get ns. */
+void tt_request_ready_fill_late(tt_request *r, tt_direction dir, uint64_t from, uint64_t end, uint64_t ns)
+{
+    if (dir == TT_DIR_C2S) {
+        if (r->req_ready_ns == TT_NS_NONE && r->req_first_ns != TT_NS_NONE && r->req_first_off >= from &&
+            r->req_first_off < end)
+            r->req_ready_ns = ns;
+        return;
+    }
+    bool changed = false;
+    for (uint32_t i = r->n_events; i-- > 0;) {
+        tt_event_rec *e = &r->events[i];
+        if (e->dispatch_stream_off == TT_NS_NONE || e->dispatch_stream_off >= end) continue;
+        if (e->dispatch_stream_off < from) break;
+        if (e->ready_ns == TT_NS_NONE) {
+            e->ready_ns = ns;
+            changed = true;
+        }
+    }
+    if (changed) tt_request_token_ready_instants(r);
+}

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "timeline/request.h"
+
 #define TT_READY_MARKS_MAX 512
 
 typedef struct tt_ready_span {
@@ -34,5 +36,14 @@ void tt_ready_marks_add(tt_ready_marks *m, uint64_t from, uint64_t end, uint64_t
 uint64_t tt_ready_marks_at(tt_ready_marks *m, uint64_t off);
 
 void tt_ready_marks_free(tt_ready_marks *m);
+
+/* r's first_token_ready_ns and last_token_ready_ns from its events' ready_ns. */
+void tt_request_token_ready_instants(tt_request *r);
+
+/* A mark of dir that came after the bytes [from, end) it covers were
+ * parsed (another source's ring polled later, a record committed late):
+ * the request's first byte (C2S) or the events (S2C) of r that lie in it
+ * and have no ready instant yet get ns. */
+void tt_request_ready_fill_late(tt_request *r, tt_direction dir, uint64_t from, uint64_t end, uint64_t ns);
 
 #endif

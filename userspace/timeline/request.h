@@ -92,6 +92,8 @@ typedef struct tt_request {
      * byte of the first and of the last token event (client vantage) */
     uint64_t req_ready_ns, first_token_ready_ns, last_token_ready_ns;
     uint64_t req_first_off;       /* stream offset of the request's first byte */
+    bool req_seq_known;           /* req_seq is the real TCP sequence number of that byte */
+    uint32_t req_seq;             /* (tt_conn_info.seq_base): the same at both ends of the connection */
 
     /* events */
     tt_event_rec *events;

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Two hosts matched by TCP sequence numbers (docs/clocks.md): `tokentap
+# serve` in network namespace tt-srv behind a veth pair, recorded there by
+# `record --pid` (server vantage, the server host's wire); a Python client
+# in the root namespace sends 8 requests on one keep-alive connection,
+# without x-request-id, and its host is recorded by `record --pid` (client
+# vantage, the client host's wire) that starts only after the second
+# request: the client host's recording has 6 requests, as ordinals 0..5 of
+# a connection where the server's has 0..7. The client host's recording is
+# then rewritten 5 s ahead (tests/tools/retime_recording.py: eBPF stamps
+# both on one clock, so the truth is exactly -5 s).
+#  1. `analyze --json SRV CLI`: the 6 requests matched by TCP sequence
+#     number (none by ordinal, which would pair each with the one two
+#     before it), in every pair of vantages: client/server, client/wire,
+#     wire/server and the two wires; the true offset inside offset +-
+#     uncertainty; the wires' bounds make the interval no wider than with
+#     the socket vantages alone (the same recordings without wire.pcap).
+#     The text report says which matched how.
+#  2. the requests are joined at server, client and wire, each decomposed.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need_root "network namespaces, eBPF"
+command -v ip >/dev/null || skip "ip not installed"
+work=$(mktemp -d)
+ns=tt-sq-$$ va=ttsa$$ vb=ttsb$$
+cleanup() {
+    kill $(jobs -p) 2>/dev/null || true
+    wait 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+    ip link del "$va" 2>/dev/null || true
+    [ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+need_bpf "$work"
+ip netns add "$ns" || skip "cannot make a network namespace"
+ip link add "$va" type veth peer name "$vb" || skip "cannot make a veth pair"
+ip link set "$vb" netns "$ns"
+ip addr add 10.232.0.1/24 dev "$va"; ip link set "$va" up
+ip netns exec "$ns" ip addr add 10.232.0.2/24 dev "$vb"
+ip netns exec "$ns" ip link set "$vb" up
+ip netns exec "$ns" ip link set lo up
+
+ip netns exec "$ns" "$TT" serve --listen 10.232.0.2:0 --profile vllm --ttft-ms 10 --itl-ms 2 --tokens 6 \
+    > "$work/serve.out" 2> "$work/serve.err" &
+spid=$!
+port=$(wait_listening "$work/serve.out")
+[ -n "$port" ] || fail "serve did not start: $(cat "$work/serve.err")"
+ip netns exec "$ns" "$TT" record -o "$work/srv" --pid "$spid" -i "$vb" > /dev/null 2> "$work/srv.err" &
+rsrv=$!
+for _ in $(seq 50); do grep -q 'recording into' "$work/srv.err" && break; sleep 0.1; done
+grep -q 'recording into' "$work/srv.err" || fail "record srv: $(cat "$work/srv.err")"
+
+# the client: 2 requests, then waits for the go file, then 6 more, one connection
+/usr/bin/python3 - "$port" "$work/go" > "$work/client.out" 2> "$work/client.err" <<'PY' &
+import http.client, json, os, sys, time
+port, go = int(sys.argv[1]), sys.argv[2]
+body = json.dumps({"model": "m", "stream": True, "max_tokens": 6, "messages": [{"role": "user", "content": "x"}]})
+conn = http.client.HTTPConnection("10.232.0.2", port)
+for i in range(8):
+    if i == 2:
+        deadline = time.time() + 10
+        while not os.path.exists(go) and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+    conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+print("done")
+PY
+cpid=$!
+sleep 1
+"$TT" record -o "$work/cli-raw" --pid "$cpid" -i "$va" --port "$port" > /dev/null 2> "$work/cli.err" &
+rcli=$!
+for _ in $(seq 50); do grep -q 'recording into' "$work/cli.err" && break; sleep 0.1; done
+grep -q 'recording into' "$work/cli.err" || fail "record cli: $(cat "$work/cli.err")"
+touch "$work/go"
+wait "$cpid" || fail "client: $(cat "$work/client.err")"
+sleep 0.5
+kill -INT "$rsrv" "$rcli"
+wait "$rsrv" || fail "record srv: $(cat "$work/srv.err")"
+wait "$rcli" || fail "record cli: $(cat "$work/cli.err")"
+/usr/bin/python3 "$(dirname "$0")/../tools/retime_recording.py" "$work/cli-raw" "$work/cli" 5000000000 0 \
+    || fail "retime failed"
+
+# the same recordings without their wires
+for d in srv cli; do
+    mkdir -m 700 "$work/$d-nowire"
+    cp "$work/$d"/*.pcap "$work/$d/manifest.json" "$work/$d-nowire/"
+    rm "$work/$d-nowire/wire.pcap"
+done
+
+# 1. and 2.
+"$TT" analyze --json -o "$work/two.json" "$work/srv" "$work/cli" 2> "$work/two.err" \
+    || fail "analyze: $(cat "$work/two.err")"
+"$TT" analyze --json -o "$work/nowire.json" "$work/srv-nowire" "$work/cli-nowire" 2> "$work/nowire.err" \
+    || fail "analyze without wires: $(cat "$work/nowire.err")"
+"$TT" analyze "$work/srv" "$work/cli" > "$work/two.txt" 2>&1 || fail "analyze (text)"
+grep -q 'client (.*cli) with server (.*srv): 0 requests by x-request-id, 6 by TCP sequence number, 0 by connection' \
+    "$work/two.txt" || fail "the text does not say how requests matched: $(grep -A6 '^clocks' "$work/two.txt")"
+/usr/bin/python3 - "$work/two.json" "$work/nowire.json" <<'PY'
+import json, sys
+two, nowire = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+cli = two["clocks"][1]
+assert cli["method"] == "traffic", cli
+assert cli["requests_matched"] == {"id": 0, "sequence": 6, "connection": 0}, cli["requests_matched"]
+pairs = {(p["client_side"], p["server_side"]): p for p in cli["vantage_pairs"]}
+assert set(pairs) == {("client", "server"), ("client", "wire"), ("wire", "server"), ("wire", "wire")}, pairs
+for k, p in pairs.items():
+    assert p["requests_matched"]["sequence"] == 6 and p["requests_matched"]["connection"] == 0, (k, p)
+    assert p["bounds"] >= 6 * 2, (k, p)
+u = cli["uncertainty_ns"]
+assert abs(cli["offset_ns"] - (-5_000_000_000)) <= u, cli
+u_sockets = nowire["clocks"][1]["uncertainty_ns"]
+assert u <= u_sockets, ("the wires' bounds made it wider", u, u_sockets)
+reqs = [r for r in two["requests"] if set(r["vantages"]) >= {"server", "client", "wire"}]
+assert len(reqs) == 6, [sorted(r["vantages"]) for r in two["requests"]]
+for r in reqs:
+    d = r["decomposition"]
+    assert d["reference"] == "client" and d["server_ttft_ns"] is not None, d
+print("sequence match: 6 of 6 requests by TCP sequence number in 4 vantage pairs; offset %.6f s +- %.1f us "
+      "(truth -5 s; %.1f us with the socket vantages alone)" % (cli["offset_ns"] / 1e9, u / 1e3, u_sockets / 1e3))
+PY
+echo "clocks: two hosts matched by TCP sequence numbers, both wires bounding"
