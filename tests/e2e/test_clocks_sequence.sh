@@ -16,7 +16,11 @@
 #     uncertainty; the wires' bounds make the interval no wider than with
 #     the socket vantages alone (the same recordings without wire.pcap).
 #     The text report says which matched how.
-#  2. the requests are joined at server, client and wire, each decomposed.
+#  2. the 6 are joined at server, client and wire by sequence number too
+#     (by ordinal the client's first would meet the server's first, two
+#     requests earlier), and their uplink and downlink lie within their
+#     uncertainty (+ 2 us) of the same two recordings before the rewrite
+#     (one clock: method same-host, no fit).
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "network namespaces, eBPF"
@@ -95,12 +99,15 @@ done
     || fail "analyze: $(cat "$work/two.err")"
 "$TT" analyze --json -o "$work/nowire.json" "$work/srv-nowire" "$work/cli-nowire" 2> "$work/nowire.err" \
     || fail "analyze without wires: $(cat "$work/nowire.err")"
+"$TT" analyze --json -o "$work/truth.json" "$work/srv" "$work/cli-raw" 2> "$work/truth.err" \
+    || fail "analyze one clock: $(cat "$work/truth.err")"
 "$TT" analyze "$work/srv" "$work/cli" > "$work/two.txt" 2>&1 || fail "analyze (text)"
 grep -q 'client (.*cli) with server (.*srv): 0 requests by x-request-id, 6 by TCP sequence number, 0 by connection' \
     "$work/two.txt" || fail "the text does not say how requests matched: $(grep -A6 '^clocks' "$work/two.txt")"
-/usr/bin/python3 - "$work/two.json" "$work/nowire.json" <<'PY'
+/usr/bin/python3 - "$work/two.json" "$work/nowire.json" "$work/truth.json" <<'PY'
 import json, sys
-two, nowire = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+two, nowire, truth = (json.load(open(p)) for p in sys.argv[1:4])
+assert truth["clocks"][1]["method"] == "same-host", truth["clocks"][1]
 cli = two["clocks"][1]
 assert cli["method"] == "traffic", cli
 assert cli["requests_matched"] == {"id": 0, "sequence": 6, "connection": 0}, cli["requests_matched"]
@@ -113,12 +120,26 @@ u = cli["uncertainty_ns"]
 assert abs(cli["offset_ns"] - (-5_000_000_000)) <= u, cli
 u_sockets = nowire["clocks"][1]["uncertainty_ns"]
 assert u <= u_sockets, ("the wires' bounds made it wider", u, u_sockets)
-reqs = [r for r in two["requests"] if set(r["vantages"]) >= {"server", "client", "wire"}]
-assert len(reqs) == 6, [sorted(r["vantages"]) for r in two["requests"]]
+def joined(doc):
+    return [r for r in doc["requests"] if set(r["vantages"]) >= {"server", "client", "wire"}]
+
+def key(r):
+    return r["connection"]["client"], r["connection"]["ordinal"]  # the server's ordinal (the first vantage)
+
+reqs, truth_reqs = joined(two), {key(r): r for r in joined(truth)}
+assert len(reqs) == 6 and len(truth_reqs) == 6, [sorted(r["vantages"]) for r in two["requests"]]
+worst = 0
 for r in reqs:
-    d = r["decomposition"]
-    assert d["reference"] == "client" and d["server_ttft_ns"] is not None, d
+    assert r["join"]["keys"]["client"] == "sequence", r["join"]
+    d, t = r["decomposition"], truth_reqs[key(r)]["decomposition"]
+    assert d["reference"] == "client" and d["server_ttft_ns"] == t["server_ttft_ns"], (d, t)
+    for part in ("uplink", "downlink"):
+        err = abs(d[part + "_ns"] - t[part + "_ns"])
+        assert err <= d[part + "_uncertainty_ns"] + 2000, (key(r), part, d[part + "_ns"], t[part + "_ns"],
+                                                           d[part + "_uncertainty_ns"])
+        worst = max(worst, err)
 print("sequence match: 6 of 6 requests by TCP sequence number in 4 vantage pairs; offset %.6f s +- %.1f us "
-      "(truth -5 s; %.1f us with the socket vantages alone)" % (cli["offset_ns"] / 1e9, u / 1e3, u_sockets / 1e3))
+      "(truth -5 s; %.1f us with the socket vantages alone); uplink/downlink within %.1f us of one clock's"
+      % (cli["offset_ns"] / 1e9, u / 1e3, u_sockets / 1e3, worst / 1e3))
 PY
 echo "clocks: two hosts matched by TCP sequence numbers, both wires bounding"

@@ -1,5 +1,6 @@
 /* test_join.c - one request across vantages (x-request-id, else connection
- * and ordinal, else response id, each key counted per vantage) and to the
+ * and TCP sequence number, else connection and ordinal, else response id,
+ * each key counted per vantage) and to the
  * benchmark's records (record id, <prefix><index> ids, order and start,
  * order alone), each match with its confidence. Analyses are built in
  * memory: requests with the fields the join reads. */
@@ -155,6 +156,46 @@ static void test_reused_port_stays_apart(void **state)
     assert_int_equal(tt_join_build(&j, as, 2, NULL, NULL), 0);
     assert_int_equal(j.n, 2);
     assert_int_equal(j.reqs[group_of(&j, TT_VANTAGE_CLIENT, 1)].at[TT_VANTAGE_SERVER], 1);
+    tt_join_free(&j);
+}
+
+/* The client's vantage started late on a keep-alive connection: its
+ * ordinals 0..2 are the server's 2..4. The TCP sequence numbers join each
+ * request with its own; where one side does not know them (the probe) the
+ * ordinal is all there is. */
+static void test_sequence_joins_a_late_start(void **state)
+{
+    static fixture_vantage s, c;
+    vantage_init(&s, TT_VANTAGE_SERVER);
+    vantage_init(&c, TT_VANTAGE_CLIENT);
+    for (uint32_t k = 0; k < 5; k++) {
+        tt_request *r = add_request(&s, NULL, 1000, k, NULL, 1000 + k * 100);
+        r->req_seq_known = true;
+        r->req_seq = 0xfffffe00u + k * 300; /* across the 2^32 wrap */
+    }
+    for (uint32_t k = 0; k < 3; k++) {
+        tt_request *r = add_request(&c, NULL, 1000, k, NULL, 1190 + k * 100);
+        r->req_seq_known = true;
+        r->req_seq = 0xfffffe00u + (k + 2) * 300;
+    }
+    const tt_analysis *as[] = {&s.a, &c.a};
+    tt_join j;
+    assert_int_equal(tt_join_build(&j, as, 2, NULL, NULL), 0);
+    assert_int_equal(j.n, 5);
+    assert_int_equal(j.by_key[TT_JOIN_SEQUENCE], 3);
+    assert_int_equal(j.by_key[TT_JOIN_CONNECTION], 0);
+    for (size_t k = 0; k < 3; k++) {
+        size_t g = group_of(&j, TT_VANTAGE_CLIENT, k);
+        assert_int_equal(j.reqs[g].at[TT_VANTAGE_SERVER], k + 2);
+        assert_int_equal(j.reqs[g].how[TT_VANTAGE_CLIENT], TT_JOIN_SEQUENCE);
+    }
+    tt_join_free(&j);
+
+    /* the client without sequence numbers: the ordinal pairs it with the wrong ones */
+    for (size_t k = 0; k < 3; k++) c.reqs[k].req_seq_known = false;
+    assert_int_equal(tt_join_build(&j, as, 2, NULL, NULL), 0);
+    assert_int_equal(j.by_key[TT_JOIN_CONNECTION], 3);
+    assert_int_equal(j.reqs[group_of(&j, TT_VANTAGE_CLIENT, 0)].at[TT_VANTAGE_SERVER], 0);
     tt_join_free(&j);
 }
 
@@ -356,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_id_join_counts_repeats),
         cmocka_unit_test(test_connection_and_response_id_fallbacks),
         cmocka_unit_test(test_reused_port_stays_apart),
+        cmocka_unit_test(test_sequence_joins_a_late_start),
         cmocka_unit_test(test_same_vantage_twice_refused),
         cmocka_unit_test(test_bench_by_record_id),
         cmocka_unit_test(test_bench_by_id_suffix),

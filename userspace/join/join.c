@@ -135,6 +135,7 @@ const char *tt_join_key_name(tt_join_key k)
 {
     switch (k) {
     case TT_JOIN_ID: return "id";
+    case TT_JOIN_SEQUENCE: return "sequence";
     case TT_JOIN_CONNECTION: return "connection";
     case TT_JOIN_RESPONSE_ID: return "response-id";
     case TT_JOIN_ORDER_START: return "order+start";
@@ -184,19 +185,26 @@ bool tt_join_bench_start(const tt_join *j, const tt_bench_request *b, int64_t *s
 
 /* ---- across vantages ---- */
 
-/* The keys of r, base form (without the occurrence count); "" when r has none of that kind. */
-static void request_keys(const tt_request *r, char keys[3][400])
+#define N_KEYS 4
+
+/* The keys of r, base form (without the occurrence count), strongest
+ * first; "" when r has none of that kind. */
+static void request_keys(const tt_request *r, char keys[N_KEYS][400])
 {
     char c[64], s[64];
-    keys[0][0] = keys[1][0] = keys[2][0] = 0;
+    for (int q = 0; q < N_KEYS; q++) keys[q][0] = 0;
     if (r->request_id[0]) snprintf(keys[0], sizeof keys[0], "i|%s", r->request_id);
-    if (r->client.family)
-        snprintf(keys[1], sizeof keys[1], "c|%s|%s|%u", tt_endpoint_format(&r->client, c, sizeof c),
-                 tt_endpoint_format(&r->server, s, sizeof s), r->ordinal);
-    if (r->response_id[0]) snprintf(keys[2], sizeof keys[2], "r|%s", r->response_id);
+    if (r->client.family) {
+        tt_endpoint_format(&r->client, c, sizeof c);
+        tt_endpoint_format(&r->server, s, sizeof s);
+        if (r->req_seq_known) snprintf(keys[1], sizeof keys[1], "s|%s|%s|%u", c, s, r->req_seq);
+        snprintf(keys[2], sizeof keys[2], "c|%s|%s|%u", c, s, r->ordinal);
+    }
+    if (r->response_id[0]) snprintf(keys[3], sizeof keys[3], "r|%s", r->response_id);
 }
 
-static const tt_join_key key_kinds[3] = {TT_JOIN_ID, TT_JOIN_CONNECTION, TT_JOIN_RESPONSE_ID};
+static const tt_join_key key_kinds[N_KEYS] = {TT_JOIN_ID, TT_JOIN_SEQUENCE, TT_JOIN_CONNECTION,
+                                              TT_JOIN_RESPONSE_ID};
 
 static int grow_groups(tt_join *j, size_t *cap)
 {
@@ -220,15 +228,15 @@ static int join_vantages(tt_join *j, const tt_analysis *const *as, size_t n)
         table_clear(&occ);
         for (size_t i = 0; i < a->n_reqs; i++) {
             const tt_request *r = &a->reqs[i];
-            char base[3][400], full[3][420];
+            char base[N_KEYS][400], full[N_KEYS][420];
             request_keys(r, base);
-            for (int q = 0; q < 3; q++) {
+            for (int q = 0; q < N_KEYS; q++) {
                 full[q][0] = 0;
                 if (base[q][0] && occurrence_key(&occ, base[q], full[q], sizeof full[q]) < 0) goto out;
             }
             size_t g = TT_JOIN_ABSENT;
             tt_join_key how = TT_JOIN_NONE;
-            for (int q = 0; q < 3 && g == TT_JOIN_ABSENT; q++) {
+            for (int q = 0; q < N_KEYS && g == TT_JOIN_ABSENT; q++) {
                 size_t cand;
                 if (full[q][0] && table_get(&groups, full[q], &cand) && j->reqs[cand].at[v] == TT_JOIN_ABSENT) {
                     g = cand;
@@ -248,7 +256,7 @@ static int join_vantages(tt_join *j, const tt_analysis *const *as, size_t n)
             }
             j->reqs[g].at[v] = i;
             j->reqs[g].how[v] = how;
-            for (int q = 0; q < 3; q++)
+            for (int q = 0; q < N_KEYS; q++)
                 if (full[q][0] && table_put(&groups, full[q], g, NULL, NULL) < 0) goto out;
         }
     }

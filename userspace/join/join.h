@@ -2,8 +2,11 @@
  * benchmark's own record of it (DESIGN.md "join", docs/formats.md).
  *
  * Across vantages a request is matched by its x-request-id, else by its
- * connection (client endpoint, server endpoint, ordinal on the connection),
- * else by the response id its events carried. Each key is counted per
+ * connection (client and server endpoints) and the TCP sequence number of
+ * its first byte where both vantages know the real one (tt_request.req_seq:
+ * right even when one recording started late on a keep-alive connection),
+ * else by its connection and ordinal on it, else by the response id its
+ * events carried. Each key is counted per
  * vantage in request order, so the k-th request with a key at one vantage
  * meets the k-th with that key at another (a reused id or 4-tuple stays
  * apart).
@@ -28,6 +31,7 @@
 typedef enum tt_join_key {
     TT_JOIN_NONE = 0,    /* not matched (or the first vantage of its group) */
     TT_JOIN_ID,          /* "id": x-request-id (or the benchmark's request id) */
+    TT_JOIN_SEQUENCE,    /* "sequence": endpoints and the TCP sequence number of the request's first byte */
     TT_JOIN_CONNECTION,  /* "connection": endpoints and ordinal on the connection */
     TT_JOIN_RESPONSE_ID, /* "response-id": the id the response events carried */
     TT_JOIN_ORDER_START, /* "order+start": benchmark order and nearest start time */

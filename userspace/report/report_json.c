@@ -594,7 +594,7 @@ static void benchmark_block(tt_jw *w, const tt_breakdown *b)
     tt_jw_uint(w, "unmatched", b->join.bench_unmatched);
     tt_jw_object_begin(w, "by_key");
     for (int k = TT_JOIN_ID; k < TT_JOIN_KEY_COUNT; k++)
-        if (k != TT_JOIN_CONNECTION && k != TT_JOIN_RESPONSE_ID)
+        if (k != TT_JOIN_SEQUENCE && k != TT_JOIN_CONNECTION && k != TT_JOIN_RESPONSE_ID)
             tt_jw_uint(w, tt_join_key_name((tt_join_key)k), b->join.bench_by_key[k]);
     tt_jw_object_end(w);
     tt_jw_bool(w, "starts_on_capture_clock", b->join.bench_starts_usable);
@@ -691,7 +691,7 @@ void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *
         without_id += !has_id;
     }
     tt_jw_object_begin(&w, "join");
-    tt_jw_str(&w, "key", "x-request-id, else connection and ordinal, else response id");
+    tt_jw_str(&w, "key", "x-request-id, else connection and TCP sequence number, else connection and ordinal, else response id");
     tt_jw_uint(&w, "joined_requests", b->join.multi_vantage);
     tt_jw_uint(&w, "single_vantage_requests", b->join.n - b->join.multi_vantage);
     tt_jw_uint(&w, "requests_without_id", without_id);
