@@ -16,11 +16,15 @@
 #     uncertainty; the wires' bounds make the interval no wider than with
 #     the socket vantages alone (the same recordings without wire.pcap).
 #     The text report says which matched how.
-#  2. the 6 are joined at server, client and wire by sequence number too
-#     (by ordinal the client's first would meet the server's first, two
-#     requests earlier), and their uplink and downlink lie within their
-#     uncertainty (+ 2 us) of the same two recordings before the rewrite
-#     (one clock: method same-host, no fit).
+#  2. the 6 are joined at server, client, wire and client_wire (the client
+#     host's wire) by sequence number too (by ordinal the client's first
+#     would meet the server's first, two requests earlier); their uplink and
+#     downlink lie within their uncertainty (+ 2 us) of the same two
+#     recordings before the rewrite (one clock: method same-host, no fit),
+#     and so do the three stretches of each: client -> its wire and the
+#     server's wire -> server stay on one host (no uncertainty, within
+#     50 ns), wire -> wire crosses (its uncertainty). The text report has
+#     the wire-to-wire rows.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "network namespaces, eBPF"
@@ -51,7 +55,7 @@ port=$(wait_listening "$work/serve.out")
 [ -n "$port" ] || fail "serve did not start: $(cat "$work/serve.err")"
 ip netns exec "$ns" "$TT" record -o "$work/srv" --pid "$spid" -i "$vb" > /dev/null 2> "$work/srv.err" &
 rsrv=$!
-for _ in $(seq 50); do grep -q 'recording into' "$work/srv.err" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q "recording into" "$work/srv.err" 2>/dev/null && break; sleep 0.1; done
 grep -q 'recording into' "$work/srv.err" || fail "record srv: $(cat "$work/srv.err")"
 
 # the client: 2 requests, then waits for the go file, then 6 more, one connection
@@ -76,7 +80,7 @@ cpid=$!
 sleep 1
 "$TT" record -o "$work/cli-raw" --pid "$cpid" -i "$va" --port "$port" > /dev/null 2> "$work/cli.err" &
 rcli=$!
-for _ in $(seq 50); do grep -q 'recording into' "$work/cli.err" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q "recording into" "$work/cli.err" 2>/dev/null && break; sleep 0.1; done
 grep -q 'recording into' "$work/cli.err" || fail "record cli: $(cat "$work/cli.err")"
 touch "$work/go"
 wait "$cpid" || fail "client: $(cat "$work/client.err")"
@@ -104,6 +108,8 @@ done
 "$TT" analyze "$work/srv" "$work/cli" > "$work/two.txt" 2>&1 || fail "analyze (text)"
 grep -q 'client (.*cli) with server (.*srv): 0 requests by x-request-id, 6 by TCP sequence number, 0 by connection' \
     "$work/two.txt" || fail "the text does not say how requests matched: $(grep -A6 '^clocks' "$work/two.txt")"
+grep -q '^  client wire -> server wire ' "$work/two.txt" && grep -q '^  server wire -> client wire ' "$work/two.txt" \
+    || fail "no wire-to-wire rows in the text: $(grep -A12 'TTFT breakdown' "$work/two.txt")"
 /usr/bin/python3 - "$work/two.json" "$work/nowire.json" "$work/truth.json" <<'PY'
 import json, sys
 two, nowire, truth = (json.load(open(p)) for p in sys.argv[1:4])
@@ -121,7 +127,7 @@ assert abs(cli["offset_ns"] - (-5_000_000_000)) <= u, cli
 u_sockets = nowire["clocks"][1]["uncertainty_ns"]
 assert u <= u_sockets, ("the wires' bounds made it wider", u, u_sockets)
 def joined(doc):
-    return [r for r in doc["requests"] if set(r["vantages"]) >= {"server", "client", "wire"}]
+    return [r for r in doc["requests"] if set(r["vantages"]) >= {"server", "client", "wire", "client_wire"}]
 
 def key(r):
     return r["connection"]["client"], r["connection"]["ordinal"]  # the server's ordinal (the first vantage)
@@ -130,8 +136,16 @@ reqs, truth_reqs = joined(two), {key(r): r for r in joined(truth)}
 assert len(reqs) == 6 and len(truth_reqs) == 6, [sorted(r["vantages"]) for r in two["requests"]]
 worst = 0
 for r in reqs:
-    assert r["join"]["keys"]["client"] == "sequence", r["join"]
+    assert r["join"]["keys"]["client"] == "sequence" and r["join"]["keys"]["client_wire"] == "sequence", r["join"]
     d, t = r["decomposition"], truth_reqs[key(r)]["decomposition"]
+    for half in ("uplink", "downlink"):
+        split, tsplit = d[half + "_split_ns"], t[half + "_split_ns"]
+        assert len(split) == 3 and None not in split.values(), split
+        unc = d[half + "_split_uncertainty_ns"]
+        assert set(unc) == {"wire_to_wire"}, unc  # the only stretch between the hosts' clocks
+        for seg, ns in split.items():
+            slack = unc[seg] + 2000 if seg in unc else 50
+            assert abs(ns - tsplit[seg]) <= slack, (key(r), half, seg, ns, tsplit[seg], slack)
     assert d["reference"] == "client" and d["server_ttft_ns"] == t["server_ttft_ns"], (d, t)
     for part in ("uplink", "downlink"):
         err = abs(d[part + "_ns"] - t[part + "_ns"])

@@ -38,8 +38,13 @@ static void names_are(const tt_split *s, size_t run, const char *want)
 }
 
 /* reported.start, client, wire, server ready, server req; server, wire,
- * client ready, client marks; reported mark */
-static const int64_t chain[TT_PT_COUNT] = {0, 100, 130, 180, 200, 10200, 10230, 10300, 10400, 12000};
+ * client ready, client marks; reported mark. The client wire's instants
+ * (a second wire) are there too: a chain of one wire must ignore them. */
+static const int64_t chain[TT_PT_COUNT] = {
+    [TT_PT_REPORTED_START] = 0,  [TT_PT_CLIENT_REQ] = 100,       [TT_PT_CLIENT_WIRE_REQ] = 115,
+    [TT_PT_WIRE_REQ] = 130,      [TT_PT_SERVER_READY] = 180,     [TT_PT_SERVER_REQ] = 200,
+    [TT_PT_SERVER_MARK] = 10200, [TT_PT_WIRE_MARK] = 10230,      [TT_PT_CLIENT_WIRE_MARK] = 10260,
+    [TT_PT_CLIENT_READY] = 10300, [TT_PT_CLIENT_MARK] = 10400,   [TT_PT_REPORTED_MARK] = 12000};
 
 /* The chain without the kernel's ready instants (the probe, an old kernel). */
 static void without_ready(int64_t p[TT_PT_COUNT])
@@ -209,6 +214,44 @@ static void test_client_reference(void **state)
     assert_int_equal(s.reference, TT_REF_NONE); /* the reference's own instants are needed */
 }
 
+/* Two hosts' wires: the uplink and downlink each in three stretches, the
+ * one between the wires among them; the parts unchanged. Without the
+ * client wire's instants for a request, the stretch from the client to the
+ * server host's wire is one run naming both segments. */
+static void test_two_wires(void **state)
+{
+    tt_split s;
+    tt_split_compute_chain(&s, TT_REF_REPORTED, 12000, chain, TT_SEGS_TWO_WIRES);
+    assert_int_equal(s.n_runs, 11);
+    assert_int_equal(run_sum(&s), 12000);
+    assert_int_equal(s.seg_ns[TT_SEG_UP_CLIENT_WIRE], 15);
+    assert_int_equal(s.seg_ns[TT_SEG_UP_WIRE_WIRE], 15);
+    assert_int_equal(s.seg_ns[TT_SEG_UP_WIRE_SERVER], 50);
+    assert_int_equal(s.seg_ns[TT_SEG_DOWN_SERVER_WIRE], 30);
+    assert_int_equal(s.seg_ns[TT_SEG_DOWN_WIRE_WIRE], 30);
+    assert_int_equal(s.seg_ns[TT_SEG_DOWN_WIRE_CLIENT], 40);
+    assert_int_equal(s.part_ns[TT_PART_UPLINK], 80);
+    assert_int_equal(s.part_ns[TT_PART_DOWNLINK], 100);
+    names_are(&s, 2, "uplink.wire_to_wire");
+
+    /* the same instants in a chain of one wire: the client wire's are not in it */
+    tt_split_compute(&s, TT_REF_REPORTED, 12000, chain);
+    assert_int_equal(s.n_runs, 9);
+    assert_int_equal(s.seg_ns[TT_SEG_UP_CLIENT_WIRE], 30);
+    assert_false(s.has_seg[TT_SEG_UP_WIRE_WIRE]);
+    names_are(&s, 1, "uplink.client_to_wire");
+
+    int64_t p[TT_PT_COUNT];
+    memcpy(p, chain, sizeof p);
+    p[TT_PT_CLIENT_WIRE_REQ] = p[TT_PT_CLIENT_WIRE_MARK] = N;
+    tt_split_compute_chain(&s, TT_REF_REPORTED, 12000, p, TT_SEGS_TWO_WIRES);
+    assert_int_equal(s.n_runs, 9);
+    assert_false(s.has_seg[TT_SEG_UP_CLIENT_WIRE]);
+    assert_int_equal(s.seg_ns[TT_SEG_UP_WIRE_SERVER], 50);
+    assert_int_equal(s.part_ns[TT_PART_UPLINK], 80);
+    names_are(&s, 1, "uplink.client_to_wire,uplink.wire_to_wire");
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_random(void)
 {
@@ -238,11 +281,13 @@ static void test_random_chains_sum_exactly(void **state)
             if (!(seen & (1u << q))) p[pairs[q][0]] = p[pairs[q][1]] = N;
         if (!(seen & 16) || p[TT_PT_SERVER_REQ] == N) p[TT_PT_SERVER_READY] = N;
         if (!(seen & 32) || p[TT_PT_CLIENT_MARK] == N) p[TT_PT_CLIENT_READY] = N;
+        bool two_wires = next_random() % 2;
+        if (!(seen & 64)) p[TT_PT_CLIENT_WIRE_REQ] = p[TT_PT_CLIENT_WIRE_MARK] = N;
         tt_reference ref = (tt_reference)(1 + next_random() % 4);
         int64_t total = p[TT_PT_REPORTED_START] != N ? p[TT_PT_REPORTED_MARK] - p[TT_PT_REPORTED_START]
                                                      : (int64_t)(next_random() % 100000000);
         tt_split s;
-        tt_split_compute(&s, ref, total, p);
+        tt_split_compute_chain(&s, ref, total, p, two_wires ? TT_SEGS_TWO_WIRES : TT_SEGS_ONE_WIRE);
         if (s.reference == TT_REF_NONE) {
             assert_true(ref != TT_REF_REPORTED);
             continue;
@@ -542,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_client_missing),
         cmocka_unit_test(test_reported_without_start),
         cmocka_unit_test(test_client_reference),
+        cmocka_unit_test(test_two_wires),
         cmocka_unit_test(test_random_chains_sum_exactly),
         cmocka_unit_test(test_ready_missing_merges_queue),
         cmocka_unit_test(test_breakdown_recovers_client_lag),

@@ -190,10 +190,19 @@ static int place_recording(const tt_cmd_input *ref, const tt_cmd_input *raw, con
     return TT_EXIT_OK;
 }
 
+/* Which of in's analyses is a wire that saw requests; SIZE_MAX when none. */
+static size_t wire_index(const tt_cmd_input *in)
+{
+    for (size_t v = 0; v < in->n; v++)
+        if (in->analyses[v]->vantage == TT_VANTAGE_WIRE && in->analyses[v]->n_reqs) return v;
+    return SIZE_MAX;
+}
+
 /* Several recording directories on the first one's clock, joined and
  * reported as one (docs/clocks.md). Each vantage comes from the first
- * recording that has it; a second wire (or any second copy of a vantage)
- * is named and left out. */
+ * recording that has it, but for the wires of two hosts: the client
+ * host's joins as client_wire. Any other second copy of a vantage is named
+ * and left out. */
 static int analyze_recordings(char **paths, size_t n, const analyze_opts *o)
 {
     if (n > TT_CLOCK_MAX_RECORDINGS) {
@@ -251,6 +260,20 @@ static int analyze_recordings(char **paths, size_t n, const analyze_opts *o)
                     pick[a->vantage] = a;
                     cs.recording_of[a->vantage] = (int)k;
                 }
+        /* Two hosts, two wires: the one of the recording that holds the
+         * client vantage is the client host's (client_wire), the other the
+         * server host's (wire). */
+        int sr = cs.recording_of[TT_VANTAGE_SERVER], cr = cs.recording_of[TT_VANTAGE_CLIENT];
+        if (sr >= 0 && cr >= 0 && sr != cr) {
+            size_t sw = wire_index(&in[sr]), cw = wire_index(&in[cr]);
+            if (sw != SIZE_MAX && cw != SIZE_MAX) {
+                tt_cmd_input_relabel(&in[cr], cw, TT_VANTAGE_CLIENT_WIRE);
+                pick[TT_VANTAGE_WIRE] = in[sr].analyses[sw];
+                pick[TT_VANTAGE_CLIENT_WIRE] = in[cr].analyses[cw];
+                cs.recording_of[TT_VANTAGE_WIRE] = sr;
+                cs.recording_of[TT_VANTAGE_CLIENT_WIRE] = cr;
+            }
+        }
         const tt_analysis *as[TT_VANTAGE_COUNT];
         size_t na = 0;
         for (size_t k = 0; k < loaded; k++)

@@ -264,6 +264,12 @@ tt_join_options tt_cmd_input_join_options(const tt_cmd_input *in)
         .clock_is_mono = mono, .has_wall_to_mono = in->has_mono_offset, .wall_to_mono_ns = in->mono_offset_ns};
 }
 
+void tt_cmd_input_relabel(tt_cmd_input *in, size_t i, tt_vantage v)
+{
+    for (size_t k = 0; k < TT_VANTAGE_COUNT; k++)
+        if (&in->runs[k].a == in->analyses[i]) in->runs[k].a.vantage = v;
+}
+
 void tt_cmd_input_free(tt_cmd_input *in)
 {
     if (in->runs)

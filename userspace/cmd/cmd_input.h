@@ -36,6 +36,10 @@ typedef struct tt_cmd_input {
     tt_input_run *runs;      /* owned; freed by tt_cmd_input_free */
 } tt_cmd_input;
 
+/* The i-th analysis of in is reported as vantage v from now on (the wire
+ * of a client host's recording becomes TT_VANTAGE_CLIENT_WIRE). */
+void tt_cmd_input_relabel(tt_cmd_input *in, size_t i, tt_vantage v);
+
 /* Parse the value of --wall-to-mono-offset (integer nanoseconds, wall - mono)
  * into opt->have_offset and opt->mono_offset_ns. Returns TT_EXIT_OK, or
  * TT_EXIT_USAGE after one line on stderr naming opt->command. */

@@ -16,6 +16,10 @@ typedef enum tt_vantage {
     TT_VANTAGE_SERVER,
     TT_VANTAGE_CLIENT,
     TT_VANTAGE_TLS,
+    /* The client host's wire, when recordings of two hosts each brought a
+     * wire (`analyze DIR DIR...`): WIRE is then the server host's. Never
+     * a source's vantage. */
+    TT_VANTAGE_CLIENT_WIRE,
     TT_VANTAGE_COUNT
 } tt_vantage;
 

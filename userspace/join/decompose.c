@@ -6,10 +6,11 @@
 
 static const uint16_t part_segs[TT_PART_COUNT] = {
     [TT_PART_SEND_LAG] = 1u << TT_SEG_SEND_LAG,
-    [TT_PART_UPLINK] = (1u << TT_SEG_UP_CLIENT_WIRE) | (1u << TT_SEG_UP_WIRE_SERVER),
+    [TT_PART_UPLINK] = (1u << TT_SEG_UP_CLIENT_WIRE) | (1u << TT_SEG_UP_WIRE_WIRE) | (1u << TT_SEG_UP_WIRE_SERVER),
     [TT_PART_SERVER_QUEUE] = 1u << TT_SEG_SERVER_QUEUE,
     [TT_PART_SERVER] = 1u << TT_SEG_SERVER,
-    [TT_PART_DOWNLINK] = (1u << TT_SEG_DOWN_SERVER_WIRE) | (1u << TT_SEG_DOWN_WIRE_CLIENT),
+    [TT_PART_DOWNLINK] =
+        (1u << TT_SEG_DOWN_SERVER_WIRE) | (1u << TT_SEG_DOWN_WIRE_WIRE) | (1u << TT_SEG_DOWN_WIRE_CLIENT),
     [TT_PART_CLIENT_QUEUE] = 1u << TT_SEG_CLIENT_QUEUE,
     [TT_PART_CLIENT_LAG] = 1u << TT_SEG_CLIENT_LAG,
 };
@@ -33,10 +34,12 @@ const char *tt_seg_name(int seg, bool e2el)
     switch (seg) {
     case TT_SEG_SEND_LAG: return "send_lag";
     case TT_SEG_UP_CLIENT_WIRE: return "uplink.client_to_wire";
+    case TT_SEG_UP_WIRE_WIRE: return "uplink.wire_to_wire";
     case TT_SEG_UP_WIRE_SERVER: return "uplink.wire_to_server";
     case TT_SEG_SERVER_QUEUE: return "server_queue";
     case TT_SEG_SERVER: return e2el ? "server_e2el" : "server_ttft";
     case TT_SEG_DOWN_SERVER_WIRE: return "downlink.server_to_wire";
+    case TT_SEG_DOWN_WIRE_WIRE: return "downlink.wire_to_wire";
     case TT_SEG_DOWN_WIRE_CLIENT: return "downlink.wire_to_client";
     case TT_SEG_CLIENT_QUEUE: return "client_queue";
     case TT_SEG_CLIENT_LAG: return "client_lag";
@@ -56,8 +59,8 @@ const char *tt_reference_name(tt_reference r)
 }
 
 static const uint8_t part_of_seg[TT_SEG_COUNT] = {
-    TT_PART_SEND_LAG, TT_PART_UPLINK,   TT_PART_UPLINK,       TT_PART_SERVER_QUEUE, TT_PART_SERVER,
-    TT_PART_DOWNLINK, TT_PART_DOWNLINK, TT_PART_CLIENT_QUEUE, TT_PART_CLIENT_LAG};
+    TT_PART_SEND_LAG, TT_PART_UPLINK,   TT_PART_UPLINK,   TT_PART_UPLINK,       TT_PART_SERVER_QUEUE, TT_PART_SERVER,
+    TT_PART_DOWNLINK, TT_PART_DOWNLINK, TT_PART_DOWNLINK, TT_PART_CLIENT_QUEUE, TT_PART_CLIENT_LAG};
 
 size_t tt_run_names(const tt_split *s, const tt_run *run, bool e2el, const char *names[TT_SEG_COUNT])
 {
@@ -86,7 +89,18 @@ static uint16_t seg_range(int from_pt, int to_pt)
 
 void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t points[TT_PT_COUNT])
 {
+    tt_split_compute_chain(s, ref, total_ns, points, TT_SEGS_ONE_WIRE);
+}
+
+void tt_split_compute_chain(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t in_points[TT_PT_COUNT],
+                            uint16_t chain_segs)
+{
     memset(s, 0, sizeof *s);
+    /* one wire: the client wire's instants are not in the chain */
+    int64_t points[TT_PT_COUNT];
+    memcpy(points, in_points, sizeof points);
+    if (!(chain_segs & (1u << TT_SEG_UP_WIRE_WIRE))) points[TT_PT_CLIENT_WIRE_REQ] = TT_DECOMP_NONE;
+    if (!(chain_segs & (1u << TT_SEG_DOWN_WIRE_WIRE))) points[TT_PT_CLIENT_WIRE_MARK] = TT_DECOMP_NONE;
     int lo, hi;
     switch (ref) {
     case TT_REF_REPORTED: lo = TT_PT_REPORTED_START, hi = TT_PT_REPORTED_MARK; break;
@@ -98,7 +112,8 @@ void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int
     bool ends_seen = points[lo] != TT_DECOMP_NONE && points[hi] != TT_DECOMP_NONE;
     if (ref != TT_REF_REPORTED && !ends_seen) return;
     s->reference = ref;
-    s->scope = seg_range(lo, hi);
+    s->chain = chain_segs;
+    s->scope = seg_range(lo, hi) & chain_segs;
     int seen[TT_PT_COUNT], n_seen = 0;
     int inner_lo = ends_seen ? lo : lo + 1, inner_hi = ends_seen ? hi : hi - 1;
     for (int k = inner_lo; k <= inner_hi; k++)
@@ -115,16 +130,16 @@ void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int
             s->runs[s->n_runs++] = (tt_run){.segs = s->scope, .ns = total_ns, .from_ns = TT_DECOMP_NONE};
         } else {
             int64_t inner = points[seen[n_seen - 1]] - points[seen[0]];
-            uint16_t outer = (uint16_t)(seg_range(lo, seen[0]) | seg_range(seen[n_seen - 1], hi));
+            uint16_t outer = (uint16_t)((seg_range(lo, seen[0]) | seg_range(seen[n_seen - 1], hi)) & chain_segs);
             s->runs[s->n_runs++] = (tt_run){.segs = outer, .ns = total_ns - inner, .from_ns = TT_DECOMP_NONE};
         }
     }
     for (int k = 1; k < n_seen; k++)
-        s->runs[s->n_runs++] = (tt_run){.segs = seg_range(seen[k - 1], seen[k]),
+        s->runs[s->n_runs++] = (tt_run){.segs = seg_range(seen[k - 1], seen[k]) & chain_segs,
                                         .ns = points[seen[k]] - points[seen[k - 1]],
                                         .from_ns = points[seen[k - 1]]};
     for (int p = 0; p < TT_PART_COUNT; p++) {
-        uint16_t m = part_segs[p];
+        uint16_t m = part_segs[p] & chain_segs;
         if ((m & s->scope) != m) continue;
         bool alone = true;
         int64_t sum = 0;
@@ -171,8 +186,8 @@ void tt_distribution_of(double *v, size_t n, const double *pct, size_t n_pct, tt
 
 static const tt_request *near_request(const tt_join *j, const tt_joined *g, tt_vantage *which)
 {
-    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
-    for (size_t k = 0; k < 3; k++) {
+    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
         const tt_request *r = tt_join_request(j, g, order[k]);
         if (r) {
             *which = order[k];
@@ -184,8 +199,8 @@ static const tt_request *near_request(const tt_join *j, const tt_joined *g, tt_v
 
 static const tt_request *wire_side_request(const tt_join *j, const tt_joined *g, tt_vantage *which)
 {
-    static const tt_vantage order[] = {TT_VANTAGE_WIRE, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER};
-    for (size_t k = 0; k < 3; k++) {
+    static const tt_vantage order[] = {TT_VANTAGE_WIRE, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
         const tt_request *r = tt_join_request(j, g, order[k]);
         if (r) {
             *which = order[k];
@@ -209,14 +224,16 @@ static void split_request(const tt_join *j, const tt_joined *g, const tt_bench_r
 {
     int64_t pts[TT_PT_COUNT];
     for (int k = 0; k < TT_PT_COUNT; k++) pts[k] = TT_DECOMP_NONE;
-    static const struct { tt_vantage v; int req, mark; } at[] = {
-        {TT_VANTAGE_CLIENT, TT_PT_CLIENT_REQ, TT_PT_CLIENT_MARK},
-        {TT_VANTAGE_WIRE, TT_PT_WIRE_REQ, TT_PT_WIRE_MARK},
-        {TT_VANTAGE_SERVER, TT_PT_SERVER_REQ, TT_PT_SERVER_MARK},
+    enum { AT_CLIENT, AT_CLIENT_WIRE, AT_WIRE, AT_SERVER, AT_COUNT };
+    static const struct { tt_vantage v; int req, mark; } at[AT_COUNT] = {
+        [AT_CLIENT] = {TT_VANTAGE_CLIENT, TT_PT_CLIENT_REQ, TT_PT_CLIENT_MARK},
+        [AT_CLIENT_WIRE] = {TT_VANTAGE_CLIENT_WIRE, TT_PT_CLIENT_WIRE_REQ, TT_PT_CLIENT_WIRE_MARK},
+        [AT_WIRE] = {TT_VANTAGE_WIRE, TT_PT_WIRE_REQ, TT_PT_WIRE_MARK},
+        [AT_SERVER] = {TT_VANTAGE_SERVER, TT_PT_SERVER_REQ, TT_PT_SERVER_MARK},
     };
-    int64_t own_total[3] = {0, 0, 0};
-    bool own[3] = {false, false, false};
-    for (size_t k = 0; k < 3; k++) {
+    int64_t own_total[AT_COUNT] = {0};
+    bool own[AT_COUNT] = {false};
+    for (size_t k = 0; k < AT_COUNT; k++) {
         const tt_request *r = tt_join_request(j, g, at[k].v);
         const tt_req_metrics *m = tt_join_metrics(j, g, at[k].v);
         if (!r || !(e2el ? m->has_e2el : m->has_ttft)) continue;
@@ -233,19 +250,20 @@ static void split_request(const tt_join *j, const tt_joined *g, const tt_bench_r
             pts[TT_PT_CLIENT_READY] = (int64_t)ready;
         own_total[k] = e2el ? m->e2el_ns : m->ttft_ns;
     }
+    uint16_t chain = j->by_vantage[TT_VANTAGE_CLIENT_WIRE] ? TT_SEGS_TWO_WIRES : TT_SEGS_ONE_WIRE;
     int64_t total;
     if (reported_value(b, e2el, &total)) {
         if (start != TT_DECOMP_NONE) {
             pts[TT_PT_REPORTED_START] = start;
             pts[TT_PT_REPORTED_MARK] = start + total;
         }
-        tt_split_compute(s, TT_REF_REPORTED, total, pts);
-    } else if (own[0]) {
-        tt_split_compute(s, TT_REF_CLIENT, own_total[0], pts);
-    } else if (own[1]) {
-        tt_split_compute(s, TT_REF_WIRE, own_total[1], pts);
-    } else if (own[2]) {
-        tt_split_compute(s, TT_REF_SERVER, own_total[2], pts);
+        tt_split_compute_chain(s, TT_REF_REPORTED, total, pts, chain);
+    } else if (own[AT_CLIENT]) {
+        tt_split_compute_chain(s, TT_REF_CLIENT, own_total[AT_CLIENT], pts, chain);
+    } else if (own[AT_WIRE]) {
+        tt_split_compute_chain(s, TT_REF_WIRE, own_total[AT_WIRE], pts, chain);
+    } else if (own[AT_SERVER]) {
+        tt_split_compute_chain(s, TT_REF_SERVER, own_total[AT_SERVER], pts, chain);
     } else {
         memset(s, 0, sizeof *s);
     }
@@ -281,6 +299,7 @@ static int split_itl(const tt_join *j, const tt_joined *g, tt_itl_split *s)
     memset(s, 0, sizeof *s);
     tt_vantage near, far;
     if (metrics_whole(j, g, TT_VANTAGE_CLIENT)) near = TT_VANTAGE_CLIENT;
+    else if (metrics_whole(j, g, TT_VANTAGE_CLIENT_WIRE)) near = TT_VANTAGE_CLIENT_WIRE;
     else if (metrics_whole(j, g, TT_VANTAGE_WIRE)) near = TT_VANTAGE_WIRE;
     else return 0;
     if (metrics_whole(j, g, TT_VANTAGE_SERVER)) far = TT_VANTAGE_SERVER;
@@ -403,7 +422,7 @@ static int summarise_splits(tt_breakdown *b, bool e2el, dvec *tmp)
         const tt_split *s = e2el ? &b->per[i].e2el : &b->per[i].ttft;
         if (s->reference == TT_REF_NONE) continue;
         for (int p = 0; p < TT_PART_COUNT; p++)
-            if ((part_segs[p] & s->scope) == part_segs[p] && !s->has_part[p]) {
+            if ((part_segs[p] & s->chain & s->scope) == (part_segs[p] & s->chain) && !s->has_part[p]) {
                 (*merged)++;
                 break;
             }

@@ -4,22 +4,25 @@
  * A latency (TTFT, or E2EL) is split at a chain of instants, outermost
  * first:
  *
- *   reported.start  client.req_first  wire.req_first  server.req_ready
- *   server.req_first  server.mark  wire.mark  client.ready  client.mark
- *   reported.mark
+ *   reported.start  client.req_first  [client_wire.req_first]
+ *   wire.req_first  server.req_ready  server.req_first  server.mark
+ *   wire.mark  [client_wire.mark]  client.ready  client.mark  reported.mark
  *
  * where mark is the first token (TTFT) or the last token (E2EL),
  * reported.mark = reported.start + the benchmark's value, server.req_ready
  * the instant the kernel made the request's first byte readable at the
  * server's socket and client.ready the one it made the mark's last byte
- * readable at the client's. The nine segments between neighbours make
- * seven parts:
+ * readable at the client's. The bracketed instants are the client host's
+ * wire, there only when recordings of two hosts each brought a wire
+ * (`wire` is then the server host's); with one wire they are not in the
+ * chain and the segment between the wires does not exist. The nine (or
+ * eleven) segments between neighbours make seven parts:
  *
  *   send_lag     = client.req_first - reported.start
- *   uplink       = server.req_ready - client.req_first (client->wire, wire->server)
+ *   uplink       = server.req_ready - client.req_first (client->wire, [wire->wire,] wire->server)
  *   server_queue = server.req_first - server.req_ready
  *   server       = server.mark - server.req_first      (server TTFT or server E2EL)
- *   downlink     = client.ready - server.mark          (server->wire, wire->client)
+ *   downlink     = client.ready - server.mark          (server->wire, [wire->wire,] wire->client)
  *   client_queue = client.mark - client.ready
  *   client_lag   = reported.mark - client.mark
  *
@@ -36,11 +39,13 @@
 enum {
     TT_PT_REPORTED_START = 0,
     TT_PT_CLIENT_REQ,
+    TT_PT_CLIENT_WIRE_REQ,
     TT_PT_WIRE_REQ,
     TT_PT_SERVER_READY,
     TT_PT_SERVER_REQ,
     TT_PT_SERVER_MARK,
     TT_PT_WIRE_MARK,
+    TT_PT_CLIENT_WIRE_MARK,
     TT_PT_CLIENT_READY,
     TT_PT_CLIENT_MARK,
     TT_PT_REPORTED_MARK,
@@ -49,16 +54,24 @@ enum {
 
 enum {
     TT_SEG_SEND_LAG = 0,
-    TT_SEG_UP_CLIENT_WIRE,
-    TT_SEG_UP_WIRE_SERVER,
+    TT_SEG_UP_CLIENT_WIRE,  /* client -> the first wire */
+    TT_SEG_UP_WIRE_WIRE,    /* the client host's wire -> the server host's (two wires only) */
+    TT_SEG_UP_WIRE_SERVER,  /* the last wire -> server */
     TT_SEG_SERVER_QUEUE,
     TT_SEG_SERVER,
     TT_SEG_DOWN_SERVER_WIRE,
+    TT_SEG_DOWN_WIRE_WIRE,
     TT_SEG_DOWN_WIRE_CLIENT,
     TT_SEG_CLIENT_QUEUE,
     TT_SEG_CLIENT_LAG,
     TT_SEG_COUNT
 };
+
+/* The segments of a chain: with two wires every one, with one wire all
+ * but the two between the wires. */
+#define TT_SEGS_TWO_WIRES ((uint16_t)((1u << TT_SEG_COUNT) - 1))
+#define TT_SEGS_ONE_WIRE \
+    ((uint16_t)(TT_SEGS_TWO_WIRES & ~((1u << TT_SEG_UP_WIRE_WIRE) | (1u << TT_SEG_DOWN_WIRE_WIRE))))
 
 typedef enum tt_part {
     TT_PART_SEND_LAG = 0,
@@ -93,7 +106,8 @@ typedef struct tt_run {
 typedef struct tt_split {
     tt_reference reference;
     int64_t total_ns;
-    uint16_t scope;                   /* segments the reference covers */
+    uint16_t chain;                   /* the chain's segments (TT_SEGS_ONE_WIRE or TT_SEGS_TWO_WIRES) */
+    uint16_t scope;                   /* segments of it the reference covers */
     uint16_t seen;                    /* bit k: chain point k was seen and used */
     bool has_part[TT_PART_COUNT];     /* the part was measured on its own */
     int64_t part_ns[TT_PART_COUNT];
@@ -111,8 +125,15 @@ typedef struct tt_split {
  * absent (the stretch outside the innermost seen pair becomes one run: send
  * lag and client lag together). For the other references total_ns is that
  * vantage's mark - req and only the segments between them are split.
- * s->reference is TT_REF_NONE when nothing could be split. */
+ * s->reference is TT_REF_NONE when nothing could be split. The chain of one
+ * wire: the client wire's points are ignored. */
 void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t points[TT_PT_COUNT]);
+
+/* The same over the chain whose segments are chain_segs: TT_SEGS_ONE_WIRE
+ * (the client wire's points are ignored, and the stretch from the client
+ * to the one wire is uplink.client_to_wire) or TT_SEGS_TWO_WIRES. */
+void tt_split_compute_chain(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t points[TT_PT_COUNT],
+                            uint16_t chain_segs);
 
 /* Names: "send_lag", "uplink", "server_queue", "server_ttft"|"server_e2el", "downlink",
  * "client_queue", "client_lag";

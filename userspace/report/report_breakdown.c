@@ -18,7 +18,8 @@
 _Static_assert(TT_LINT_COUNT <= 32, "a request's finding ids are kept as bits of a uint32_t");
 
 /* The order vantages are named in, as in the side-by-side columns. */
-static const tt_vantage column_order[] = {TT_VANTAGE_TLS, TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
+static const tt_vantage column_order[] = {TT_VANTAGE_TLS, TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_WIRE,
+                                          TT_VANTAGE_SERVER};
 #define N_COLUMN_VANTAGES (sizeof column_order / sizeof *column_order)
 
 typedef struct column {
@@ -199,7 +200,14 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double c
     stat_row(out, "send lag", &parts[TT_PART_SEND_LAG]);
     stat_row(out, "uplink", &parts[TT_PART_UPLINK]);
     clock_note(out, clock_u);
-    if (segs[TT_SEG_UP_CLIENT_WIRE].n || segs[TT_SEG_UP_WIRE_SERVER].n) {
+    bool two_wires = b->join.by_vantage[TT_VANTAGE_CLIENT_WIRE] != NULL;
+    if (two_wires) {
+        /* only the stretch between the hosts' wires crosses clocks */
+        stat_row(out, "  client -> client wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
+        stat_row(out, "  client wire -> server wire", &segs[TT_SEG_UP_WIRE_WIRE]);
+        clock_note(out, clock_u);
+        stat_row(out, "  server wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
+    } else if (segs[TT_SEG_UP_CLIENT_WIRE].n || segs[TT_SEG_UP_WIRE_SERVER].n) {
         stat_row(out, "  client -> wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
         stat_row(out, "  wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
     }
@@ -207,7 +215,12 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double c
     stat_row(out, e2el ? "server E2EL" : "server TTFT", &parts[TT_PART_SERVER]);
     stat_row(out, "downlink", &parts[TT_PART_DOWNLINK]);
     clock_note(out, clock_u);
-    if (segs[TT_SEG_DOWN_SERVER_WIRE].n || segs[TT_SEG_DOWN_WIRE_CLIENT].n) {
+    if (two_wires) {
+        stat_row(out, "  server -> server wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
+        stat_row(out, "  server wire -> client wire", &segs[TT_SEG_DOWN_WIRE_WIRE]);
+        clock_note(out, clock_u);
+        stat_row(out, "  client wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
+    } else if (segs[TT_SEG_DOWN_SERVER_WIRE].n || segs[TT_SEG_DOWN_WIRE_CLIENT].n) {
         stat_row(out, "  server -> wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
         stat_row(out, "  wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
     }

@@ -289,22 +289,42 @@ static void run_names(tt_jw *w, const tt_split *s, const tt_run *run, bool e2el)
     w->pretty = pretty;
 }
 
-static void split_half(tt_jw *w, const char *key, const tt_split *s, int seg_a, int seg_b, const char *name_a,
-                       const char *name_b, bool wire_seen)
+/* The segments of the uplink and of the downlink, in chain order, with
+ * their names in uplink_split_ns / downlink_split_ns. */
+typedef struct half_segs {
+    const char *key;
+    int seg[3];
+    const char *name[3];
+} half_segs;
+
+static const half_segs uplink_segs = {"uplink_split_ns",
+                                      {TT_SEG_UP_CLIENT_WIRE, TT_SEG_UP_WIRE_WIRE, TT_SEG_UP_WIRE_SERVER},
+                                      {"client_to_wire", "wire_to_wire", "wire_to_server"}};
+static const half_segs downlink_segs = {"downlink_split_ns",
+                                        {TT_SEG_DOWN_SERVER_WIRE, TT_SEG_DOWN_WIRE_WIRE, TT_SEG_DOWN_WIRE_CLIENT},
+                                        {"server_to_wire", "wire_to_wire", "wire_to_client"}};
+
+/* A part's segments by name (the one between two wires only in a chain of
+ * two); null when no wire saw the request or the reference does not cover
+ * them all. */
+static void split_half(tt_jw *w, const half_segs *h, const tt_split *s, bool wire_seen)
 {
-    if (!wire_seen || !(s->scope & (1u << seg_a)) || !(s->scope & (1u << seg_b))) {
-        tt_jw_null(w, key);
+    uint16_t in = 0;
+    for (int k = 0; k < 3; k++) in |= (uint16_t)(s->chain & (1u << h->seg[k]));
+    if (!wire_seen || (s->scope & in) != in) {
+        tt_jw_null(w, h->key);
         return;
     }
-    tt_jw_object_begin(w, key);
-    int_or_null(w, name_a, s->has_seg[seg_a], s->seg_ns[seg_a]);
-    int_or_null(w, name_b, s->has_seg[seg_b], s->seg_ns[seg_b]);
+    tt_jw_object_begin(w, h->key);
+    for (int k = 0; k < 3; k++)
+        if (in & (1u << h->seg[k])) int_or_null(w, h->name[k], s->has_seg[h->seg[k]], s->seg_ns[h->seg[k]]);
     tt_jw_object_end(w);
 }
 
 /* The vantages whose instants sit inside a split, by the point of their request start. */
 static const struct { int req_pt, mark_pt; const char *name; } split_pairs[] = {
     {TT_PT_CLIENT_REQ, TT_PT_CLIENT_MARK, "client"},
+    {TT_PT_CLIENT_WIRE_REQ, TT_PT_CLIENT_WIRE_MARK, "client_wire"},
     {TT_PT_WIRE_REQ, TT_PT_WIRE_MARK, "wire"},
     {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK, "server"},
 };
@@ -318,11 +338,9 @@ static void split_fields(tt_jw *w, const tt_split *s, const tt_joined *g, bool e
         snprintf(key, sizeof key, "%s_ns", tt_part_name((tt_part)p, e2el));
         int_or_null(w, key, s->has_part[p], s->part_ns[p]);
     }
-    bool wire_seen = g->at[TT_VANTAGE_WIRE] != TT_JOIN_ABSENT;
-    split_half(w, "uplink_split_ns", s, TT_SEG_UP_CLIENT_WIRE, TT_SEG_UP_WIRE_SERVER, "client_to_wire",
-               "wire_to_server", wire_seen);
-    split_half(w, "downlink_split_ns", s, TT_SEG_DOWN_SERVER_WIRE, TT_SEG_DOWN_WIRE_CLIENT, "server_to_wire",
-               "wire_to_client", wire_seen);
+    bool wire_seen = g->at[TT_VANTAGE_WIRE] != TT_JOIN_ABSENT || g->at[TT_VANTAGE_CLIENT_WIRE] != TT_JOIN_ABSENT;
+    split_half(w, &uplink_segs, s, wire_seen);
+    split_half(w, &downlink_segs, s, wire_seen);
     tt_jw_array_begin(w, "missing");
     for (size_t k = 0; k < sizeof split_pairs / sizeof *split_pairs; k++) {
         bool in_scope = s->scope & (1u << split_pairs[k].req_pt) && s->scope & (1u << (split_pairs[k].mark_pt - 1));
@@ -419,8 +437,45 @@ static void disagreements(tt_jw *w, const tt_disagreement *d, const tt_bench_req
 /* The parts whose two ends came from different recordings carry the
  * clocks' uncertainty at that instant (docs/clocks.md); null when a clock's
  * is unknown (wall-clock), absent when the part stays on one host. */
-static void clock_uncertainty_fields(tt_jw *w, const tt_breakdown *b, const tt_joined *g)
+/* "<half>_split_uncertainty_ns": the uncertainty of each segment of the
+ * TTFT split measured alone whose two ends came from different
+ * recordings, at instant at; nothing when none did. */
+static void split_uncertainty(tt_jw *w, const tt_breakdown *b, const tt_split *s, bool uplink, uint64_t at)
 {
+    bool two = s->chain & (1u << TT_SEG_UP_WIRE_WIRE);
+    tt_vantage near_wire = two ? TT_VANTAGE_CLIENT_WIRE : TT_VANTAGE_WIRE;
+    /* each segment's ends, in chain order */
+    const tt_vantage up[3][2] = {{TT_VANTAGE_CLIENT, near_wire},
+                                 {TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_WIRE},
+                                 {TT_VANTAGE_WIRE, TT_VANTAGE_SERVER}};
+    const tt_vantage down[3][2] = {{TT_VANTAGE_SERVER, TT_VANTAGE_WIRE},
+                                   {TT_VANTAGE_WIRE, TT_VANTAGE_CLIENT_WIRE},
+                                   {near_wire, TT_VANTAGE_CLIENT}};
+    const half_segs *h = uplink ? &uplink_segs : &downlink_segs;
+    char key[48];
+    snprintf(key, sizeof key, "%s_split_uncertainty_ns", uplink ? "uplink" : "downlink");
+    bool open = false;
+    for (int k = 0; k < 3; k++) {
+        int seg = h->seg[k];
+        if (!(s->chain & (1u << seg)) || !s->has_seg[seg]) continue;
+        const tt_vantage *ends = uplink ? up[k] : down[k];
+        double u = tt_clock_set_uncertainty(b->clocks, ends[0], ends[1], (int64_t)at);
+        if (u == 0) continue;
+        if (!open) tt_jw_object_begin(w, key);
+        open = true;
+        if (isfinite(u)) tt_jw_int(w, h->name[k], (int64_t)ceil(u));
+        else tt_jw_null(w, h->name[k]);
+    }
+    if (open) tt_jw_object_end(w);
+}
+
+static void clock_uncertainty_fields(tt_jw *w, const tt_breakdown *b, const tt_joined *g,
+                                     const tt_request_breakdown *pb)
+{
+    if (pb->ttft.reference != TT_REF_NONE && g->start_ns != TT_NS_NONE) {
+        split_uncertainty(w, b, &pb->ttft, true, g->start_ns);
+        split_uncertainty(w, b, &pb->ttft, false, g->start_ns);
+    }
     const tt_request *cl = tt_join_request(&b->join, g, TT_VANTAGE_CLIENT);
     if (!cl || !tt_join_request(&b->join, g, TT_VANTAGE_SERVER)) return;
     const struct { const char *key; uint64_t at; } parts[] = {
@@ -493,7 +548,7 @@ static void request_extra(tt_jw *w, const void *ctx)
             tt_jw_null(w, "e2el");
         }
         itl_fields(w, &pb->itl, br);
-        if (b->clocks) clock_uncertainty_fields(w, b, g);
+        if (b->clocks) clock_uncertainty_fields(w, b, g, pb);
         tt_jw_object_end(w);
     }
     tt_vantage dv = pb->dis.vantage;
@@ -522,14 +577,14 @@ static void overhead(tt_jw *w, const tt_breakdown *b, bool e2el)
         snprintf(key, sizeof key, "%s_ns", tt_part_name((tt_part)p, e2el));
         overhead_stat(w, key, &parts[p]);
     }
-    tt_jw_object_begin(w, "uplink_split_ns");
-    overhead_stat(w, "client_to_wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
-    overhead_stat(w, "wire_to_server", &segs[TT_SEG_UP_WIRE_SERVER]);
-    tt_jw_object_end(w);
-    tt_jw_object_begin(w, "downlink_split_ns");
-    overhead_stat(w, "server_to_wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
-    overhead_stat(w, "wire_to_client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
-    tt_jw_object_end(w);
+    bool two_wires = b->join.by_vantage[TT_VANTAGE_CLIENT_WIRE] != NULL;
+    const half_segs *halves[] = {&uplink_segs, &downlink_segs};
+    for (size_t h = 0; h < 2; h++) {
+        tt_jw_object_begin(w, halves[h]->key);
+        for (int k = 0; k < 3; k++)
+            if (k != 1 || two_wires) overhead_stat(w, halves[h]->name[k], &segs[halves[h]->seg[k]]);
+        tt_jw_object_end(w);
+    }
     tt_jw_uint(w, "requests_with_merged_parts", e2el ? b->e2el_merged : b->ttft_merged);
 }
 
@@ -654,7 +709,8 @@ void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *
 {
     const tt_analysis *as[TT_VANTAGE_COUNT];
     size_t n = 0;
-    static const tt_vantage order[] = {TT_VANTAGE_SERVER, TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_TLS};
+    static const tt_vantage order[] = {TT_VANTAGE_SERVER, TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_CLIENT_WIRE,
+                                       TT_VANTAGE_TLS};
     for (size_t k = 0; k < sizeof order / sizeof *order; k++)
         if (b->join.by_vantage[order[k]]) as[n++] = b->join.by_vantage[order[k]];
     tt_jw w;

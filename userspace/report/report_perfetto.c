@@ -11,7 +11,7 @@
 
 #include "report/report_multi.h"
 
-enum { PID_REPORTED = 1, PID_CLIENT, PID_WIRE, PID_SERVER, PID_PARTS };
+enum { PID_REPORTED = 1, PID_CLIENT, PID_CLIENT_WIRE, PID_WIRE, PID_SERVER, PID_PARTS };
 
 typedef struct trace_out {
     FILE *out;
@@ -84,7 +84,12 @@ static void instant(trace_out *t, int pid, int64_t tid, const char *name, const 
 
 static int vantage_pid(tt_vantage v)
 {
-    return v == TT_VANTAGE_CLIENT ? PID_CLIENT : v == TT_VANTAGE_WIRE ? PID_WIRE : PID_SERVER;
+    switch (v) {
+    case TT_VANTAGE_CLIENT: return PID_CLIENT;
+    case TT_VANTAGE_CLIENT_WIRE: return PID_CLIENT_WIRE;
+    case TT_VANTAGE_WIRE: return PID_WIRE;
+    default: return PID_SERVER;
+    }
 }
 
 static void request_at_vantage(trace_out *t, const tt_breakdown *b, size_t i, tt_vantage v)
@@ -176,12 +181,16 @@ void tt_report_perfetto(FILE *out, const tt_breakdown *b)
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tokentap\",\"base_ns\":", out);
     fprintf(out, "%" PRId64 "},\"traceEvents\":[", t.base);
     static const struct { int pid; tt_vantage v; const char *name; } procs[] = {
-        {PID_CLIENT, TT_VANTAGE_CLIENT, "client"}, {PID_WIRE, TT_VANTAGE_WIRE, "wire"}, {PID_SERVER, TT_VANTAGE_SERVER, "server"}};
+        {PID_CLIENT, TT_VANTAGE_CLIENT, "client"},
+        {PID_CLIENT_WIRE, TT_VANTAGE_CLIENT_WIRE, "client wire"},
+        {PID_WIRE, TT_VANTAGE_WIRE, "wire"},
+        {PID_SERVER, TT_VANTAGE_SERVER, "server"}};
+    const size_t n_procs = sizeof procs / sizeof *procs;
     if (b->join.bench) {
         metadata(&t, "process_name", PID_REPORTED, -1, "reported (benchmark)");
         sort_index(&t, PID_REPORTED);
     }
-    for (size_t k = 0; k < 3; k++)
+    for (size_t k = 0; k < n_procs; k++)
         if (b->join.by_vantage[procs[k].v]) {
             metadata(&t, "process_name", procs[k].pid, -1, procs[k].name);
             sort_index(&t, procs[k].pid);
@@ -196,7 +205,7 @@ void tt_report_perfetto(FILE *out, const tt_breakdown *b)
             metadata(&t, "thread_name", PID_REPORTED, tid, name);
             reported_request(&t, b, i);
         }
-        for (size_t k = 0; k < 3; k++)
+        for (size_t k = 0; k < n_procs; k++)
             if (tt_join_request(&b->join, &b->join.reqs[i], procs[k].v)) {
                 metadata(&t, "thread_name", procs[k].pid, tid, name);
                 request_at_vantage(&t, b, i, procs[k].v);
