@@ -25,6 +25,10 @@
 #     server's wire -> server stay on one host (no uncertainty, within
 #     50 ns), wire -> wire crosses (its uncertainty). The text report has
 #     the wire-to-wire rows.
+#  3. the client host's recording cut short (its client.pcap and wire.pcap
+#     truncated inside a record at 60 %): exit 5, each damaged file said
+#     once, and the report of what came before still puts the truth inside
+#     the interval from the requests left.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "network namespaces, eBPF"
@@ -155,5 +159,20 @@ for r in reqs:
 print("sequence match: 6 of 6 requests by TCP sequence number in 4 vantage pairs; offset %.6f s +- %.1f us "
       "(truth -5 s; %.1f us with the socket vantages alone); uplink/downlink within %.1f us of one clock's"
       % (cli["offset_ns"] / 1e9, u / 1e3, u_sockets / 1e3, worst / 1e3))
+PY
+
+# 3.
+mkdir -m 700 "$work/cut"
+cp "$work/cli"/* "$work/cut/"
+for f in client.pcap wire.pcap; do truncate -s $(( $(stat -c %s "$work/cut/$f") * 6 / 10 )) "$work/cut/$f"; done
+rc=0; "$TT" analyze --json -o "$work/cut.json" "$work/srv" "$work/cut" 2> "$work/cut.err" || rc=$?
+[ $rc = 5 ] || fail "cut short: exit $rc, wanted 5: $(cat "$work/cut.err")"
+[ "$(grep -c 'truncated capture' "$work/cut.err")" = 2 ] || fail "each damaged file said once: $(cat "$work/cut.err")"
+/usr/bin/python3 - "$work/cut.json" <<'PY' || fail "cut short: $(head -c 800 "$work/cut.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))["clocks"][1]
+m = c["requests_matched"]
+assert c["method"] == "traffic" and 0 < m["sequence"] < 6 and m["connection"] == 0, c
+assert abs(c["offset_ns"] - (-5_000_000_000)) <= c["uncertainty_ns"], c
 PY
 echo "clocks: two hosts matched by TCP sequence numbers, both wires bounding"

@@ -242,6 +242,7 @@ static int analyze_recordings(char **paths, size_t n, const analyze_opts *o)
         tt_cmd_input_options mapped = o->input;
         const tt_clock_entry *e = &cs.e[k];
         mapped.has_clock_map = e->method != TT_CLOCK_METHOD_SAME_HOST;
+        mapped.quiet_damage = true; /* read a second time, on the reference's clock */
         mapped.map_d0_ns = e->offset_ns;
         mapped.map_skew = e->skew_ppm * 1e-6;
         mapped.map_t0_ns = e->t0_ns;

@@ -151,7 +151,7 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
     int rc = tt_pcap_source_run(v->src, v->reasm, progress ? show_progress : NULL, (void *)opt->command, v->err,
                                 sizeof v->err);
     if (progress) fputs("\r\033[K", stderr);
-    if (rc < 0) fprintf(stderr, "tokentap %s: %s: %s\n", opt->command, path, v->err);
+    if (rc < 0 && !opt->quiet_damage) fprintf(stderr, "tokentap %s: %s: %s\n", opt->command, path, v->err);
     v->a = (tt_analysis){
         .command = opt->command,
         .input = v->path,
