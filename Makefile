@@ -54,8 +54,10 @@ $(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c bpf/socktap_ready.bpf.h bpf/socktap_
 $(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
 	$(BPFTOOL) gen skeleton $< name socktap > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/userspace/source/bpf_source.o: TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
-$(BUILD)/obj/userspace/source/bpf_source.o: $(BPF_SKEL)
+# the userspace files that load, attach or read the BPF object
+BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o tls_attach.o)
+$(BPF_USERS): TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
+$(BPF_USERS): $(BPF_SKEL)
 
 # The LD_PRELOAD probe (probe/README.md): never built with the sanitizers
 # (an ASan library cannot be preloaded into an uninstrumented program), its

@@ -49,6 +49,11 @@ struct call_args {
     __u32 syscall;
     __u32 pending;  /* set at enter, cleared at exit */
     __u32 peek;     /* recvfrom/recvmsg with MSG_PEEK: the bytes stay queued (no sequence number) */
+    /* An SSL call in progress on this thread (socktap_tls.bpf.h): its
+     * arguments, and the socket the library moved bytes on inside it. */
+    __u64 tls_ssl, tls_buf, tls_len_ptr, tls_enter_ns, tls_sk;
+    __s32 tls_fd;
+    __u8 tls_dir, tls_ex, tls_active;
 };
 
 struct lost_key {
@@ -245,6 +250,11 @@ static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32
     a->enter_ns = bpf_ktime_get_ns();
     a->peek = peek;
     a->pending = 1;
+    if (a->tls_active && !a->tls_sk && !is_role_syscall(syscall)) {
+        /* the TLS library moving its own bytes: the SSL call's socket */
+        a->tls_sk = (__u64)sk;
+        a->tls_fd = fd;
+    }
     return 0;
 }
 
@@ -326,6 +336,7 @@ static __always_inline bool takes_iovec(__u32 syscall)
 }
 
 #include "socktap_copy.bpf.h"
+#include "socktap_tls.bpf.h"
 
 /* The exit of a data syscall: copy the ret bytes it moved, from one buffer,
  * from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries), or from

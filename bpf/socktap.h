@@ -82,6 +82,8 @@ enum tt_socktap_syscall {
     TT_SOCKTAP_SYS_RECVMMSG,
     TT_SOCKTAP_SYS_SENDMMSG,
     TT_SOCKTAP_SYS_SENDFILE,
+    TT_SOCKTAP_SYS_TLS_WRITE, /* SSL_write, SSL_write_ex: plaintext handed to the TLS library (F_TLS) */
+    TT_SOCKTAP_SYS_TLS_READ,  /* SSL_read, SSL_read_ex: plaintext the library handed out (F_TLS) */
     TT_SOCKTAP_SYS_COUNT
 };
 
@@ -112,6 +114,10 @@ enum tt_socktap_flags {
                                            for READY the end of the readable bytes (rcv_nxt) */
     TT_SOCKTAP_F_READY_FROM_START = 1u << 5, /* READY: the first of its socket, seen from the
                                            socket's first readable byte (total_len is 0) */
+    TT_SOCKTAP_F_TLS = 1u << 6,         /* DATA: TLS plaintext of the socket's connection, from a
+                                           uprobe on the library (socktap_tls.bpf.h); its bytes are
+                                           a stream of their own beside the socket's ciphertext.
+                                           SEND stamped at the call's entry, RECV at its return */
 };
 
 /* Indices of the per-CPU counter array `stats`. */
@@ -128,6 +134,9 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_TGIDS_FULL,      /* forks of traced processes not followed: set full */
     TT_SOCKTAP_STAT_READY,           /* READY records emitted (also counted in EVENTS) */
     TT_SOCKTAP_STAT_READY_FULL,      /* sockets whose READY records were not wanted: map full */
+    TT_SOCKTAP_STAT_TLS_CALLS,       /* SSL read/write calls that moved plaintext */
+    TT_SOCKTAP_STAT_TLS_UNPAIRED,    /* of those, calls whose socket was not known: not recorded */
+    TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES,
     TT_SOCKTAP_STAT_COUNT
 };
 

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* socktap_tls.bpf.h - part of socktap.bpf.c (included there, one object):
+ * the plaintext of TLS libraries in running processes, read with uprobes
+ * on OpenSSL's SSL_write / SSL_write_ex (the bytes handed in, stamped at
+ * entry) and SSL_read / SSL_read_ex (the bytes handed out, stamped at
+ * return). Userspace attaches them to each libssl file it finds
+ * (userspace/source/tls_attach.c); a uprobe on a file fires in every
+ * process that maps it, and the process filters apply here.
+ *
+ * Pairing with the connection, without any structure offset: inside an
+ * SSL call the library reads or writes its socket itself, on the same
+ * thread, so the enter of that syscall notes its sock in the thread's
+ * call_args (tls_sk); the SSL object's sock is then kept in tls_socks for
+ * the calls the library serves from its own buffer, with no syscall. A call
+ * whose socket is still unknown is counted (TLS_UNPAIRED), never given to a
+ * guessed connection.
+ *
+ * Records: kind DATA with TT_SOCKTAP_F_TLS, syscall TLS_WRITE or TLS_READ,
+ * the socket's tuple, the plaintext in pieces as for a syscall (the same
+ * walk, the same truncation and loss accounting, owed bytes kept apart
+ * from the socket's own). */
+
+struct tls_key {
+    __u64 ssl;
+    __u32 tgid;
+    __u32 pad;
+};
+
+struct tls_sock {
+    __u64 sk;
+    __s32 fd;
+    __u32 pad;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct tls_key);
+    __type(value, struct tls_sock);
+} tls_socks SEC(".maps");
+
+/* The entry of an SSL call on this thread: what its return needs. */
+static __always_inline int tls_enter(__u64 ssl, __u64 buf, __u64 len_ptr, __u8 dir, bool ex)
+{
+    if (!task_traced(bpf_get_current_pid_tgid())) return 0;
+    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0,
+                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!a) {
+        stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
+        return 0;
+    }
+    a->tls_ssl = ssl;
+    a->tls_buf = buf;
+    a->tls_len_ptr = len_ptr;
+    a->tls_enter_ns = bpf_ktime_get_ns();
+    a->tls_sk = 0;
+    a->tls_fd = -1;
+    a->tls_dir = dir;
+    a->tls_ex = ex;
+    a->tls_active = 1;
+    return 0;
+}
+
+/* The return of the SSL call this thread entered: its plaintext, if any,
+ * as records of the call's socket. */
+static __always_inline int tls_exit(long ret)
+{
+    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    if (!a || !a->tls_active) return 0;
+    a->tls_active = 0;
+    __u64 total;
+    if (a->tls_ex) {
+        /* SSL_read_ex / SSL_write_ex: 1 on success, the count through the pointer */
+        __u64 n = 0;
+        if (ret != 1 || !a->tls_len_ptr || bpf_probe_read_user(&n, sizeof n, (const void *)a->tls_len_ptr) != 0)
+            return 0;
+        total = n;
+    } else {
+        if (ret <= 0) return 0;
+        total = (__u64)ret;
+    }
+    if (!total) return 0;
+    __u64 id = bpf_get_current_pid_tgid();
+    __u64 now = bpf_ktime_get_ns();
+    __u8 dir = a->tls_dir;
+    stat_add(TT_SOCKTAP_STAT_TLS_CALLS, 1);
+    struct tls_key key = {.ssl = a->tls_ssl, .tgid = id >> 32};
+    struct sock *sk = (struct sock *)a->tls_sk;
+    __s32 fd = a->tls_fd;
+    if (sk) {
+        struct tls_sock v = {.sk = (__u64)sk, .fd = fd};
+        bpf_map_update_elem(&tls_socks, &key, &v, BPF_ANY);
+    } else {
+        struct tls_sock *v = bpf_map_lookup_elem(&tls_socks, &key);
+        if (v) {
+            sk = (struct sock *)v->sk;
+            fd = v->fd;
+        }
+    }
+    if (!sk) {
+        stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED, 1);
+        stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, total);
+        return 0;
+    }
+    __u32 zero = 0;
+    struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
+    if (!rec) return 0;
+    struct tt_socktap_event *ev = &rec->ev;
+    fill_head(ev, sk, id, fd, dir == TT_SOCKTAP_DIR_SEND ? TT_SOCKTAP_SYS_TLS_WRITE : TT_SOCKTAP_SYS_TLS_READ,
+              TT_SOCKTAP_KIND_DATA);
+    if (port_rejected(ev)) return 0;
+    ev->flags |= TT_SOCKTAP_F_TLS;
+    ev->enter_ns = a->tls_enter_ns;
+    ev->exit_ns = now;
+    ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? a->tls_enter_ns : now;
+    ev->ret = ret;
+    ev->dir = dir;
+
+    /* the plaintext's own owed bytes: pad 1 keeps them apart from the socket's */
+    struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir, .pad = 1};
+    __u64 *lostp = lost_ever ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
+    __u64 lost_in = lostp ? *lostp : 0;
+    struct copy_state *st = &rec->st;
+    __builtin_memset(st, 0, sizeof *st);
+    st->lost = lost_in;
+    st->sock_id = (__u64)sk;
+    st->total = total > 0xffffffffULL ? 0xffffffffu : (__u32)total;
+    st->dir = dir;
+    st->base_flags = ev->flags;
+    st->base = a->tls_buf;
+    st->left = st->total;
+    bpf_loop(TT_SOCKTAP_MAX_PIECES + 2, copy_step, NULL, 0);
+    if (!st->walked) finish_message(st, ev, TT_SOCKTAP_F_TRUNCATED);
+    __u64 lost_out = st->lost;
+    if (lost_out) {
+        lost_ever = 1;
+        bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
+    } else if (lost_in) {
+        bpf_map_delete_elem(&lost_bytes, &lk);
+    }
+    return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tt_ssl_write, void *ssl, const void *buf, int num)
+{
+    return tls_enter((__u64)ssl, (__u64)buf, 0, TT_SOCKTAP_DIR_SEND, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tt_ssl_write_ex, void *ssl, const void *buf, __u64 num, __u64 *written)
+{
+    return tls_enter((__u64)ssl, (__u64)buf, (__u64)written, TT_SOCKTAP_DIR_SEND, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tt_ssl_read, void *ssl, void *buf, int num)
+{
+    return tls_enter((__u64)ssl, (__u64)buf, 0, TT_SOCKTAP_DIR_RECV, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tt_ssl_read_ex, void *ssl, void *buf, __u64 num, __u64 *readbytes)
+{
+    return tls_enter((__u64)ssl, (__u64)buf, (__u64)readbytes, TT_SOCKTAP_DIR_RECV, true);
+}
+
+/* One return program for the four: the entry noted which it was. */
+SEC("uretprobe")
+int BPF_KRETPROBE(tt_ssl_return, long ret)
+{
+    return tls_exit(ret);
+}

@@ -1,0 +1,290 @@
+/* bpf_setup.c - setting the socktap programs up in the kernel (bpf_setup.h). */
+#include "source/bpf_setup.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#ifdef TT_WITH_BPF
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "socktap.skel.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int tt_bpf_quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    if (!getenv("TOKENTAP_BPF_DEBUG")) return 0;
+    return vfprintf(stderr, fmt, ap);
+}
+
+static const char *const tracepoints[] = {
+    "syscalls/sys_enter_write", "syscalls/sys_exit_write", "syscalls/sys_enter_read", "syscalls/sys_exit_read",
+    "syscalls/sys_enter_sendto", "syscalls/sys_exit_sendto", "syscalls/sys_enter_recvfrom",
+    "syscalls/sys_exit_recvfrom", "syscalls/sys_enter_writev", "syscalls/sys_exit_writev",
+    "syscalls/sys_enter_readv", "syscalls/sys_exit_readv", "syscalls/sys_enter_sendmsg",
+    "syscalls/sys_exit_sendmsg", "syscalls/sys_enter_recvmsg", "syscalls/sys_exit_recvmsg",
+    "syscalls/sys_enter_recvmmsg", "syscalls/sys_exit_recvmmsg", "syscalls/sys_enter_sendmmsg",
+    "syscalls/sys_exit_sendmmsg", "syscalls/sys_enter_sendfile64", "syscalls/sys_exit_sendfile64",
+    "syscalls/sys_enter_connect", "syscalls/sys_exit_connect", "syscalls/sys_enter_accept",
+    "syscalls/sys_exit_accept", "syscalls/sys_enter_accept4", "syscalls/sys_exit_accept4",
+    "syscalls/sys_enter_close", "sched/sched_process_fork", "sched/sched_process_exit",
+};
+
+int tt_bpf_check_tracefs(char *err, size_t errlen)
+{
+    if (access("/sys/kernel/tracing/events", F_OK) != 0 && access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
+        if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0) {
+            set_err(err, errlen, "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",
+                    strerror(errno));
+            return -1;
+        }
+    }
+    const char *root = access("/sys/kernel/tracing/events", F_OK) == 0 ? "/sys/kernel/tracing"
+                                                                       : "/sys/kernel/debug/tracing";
+    for (size_t i = 0; i < sizeof tracepoints / sizeof tracepoints[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/events/%s", root, tracepoints[i]);
+        if (access(path, F_OK) != 0) {
+            set_err(err, errlen, "tracepoint %s is absent (%s missing; kernel without CONFIG_FTRACE_SYSCALLS?)",
+                    tracepoints[i], path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the running kernel's BTF has a typedef of that name (tp_btf
+ * programs attach to the tracepoints named btf_trace_<name>). */
+bool tt_bpf_kernel_has_btf_typedef(const char *name)
+{
+    struct btf *btf = btf__load_vmlinux_btf();
+    if (!btf) return false;
+    bool found = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) > 0;
+    btf__free(btf);
+    return found;
+}
+
+#define CGROUP2_MAGIC 0x63677270
+
+/* The cgroup v2 id of directory path and its level below the hierarchy's
+ * root (the root is level 0), as bpf_get_current_ancestor_cgroup_id counts. */
+int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *err, size_t errlen)
+{
+    struct statfs sfs;
+    struct stat st;
+    if (statfs(path, &sfs) != 0 || stat(path, &st) != 0) {
+        set_err(err, errlen, "--cgroup %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if ((unsigned long)sfs.f_type != CGROUP2_MAGIC || !S_ISDIR(st.st_mode)) {
+        set_err(err, errlen, "--cgroup %s is not a cgroup v2 directory (a cgroup2 mount, e.g. /sys/fs/cgroup/...)",
+                path);
+        return -1;
+    }
+    *id = (uint64_t)st.st_ino;
+    struct {
+        struct file_handle fh;
+        uint64_t ino;
+    } h = {.fh.handle_bytes = sizeof(uint64_t)};
+    int mount_id;
+    if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0) == 0 && h.fh.handle_bytes == sizeof(uint64_t))
+        memcpy(id, h.fh.f_handle, sizeof *id);
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        set_err(err, errlen, "--cgroup %s: %s", path, strerror(errno));
+        return -1;
+    }
+    uint32_t depth = 0;
+    for (;;) {
+        char *slash = strrchr(real, '/');
+        if (!slash || slash == real) break;
+        *slash = 0;
+        if (statfs(real, &sfs) != 0 || (unsigned long)sfs.f_type != CGROUP2_MAGIC) break;
+        depth++;
+    }
+    *level = depth;
+    return 0;
+}
+
+typedef struct proc_parent {
+    uint32_t pid, ppid;
+    bool traced;
+} proc_parent;
+
+static int by_pid(const void *a, const void *b)
+{
+    uint32_t x = ((const proc_parent *)a)->pid, y = ((const proc_parent *)b)->pid;
+    return x < y ? -1 : x > y;
+}
+
+static proc_parent *find_proc(proc_parent *v, size_t n, uint32_t pid)
+{
+    proc_parent key = {.pid = pid};
+    return bsearch(&key, v, n, sizeof *v, by_pid);
+}
+
+/* Every process in /proc with its parent, sorted by pid; NULL when /proc
+ * cannot be read or out of memory. */
+static proc_parent *read_proc_parents(size_t *n_out)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return NULL;
+    size_t n = 0, cap = 256;
+    proc_parent *v = malloc(cap * sizeof *v);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        char *end;
+        unsigned long pid = strtoul(de->d_name, &end, 10);
+        if (*end || pid == 0 || pid > UINT32_MAX) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%lu/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (len <= 0) continue;
+        buf[len] = 0;
+        /* pid (comm) state ppid ...: comm may hold anything, so from the last ')' */
+        char *paren = strrchr(buf, ')');
+        unsigned long ppid;
+        char state;
+        if (!paren || sscanf(paren + 1, " %c %lu", &state, &ppid) != 2) continue;
+        if (n == cap) {
+            proc_parent *grown = realloc(v, 2 * cap * sizeof *v);
+            if (!grown) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = grown;
+            cap *= 2;
+        }
+        v[n++] = (proc_parent){.pid = (uint32_t)pid, .ppid = (uint32_t)ppid};
+    }
+    closedir(d);
+    if (v) qsort(v, n, sizeof *v, by_pid);
+    *n_out = n;
+    return v;
+}
+
+static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
+{
+    uint8_t one = 1;
+    if (bpf_map_update_elem(map, &tgid, &one, BPF_ANY) == 0) return 0;
+    set_err(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
+    return -1;
+}
+
+/* The TCP ports pid listens on (its sockets in LISTEN state, from
+ * /proc/PID/fd and its network namespace's /proc/PID/net/tcp{,6}) go into
+ * the kernel's ready_ports: connections accepted on them are followed for
+ * ready instants from their first byte, the first connection included.
+ * Best effort: what cannot be read is skipped. */
+static void seed_listen_ports(int ports_map, uint32_t pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%u/fd", pid);
+    DIR *d = opendir(path);
+    if (!d) return;
+    unsigned long inodes[1024];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < sizeof inodes / sizeof *inodes) {
+        char link[64], target[64];
+        snprintf(link, sizeof link, "/proc/%u/fd/%.16s", pid, de->d_name);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0) continue;
+        target[len] = 0;
+        unsigned long ino;
+        if (sscanf(target, "socket:[%lu]", &ino) == 1) inodes[n++] = ino;
+    }
+    closedir(d);
+    if (!n) return;
+    static const char *const tables[] = {"tcp", "tcp6"};
+    for (size_t t = 0; t < 2; t++) {
+        snprintf(path, sizeof path, "/proc/%u/net/%s", pid, tables[t]);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            char local[64];
+            unsigned state;
+            unsigned long ino;
+            /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+            if (sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &state, &ino) != 3) continue;
+            char *colon = strrchr(local, ':');
+            if (state != 0x0A || !colon) continue;
+            for (size_t i = 0; i < n; i++) {
+                if (inodes[i] != ino) continue;
+                uint16_t port = (uint16_t)strtoul(colon + 1, NULL, 16);
+                uint8_t one = 1;
+                bpf_map_update_elem(ports_map, &port, &one, BPF_ANY);
+                break;
+            }
+        }
+        fclose(f);
+    }
+}
+
+/* Put the requested processes and every descendant alive now into the
+ * kernel's traced set (and, with ready instants, their listening ports in
+ * ready_ports). Returns how many went in, or -1 with err. */
+int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen)
+{
+    int map = bpf_map__fd(skel->maps.traced_tgids);
+    size_t n_proc = 0;
+    proc_parent *procs = read_proc_parents(&n_proc);
+    if (!procs) {
+        set_err(err, errlen, "cannot read /proc to find the processes of --pid");
+        return -1;
+    }
+    int added = 0;
+    for (size_t i = 0; i <= opt->n_tgids; i++) {
+        uint32_t pid = i < opt->n_tgids ? opt->tgids[i] : opt->tgid;
+        if (!pid) continue;
+        proc_parent *p = find_proc(procs, n_proc, pid);
+        if (!p) {
+            set_err(err, errlen, "no process with pid %u", pid);
+            free(procs);
+            return -1;
+        }
+        p->traced = true;
+    }
+    /* Descendants: mark the children of marked processes until nothing changes. */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t i = 0; i < n_proc; i++) {
+            if (procs[i].traced) continue;
+            proc_parent *parent = find_proc(procs, n_proc, procs[i].ppid);
+            if (parent && parent->traced) procs[i].traced = grew = true;
+        }
+    }
+    int ports_map = bpf_map__fd(skel->maps.ready_ports);
+    for (size_t i = 0; i < n_proc && added >= 0; i++) {
+        if (!procs[i].traced) continue;
+        added = add_traced(map, procs[i].pid, err, errlen) < 0 ? -1 : added + 1;
+        if (skel->rodata->ready_wanted) seed_listen_ports(ports_map, procs[i].pid);
+    }
+    free(procs);
+    return added;
+}
+
+#endif
