@@ -48,7 +48,7 @@ $(BPF_DIR)/vmlinux.h:
 	@mkdir -p $(dir $@)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c bpf/socktap_ready.bpf.h bpf/socktap_copy.bpf.h bpf/socktap.h $(BPF_DIR)/vmlinux.h
+$(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c $(wildcard bpf/*.bpf.h) bpf/socktap.h $(BPF_DIR)/vmlinux.h
 	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I$(BPF_DIR) -Ibpf -c $< -o $@
 
 $(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o

@@ -165,9 +165,10 @@ int BPF_KPROBE(tt_ssl_read_ex, void *ssl, void *buf, __u64 num, __u64 *readbytes
     return tls_enter((__u64)ssl, (__u64)buf, (__u64)readbytes, TT_SOCKTAP_DIR_RECV, true);
 }
 
-/* One return program for the four: the entry noted which it was. */
+/* One return program for the four: the entry noted which it was. All four
+ * return an int: the upper half of the return register is not theirs. */
 SEC("uretprobe")
 int BPF_KRETPROBE(tt_ssl_return, long ret)
 {
-    return tls_exit(ret);
+    return tls_exit((int)ret);
 }

@@ -211,28 +211,33 @@ int tt_cmd_record(int argc, char **argv)
         free(comms);
         return TT_EXIT_OUTPUT;
     }
-    char path[3][4096], manifest_path[4096], err[PCAP_ERRBUF_SIZE + 256];
-    static const char *const names[3] = {"server.pcap", "client.pcap", "wire.pcap"};
-    for (int i = 0; i < 3; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+    char path[4][4096], manifest_path[4096], err[PCAP_ERRBUF_SIZE + 256];
+    static const char *const names[4] = {"server.pcap", "client.pcap", "wire.pcap", "tls.pcap"};
+    for (int i = 0; i < 4; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
     snprintf(manifest_path, sizeof manifest_path, "%s/manifest.json", dir);
 
     tt_synth *server = tt_synth_open(path[0], err, sizeof err);
     tt_synth *client = server ? tt_synth_open(path[1], err, sizeof err) : NULL;
-    if (!client) {
+    tt_synth *tls = client ? tt_synth_open(path[3], err, sizeof err) : NULL;
+    if (!tls) {
         fprintf(stderr, "tokentap record: %s\n", err);
         tt_synth_close(server);
+        tt_synth_close(client);
         free(comms);
         return TT_EXIT_OUTPUT;
     }
     tt_bpf_source *src = tt_bpf_source_new(tt_synth_chunk, server, tt_synth_chunk, client);
+    if (src) tt_bpf_source_route_tls(src, tt_synth_chunk, tls);
     if (!src || tt_bpf_source_start(src, &bopt, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap record: %s\n", src ? err : "out of memory");
         tt_bpf_source_free(src);
         tt_synth_close(server);
         tt_synth_close(client);
+        tt_synth_close(tls);
         /* Nothing was recorded: leave no half-made directory behind. */
         unlink(path[0]);
         unlink(path[1]);
+        unlink(path[3]);
         rmdir(dir);
         free(comms);
         return TT_EXIT_INPUT;
@@ -273,6 +278,10 @@ int tt_cmd_record(int argc, char **argv)
     m.client_packets = tt_synth_packets(client);
     bool failed = tt_synth_close(server) < 0;
     failed |= tt_synth_close(client) < 0;
+    /* the TLS plaintext vantage, kept when some was seen */
+    bool any_tls = tt_synth_packets(tls) > 0;
+    failed |= tt_synth_close(tls) < 0;
+    if (!any_tls) unlink(path[3]);
     failed |= wire_failed;
     m.wire = &wire;
     m.bs = &bs;
@@ -287,6 +296,11 @@ int tt_cmd_record(int argc, char **argv)
             (unsigned long long)bs.rb_fail, (unsigned long long)bs.truncated, (unsigned long long)bs.gaps,
             wire.skipped[0] ? "skipped" : "captured", wire.have_stats ? wire.stats.ps_recv : 0,
             wire.have_stats ? wire.stats.ps_drop : 0, tt_bpf_ready_note(&bs, ready, sizeof ready));
+    if (bs.tls_note)
+        fprintf(stderr, "tokentap record: %s; %llu TLS records on %llu connections (tls.pcap), %llu SSL calls whose "
+                        "socket was not known\n",
+                bs.tls_note, (unsigned long long)bs.tls_records, (unsigned long long)bs.tls_connections,
+                (unsigned long long)bs.tls_unpaired);
     if (failed) {
         fprintf(stderr, "tokentap record: writing %s failed\n", dir);
         if (status == TT_EXIT_OK) status = TT_EXIT_OUTPUT;

@@ -283,8 +283,10 @@ int tt_cmd_watch(int argc, char **argv)
     bopt.tgids = pids;
 
     tt_tracker_options topt = {.keep_text = text};
-    tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt);
-    tt_bpf_source *src = server && client ? tt_bpf_source_new(tt_tracker_chunk, server, tt_tracker_chunk, client) : NULL;
+    tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt), *tls = tt_tracker_new(&topt);
+    tt_bpf_source *src = server && client && tls ? tt_bpf_source_new(tt_tracker_chunk, server, tt_tracker_chunk, client)
+                                                 : NULL;
+    if (src) tt_bpf_source_route_tls(src, tt_tracker_chunk, tls);
     if (!src) {
         fprintf(stderr, "tokentap watch: out of memory\n");
         return TT_EXIT_INTERNAL;
@@ -295,6 +297,7 @@ int tt_cmd_watch(int argc, char **argv)
         tt_bpf_source_free(src);
         tt_tracker_free(server);
         tt_tracker_free(client);
+        tt_tracker_free(tls);
         return TT_EXIT_INPUT;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -314,7 +317,7 @@ int tt_cmd_watch(int argc, char **argv)
     uint64_t deadline = duration_s > 0 ? start + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
     uint64_t interval_ns = (uint64_t)(interval_s * 1e9);
     uint64_t next_summary = interval_ns ? start + interval_ns : UINT64_MAX;
-    watch_tally tally_server = {0}, tally_client = {0};
+    watch_tally tally_server = {0}, tally_client = {0}, tally_tls = {0};
     int status = TT_EXIT_OK;
     while (!watch_stop) {
         uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
@@ -330,9 +333,11 @@ int tt_cmd_watch(int argc, char **argv)
         }
         take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet);
         take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet);
+        take_new_requests(tls, TT_VANTAGE_TLS, &tally_tls, quiet);
     }
     tally_free(&tally_server);
     tally_free(&tally_client);
+    tally_free(&tally_tls);
     tt_bpf_source_poll(src, 0, err, sizeof err);
     tt_bpf_source_finish(src);
     tt_bpf_stats bs;
@@ -349,6 +354,12 @@ int tt_cmd_watch(int argc, char **argv)
             (unsigned long long)bs.truncated_bytes, (unsigned long long)bs.args_full,
             (unsigned long long)bs.not_copied, (unsigned long long)bs.not_copied_bytes,
             (unsigned long long)bs.children, tt_bpf_ready_note(&bs, ready, sizeof ready));
+    if (bs.tls_note)
+        fprintf(stderr, "tokentap watch: %s; %llu SSL calls, %llu TLS records on %llu connections, %llu calls (%llu bytes) "
+                        "whose socket was not known\n",
+                bs.tls_note, (unsigned long long)bs.kernel_tls_calls, (unsigned long long)bs.tls_records,
+                (unsigned long long)bs.tls_connections, (unsigned long long)bs.tls_unpaired,
+                (unsigned long long)bs.tls_unpaired_bytes);
 
     FILE *out = tt_open_output(output);
     bool failed = false;
@@ -357,13 +368,16 @@ int tt_cmd_watch(int argc, char **argv)
         fprintf(stderr, "tokentap watch: cannot write %s: %s\n", output, strerror(errno));
         status = TT_EXIT_OUTPUT;
     } else {
-        size_t ns = 0, nc = 0;
+        size_t ns = 0, nc = 0, nt = 0;
         tt_tracker_requests(server, &ns);
         tt_tracker_requests(client, &nc);
+        tt_tracker_requests(tls, &nt);
         /* The server vantage always; the client vantage when it saw anything
          * (or when it alone was asked for). */
         if (want_server) n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
         if (want_client && (nc || !want_server)) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
+        /* TLS plaintext, when some was seen (either end: the vantage says which) */
+        if (nt) n += report_vantage(out, tls, TT_VANTAGE_TLS, &bs, json, events, text, &failed);
         if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
             fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
             status = TT_EXIT_OUTPUT;
@@ -374,5 +388,6 @@ int tt_cmd_watch(int argc, char **argv)
     tt_bpf_source_free(src);
     tt_tracker_free(server);
     tt_tracker_free(client);
+    tt_tracker_free(tls);
     return status;
 }

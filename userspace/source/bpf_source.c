@@ -2,6 +2,7 @@
 #include "source/bpf_source.h"
 #include "source/bpf_setup.h"
 #include "source/chunk_conn.h"
+#include "source/tls_attach.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -54,6 +55,9 @@ typedef struct bpf_conn {
     uint64_t recv_off_ref;
     ready_mark pending[CONN_READY_PENDING]; /* READY records before recv_seq_known */
     uint32_t n_pending;
+    /* The TLS plaintext of the connection (TT_SOCKTAP_F_TLS records), a
+     * stream of its own for the TLS vantage; NULL until the first. */
+    tt_chunk_conn *tls;
 } bpf_conn;
 
 typedef struct ready_orphan {
@@ -70,6 +74,8 @@ struct tt_bpf_source {
     tt_bpf_stats st;
     struct socktap *skel;
     struct ring_buffer *rb;
+    tt_tls_attach tls;     /* the uprobes on TLS libraries */
+    char tls_note[1024];   /* tt_tls_attach_note, for st.tls_note */
 };
 
 _Static_assert(sizeof(struct tt_socktap_event) % 8 == 0, "socktap event head must stay 8-byte aligned");
@@ -93,6 +99,11 @@ tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chu
     return s;
 }
 
+void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn fn, void *ctx)
+{
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_TLS, fn, ctx);
+}
+
 static unsigned conn_bucket(uint32_t tgid, int32_t fd)
 {
     uint64_t h = ((uint64_t)tgid << 32 | (uint32_t)fd) * 0x9E3779B97F4A7C15ull;
@@ -114,6 +125,10 @@ static void conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
             break;
         }
     s->st.ready_unplaced += c->n_pending;
+    if (c->tls) {
+        tt_chunk_conn_end(&s->sinks, c->tls, ns > c->tls->last_ns ? ns : c->tls->last_ns);
+        free(c->tls);
+    }
     tt_chunk_conn_end(&s->sinks, &c->cc, ns);
     free(c);
 }
@@ -288,8 +303,13 @@ static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
     bpf_conn *c = conn_unlink(s, ev->tgid, ev->fd);
     if (!c) return;
     uint64_t ns = ev->ts_ns > c->cc.last_ns ? ev->ts_ns : c->cc.last_ns;
-    if (c->sock_id != ev->sock_id) s->st.closes_other_sock++; /* stale: ended all the same */
-    else tt_chunk_conn_fin(&s->sinks, &c->cc, tt_chunk_conn_send_dir(&c->cc), ns);
+    if (c->sock_id != ev->sock_id) {
+        s->st.closes_other_sock++; /* stale: ended all the same */
+    } else {
+        tt_chunk_conn_fin(&s->sinks, &c->cc, tt_chunk_conn_send_dir(&c->cc), ns);
+        /* the local end's plaintext ends with its socket */
+        if (c->tls) tt_chunk_conn_fin(&s->sinks, c->tls, tt_chunk_conn_send_dir(c->tls), ns);
+    }
     s->st.closes++;
     conn_end(s, c, ns);
 }
@@ -303,8 +323,52 @@ static void feed_eof(tt_bpf_source *s, const struct tt_socktap_event *ev)
         uint64_t ns = ev->ts_ns > c->cc.last_ns ? ev->ts_ns : c->cc.last_ns;
         c->cc.last_ns = ns;
         tt_chunk_conn_fin(&s->sinks, &c->cc, tt_chunk_conn_recv_dir(&c->cc), ns);
+        /* the plaintext cannot go on past the ciphertext's end */
+        if (c->tls) tt_chunk_conn_fin(&s->sinks, c->tls, tt_chunk_conn_recv_dir(c->tls), ns);
         return;
     }
+}
+
+/* The TLS plaintext stream of c, made on its first record: the same
+ * endpoints and orientation, its own conn_id and offsets. NULL when out of
+ * memory. */
+static tt_chunk_conn *tls_stream(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
+{
+    if (c->tls) return c->tls;
+    tt_chunk_conn *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    *t = c->cc;
+    memset(t->offset, 0, sizeof t->offset);
+    memset(t->ended, 0, sizeof t->ended);
+    memset(t->info.seq_known, 0, sizeof t->info.seq_known); /* plaintext has no TCP sequence numbers */
+    t->tls = true;
+    t->info.conn_id = tt_chunk_sinks_next_conn_id(&s->sinks);
+    t->info.first_seen_ns = ns;
+    t->last_ns = ns;
+    c->tls = t;
+    s->st.tls_connections++;
+    return t;
+}
+
+/* A TT_SOCKTAP_F_TLS record: plaintext of the connection's TLS stream, as
+ * DATA (and GAP for what was lost or not copied) at the TLS vantage. */
+static int feed_tls(tt_bpf_source *s, const struct tt_socktap_event *ev, const uint8_t *data)
+{
+    bpf_conn *c = conn_for(s, ev);
+    tt_chunk_conn *t = c ? tls_stream(s, c, ev->ts_ns) : NULL;
+    if (!t) return -1;
+    s->st.tls_records++;
+
+    if (ev->ts_ns > t->last_ns) t->last_ns = ev->ts_ns;
+    tt_direction dir = ev->dir == TT_SOCKTAP_DIR_SEND ? tt_chunk_conn_send_dir(t) : tt_chunk_conn_recv_dir(t);
+    if (t->ended[dir]) return 0;
+    if (ev->lost_before) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_GAP, ev->ts_ns, NULL, ev->lost_before);
+    if (ev->copied) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_DATA, ev->ts_ns, data, ev->copied);
+    uint64_t missing = 0;
+    if (ev->flags & (TT_SOCKTAP_F_TRUNCATED | TT_SOCKTAP_F_COPY_FAILED))
+        missing = (uint64_t)ev->total_len - ev->piece_off - ev->copied;
+    if (missing) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_GAP, ev->ts_ns, NULL, missing);
+    return 0;
 }
 
 /* connect or accept: the role of the local end, known rather than guessed.
@@ -359,6 +423,7 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         return 0;
     }
     if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
+    if (ev.flags & TT_SOCKTAP_F_TLS) return feed_tls(s, &ev, data);
     bpf_conn *c = conn_for(s, &ev);
     if (!c) return -1;
     if (ev.ts_ns > c->cc.last_ns) c->cc.last_ns = ev.ts_ns;
@@ -419,6 +484,7 @@ const char *tt_bpf_ready_note(const tt_bpf_stats *st, char *buf, size_t cap)
 static void copy_stats(const tt_bpf_source *s, tt_bpf_stats *out)
 {
     *out = s->st;
+    out->tls_note = s->tls_note[0] ? s->tls_note : NULL;
     out->data_bytes = s->sinks.data_bytes;
     out->ready_marks = s->sinks.ready_marks;
     out->gaps = s->sinks.gaps;
@@ -518,9 +584,28 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         }
         s->st.tgids_at_start = (uint64_t)seeded;
     }
+    /* TLS plaintext: uprobes on the libraries of the traced processes (all
+     * of them without a process filter) and the system's */
+    if (getenv("TOKENTAP_NO_TLS")) {
+        snprintf(s->tls_note, sizeof s->tls_note, "no TLS library attached: TOKENTAP_NO_TLS is set");
+    } else {
+        uint32_t pids[65];
+        size_t n_pids = 0;
+        if (opt && opt->tgid) pids[n_pids++] = opt->tgid;
+        for (size_t i = 0; opt && i < opt->n_tgids && n_pids < 65; i++) pids[n_pids++] = opt->tgids[i];
+        if (tt_tls_attach_libraries(skel, pids, n_pids, &s->tls) < 0) {
+            set_err(err, errlen, "out of memory attaching to the TLS libraries");
+            tt_tls_attach_free(&s->tls);
+            socktap__destroy(skel);
+            return -1;
+        }
+        tt_tls_attach_note(&s->tls, s->tls_note, sizeof s->tls_note);
+    }
+    s->st.tls_libraries = s->tls.attached;
     s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, s, NULL);
     if (!s->rb) {
         set_err(err, errlen, "cannot set up the ring buffer: %s", strerror(errno));
+        tt_tls_attach_free(&s->tls);
         socktap__destroy(skel);
         return -1;
     }
@@ -577,6 +662,9 @@ void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
     out->tgids_full = sums[TT_SOCKTAP_STAT_TGIDS_FULL];
     out->kernel_ready = sums[TT_SOCKTAP_STAT_READY];
     out->ready_full = sums[TT_SOCKTAP_STAT_READY_FULL];
+    out->kernel_tls_calls = sums[TT_SOCKTAP_STAT_TLS_CALLS];
+    out->tls_unpaired = sums[TT_SOCKTAP_STAT_TLS_UNPAIRED];
+    out->tls_unpaired_bytes = sums[TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES];
 }
 
 #else
@@ -603,6 +691,7 @@ void tt_bpf_source_free(tt_bpf_source *s)
     tt_bpf_source_finish(s);
 #ifdef TT_WITH_BPF
     ring_buffer__free(s->rb);
+    tt_tls_attach_free(&s->tls);
     socktap__destroy(s->skel);
 #endif
     free(s);

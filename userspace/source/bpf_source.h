@@ -56,7 +56,17 @@ typedef struct tt_bpf_stats {
     bool ready_available;
     const char *ready_missing;
     uint64_t ready_records, ready_marks, ready_unplaced, kernel_ready, ready_full;
+    /* Added (TLS plaintext, uprobes on the TLS libraries, tls_attach.h):
+     * libraries attached (0: tls_note says why), connections with a
+     * plaintext stream, TLS records read; the kernel's SSL calls that moved
+     * plaintext and those whose socket was not known (not recorded). */
+    uint64_t tls_libraries, tls_connections, tls_records, kernel_tls_calls, tls_unpaired, tls_unpaired_bytes;
+    const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
+
+/* The TLS plaintext (TT_VANTAGE_TLS) goes to fn(ctx, chunk); without this
+ * call it is dropped. */
+void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn fn, void *ctx);
 
 /* A source that delivers chunks to on_server (SERVER vantage) and on_client
  * (CLIENT vantage); either fn may be NULL to drop that vantage. Nothing is

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# watch, TLS plaintext of running processes (uprobes on OpenSSL, issue 13):
+# an HTTPS SSE server (Python's ssl module: SSL_read_ex / SSL_write_ex)
+# started first, then `watch --pid` on it; curl (SSL_read / SSL_write)
+# started after watch, traced by `watch --comm curl`. Neither is restarted.
+#  1. the server's TLS vantage: both requests, complete, 8 token events
+#     each, every one 0-2 ms after the server's own log line written just
+#     before its SSL_write_ex (median under 300 us); the server vantage
+#     (the ciphertext) holds no HTTP request.
+#  2. curl's TLS vantage: the request whole, 8 token events, its text the
+#     server's; the client vantage (ciphertext) no HTTP request.
+#  3. TOKENTAP_NO_TLS=1: said, and no TLS vantage.
+#  4. `record --pid`: tls.pcap, and `analyze DIR` finds the requests at the
+#     tls vantage.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need_root "eBPF uprobes"
+command -v curl >/dev/null || skip "curl not installed"
+command -v openssl >/dev/null || skip "openssl not installed"
+curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+need_bpf "$work"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
+    > /dev/null 2>&1 || fail "openssl could not make a certificate"
+/usr/bin/python3 "$(dirname "$0")/tls_sse_server.py" 8 10 "$work/c.pem" "$work/k.pem" "$work/server.log" \
+    > "$work/port" 2> "$work/srv.err" &
+spid=$!
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+port=$(cat "$work/port"); [ -n "$port" ] || fail "the HTTPS server did not start: $(cat "$work/srv.err")"
+get() {
+    curl -sS -N -k --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: $1" \
+        -d '{"model":"m","stream":true}' "https://127.0.0.1:$port/v1/chat/completions"
+}
+get warm > /dev/null   # the server is running, its TLS set up, before anything is traced
+
+# 1.
+"$TT" watch --pid "$spid" --json --events -o "$work/srv.json" > /dev/null 2> "$work/srv.watch" &
+wpid=$!
+wait_tracing "$work/srv.watch"
+get tw-1 > /dev/null
+get tw-2 > /dev/null
+sleep 0.3
+kill -INT $wpid; wait $wpid || fail "watch --pid exit $?: $(cat "$work/srv.watch")"
+grep -q 'TLS plaintext from [1-9]' "$work/srv.watch" || fail "no TLS library attached: $(cat "$work/srv.watch")"
+# whole: the live lines of both requests at the tls vantage, none incomplete
+[ "$(grep -c '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/srv.watch")" = 2 ] \
+    || fail "the server's TLS requests not whole: $(cat "$work/srv.watch")"
+
+# 2.
+"$TT" watch --comm curl --json --events --text -o "$work/cli.json" > /dev/null 2> "$work/cli.watch" &
+wpid=$!
+wait_tracing "$work/cli.watch"
+get tw-3 > "$work/curl.out"
+sleep 0.3
+kill -INT $wpid; wait $wpid || fail "watch --comm curl exit $?: $(cat "$work/cli.watch")"
+grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
+    || fail "curl's TLS request not whole: $(cat "$work/cli.watch")"
+
+/usr/bin/python3 - "$work" <<'PY' || fail "TLS vantages: see above"
+import json, statistics, sys
+work = sys.argv[1]
+
+def docs(path):
+    text, dec, pos, out = open(path).read(), json.JSONDecoder(), 0, []
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        d, pos = dec.raw_decode(text, pos)
+        out.append(d)
+    return {d["vantage"]: d for d in out}
+
+truth = {}
+for line in open(f"{work}/server.log"):
+    rid, i, ns = line.split()
+    truth[(rid, int(i))] = int(ns)
+
+srv = docs(f"{work}/srv.json")
+assert "tls" in srv, ("no tls vantage", list(srv))
+assert not [r for r in srv.get("server", {"requests": []})["requests"] if r.get("method")], \
+    "the server vantage parsed the ciphertext as HTTP"
+reqs = {r["request_id"]: r for r in srv["tls"]["requests"]}
+lags = []
+for rid in ("tw-1", "tw-2"):
+    r = reqs[rid]
+    toks = [e for e in r["events"] if e["kind"] == "TOKEN"]
+    assert len(toks) == 8, (rid, len(toks))
+    for i, e in enumerate(toks):
+        lag = e["dispatch_mono_ns"] - truth[(rid, i)]
+        assert 0 <= lag <= 2_000_000, (rid, i, lag)
+        lags.append(lag)
+med = statistics.median(lags)
+assert med < 300_000, med
+
+cli = docs(f"{work}/cli.json")
+assert "tls" in cli, ("no tls vantage at curl", list(cli))
+assert not [r for r in cli.get("client", {"requests": []})["requests"] if r.get("method")], \
+    "the client vantage parsed the ciphertext as HTTP"
+r = [r for r in cli["tls"]["requests"] if r["request_id"] == "tw-3"][0]
+toks = [e for e in r["events"] if e["kind"] == "TOKEN"]
+assert len(toks) == 8, len(toks)
+text = "".join(e.get("text", "") for e in toks)
+assert text == "".join('{"choices":[{"index":0,"delta":{"content":"t%d"}}]}' % i for i in range(8)) or \
+    text == "".join("t%d" % i for i in range(8)), text
+print("TLS: server 16/16 token events, SSL_write_ex entry minus the server's log median %.1f us (max %.1f us); "
+      "curl 8/8 with the server's text" % (med / 1e3, max(lags) / 1e3))
+PY
+
+# 3.
+TOKENTAP_NO_TLS=1 "$TT" watch --pid "$spid" --duration 1 --json -o "$work/off.json" > /dev/null 2> "$work/off.watch" &
+wpid=$!
+wait_tracing "$work/off.watch"
+get tw-4 > /dev/null
+wait $wpid || true
+grep -q 'TOKENTAP_NO_TLS is set' "$work/off.watch" || fail "TOKENTAP_NO_TLS not said: $(cat "$work/off.watch")"
+if grep -q '"vantage": "tls"' "$work/off.json"; then fail "a tls vantage with TOKENTAP_NO_TLS"; fi
+
+# 4.
+"$TT" record -o "$work/rec" --pid "$spid" > /dev/null 2> "$work/rec.err" &
+rpid=$!
+for _ in $(seq 50); do grep -q 'recording into' "$work/rec.err" 2>/dev/null && break; sleep 0.1; done
+get tw-5 > /dev/null
+sleep 0.3
+kill -INT $rpid; wait $rpid || fail "record exit $?: $(cat "$work/rec.err")"
+[ -s "$work/rec/tls.pcap" ] || fail "no tls.pcap: $(ls "$work/rec") $(cat "$work/rec.err")"
+"$TT" analyze --json -o "$work/rec.json" "$work/rec" 2> /dev/null || fail "analyze DIR exit $?"
+/usr/bin/python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = [r for r in d['requests'] if r['request_id'] == 'tw-5'][0]
+assert 'tls' in r['vantages'] and r['vantages']['tls']['token_events'] == 8, r['vantages']
+" "$work/rec.json" || fail "record: tw-5 not at the tls vantage"
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp"

@@ -1,0 +1,53 @@
+/* tls_attach.h - the uprobes of bpf/socktap_tls.bpf.h on the TLS libraries
+ * of running processes, so the eBPF vantages read TLS plaintext without
+ * restarting anything (docs/bpf.md, "TLS").
+ *
+ * OpenSSL 3.x and 1.1 as shared libraries (a file named libssl.so*): found
+ * in /proc/PID/maps of the traced processes (every process without a
+ * process filter) and opened through /proc/PID/root (a process in a
+ * container sees its own files), and at the system's usual paths, so that
+ * processes started later that map the same file are covered too. One
+ * attachment per library file (device and inode): a uprobe on a file fires
+ * in every process that maps it, and the process filters apply in the
+ * kernel. SSL_write, SSL_write_ex, SSL_read and SSL_read_ex at entry and
+ * return; a library without SSL_read and SSL_write is noted, not attached. */
+#ifndef TT_TLS_ATTACH_H
+#define TT_TLS_ATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_TLS_MAX_LIBS 16
+
+typedef struct tt_tls_lib {
+    char path[512];      /* the path attached (through /proc/PID/root when found in a process) */
+    uint64_t dev, ino;
+    unsigned functions;  /* SSL_* functions attached, entry and return */
+    char note[128];      /* why none, when functions is 0 */
+} tt_tls_lib;
+
+typedef struct tt_tls_attach {
+    tt_tls_lib libs[TT_TLS_MAX_LIBS];
+    size_t n_libs;
+    size_t attached;       /* libraries with at least SSL_read and SSL_write */
+    size_t processes_seen; /* traced processes that mapped a libssl at start */
+    void **links;          /* struct bpf_link *, owned */
+    size_t n_links, cap_links;
+} tt_tls_attach;
+
+struct socktap;
+
+/* Find the libssl files of the processes pids[0..n_pids) (n_pids 0: every
+ * process) and the system's, and attach the skeleton's TLS programs to
+ * each. Returns the number of libraries attached (0 is not an error: t
+ * says why per library); -1 only when out of memory. */
+int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t);
+
+/* One phrase for a summary line: "TLS plaintext from N libraries (PATH,
+ * ...)" or "no TLS library attached: WHY". Returns buf. */
+const char *tt_tls_attach_note(const tt_tls_attach *t, char *buf, size_t cap);
+
+/* Detach every uprobe. t may be zeroed or NULL. */
+void tt_tls_attach_free(tt_tls_attach *t);
+
+#endif
