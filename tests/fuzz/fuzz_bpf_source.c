@@ -26,8 +26,9 @@ static void to_tracker(void *ctx, const tt_chunk *c)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    sink server = {tt_tracker_new(NULL)}, client = {tt_tracker_new(NULL)};
+    sink server = {tt_tracker_new(NULL)}, client = {tt_tracker_new(NULL)}, tls = {tt_tracker_new(NULL)};
     tt_bpf_source *src = tt_bpf_source_new(to_tracker, &server, to_tracker, &client);
+    tt_bpf_source_route_tls(src, to_tracker, &tls); /* TT_SOCKTAP_F_TLS records: the plaintext stream */
     uint8_t rec[sizeof(struct tt_socktap_event) + 512];
     size_t i = 0;
     while (i + 2 <= size) {
@@ -42,5 +43,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tt_bpf_source_free(src); /* finishes: END and RELEASE for every connection */
     tt_tracker_free(server.t);
     tt_tracker_free(client.t);
+    tt_tracker_free(tls.t);
     return 0;
 }

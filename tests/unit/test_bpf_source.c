@@ -615,6 +615,73 @@ static void test_sequence_base_of_sends(void **state)
     tt_bpf_source_free(s);
 }
 
+/* TLS plaintext records (TT_SOCKTAP_F_TLS) of a client connection: a
+ * stream of their own at the TLS vantage (its own conn_id, offsets from 0,
+ * the socket's endpoints and orientation), beside the ciphertext at the
+ * client vantage; bytes lost or not copied are gaps; a read of end of file
+ * on the socket ends the plaintext's receive direction cleanly, and
+ * close() its send direction. */
+static void test_tls_plaintext_stream(void **state)
+{
+    log_ctx cli = {0}, tls = {0};
+    tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
+    assert_non_null(s);
+    tt_bpf_source_route_tls(s, collect, &tls);
+    uint8_t buf[512];
+    struct tt_socktap_event ev;
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x51, 5);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* the ciphertext the library wrote, then the plaintext it was handed */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 20, "\x17\x03\x03xx", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 10, "POST / HTTP/1.1\r\n\r\n", 0, 0, TT_SOCKTAP_F_TLS, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* a response read: 12 bytes lost before it, then 9 copied of 20 */
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0x51, 40, "HTTP/1.1 ", 20, 0, TT_SOCKTAP_F_TLS | TT_SOCKTAP_F_TRUNCATED, 12);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 1);
+    assert_int_equal(cli.items[0].kind, TT_CHUNK_DATA);
+    assert_int_equal(tls.n, 4);
+    assert_int_equal(tls.items[0].vantage, TT_VANTAGE_TLS);
+    assert_int_equal(tls.items[0].kind, TT_CHUNK_DATA);
+    assert_int_equal(tls.items[0].dir, TT_DIR_C2S);
+    assert_int_equal(tls.items[0].offset, 0);
+    assert_int_equal(tls.items[0].mono_ns, 10);
+    assert_string_equal(tls.items[0].data, "POST / HTTP/1.1\r\n\r\n");
+    assert_true(tls.items[0].conn_id != cli.items[0].conn_id);
+    assert_int_equal(tls.items[0].client_port, cli.items[0].client_port);
+    assert_int_equal(tls.items[0].server_port, cli.items[0].server_port);
+    assert_false(tls.items[0].seq_known); /* plaintext has no TCP sequence numbers */
+    assert_int_equal(tls.items[1].kind, TT_CHUNK_GAP);
+    assert_int_equal(tls.items[1].dir, TT_DIR_S2C);
+    assert_int_equal(tls.items[1].len, 12);
+    assert_int_equal(tls.items[2].kind, TT_CHUNK_DATA);
+    assert_int_equal(tls.items[2].offset, 12);
+    assert_int_equal(tls.items[3].kind, TT_CHUNK_GAP);
+    assert_int_equal(tls.items[3].offset, 21);
+    assert_int_equal(tls.items[3].len, 11);
+    /* end of file on the socket: the plaintext's receive direction ends (FIN) */
+    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 6, 0x51, 50);
+    memcpy(&ev, buf, sizeof ev);
+    ev.dir = TT_SOCKTAP_DIR_RECV;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(tls.items[tls.n - 1].kind, TT_CHUNK_FIN);
+    assert_int_equal(tls.items[tls.n - 1].dir, TT_DIR_S2C);
+    /* close(): its send direction FIN, then both streams released */
+    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 6, 0x51, 60);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(tls.items[tls.n - 1].kind, TT_CHUNK_RELEASE);
+    assert_int_equal(tls.items[tls.n - 2].kind, TT_CHUNK_FIN);
+    assert_int_equal(tls.items[tls.n - 2].dir, TT_DIR_C2S);
+    assert_int_equal(cli.items[cli.n - 1].kind, TT_CHUNK_RELEASE);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.tls_connections, 1);
+    assert_int_equal(st.tls_records, 2);
+    tt_bpf_source_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -628,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_ready_marks),
         cmocka_unit_test(test_sequence_base_of_sends),
+        cmocka_unit_test(test_tls_plaintext_stream),
         cmocka_unit_test(test_wake_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

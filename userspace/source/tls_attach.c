@@ -34,7 +34,7 @@ static bool is_libssl(const char *path)
 
 /* The library at path, added unless its file (device, inode) is already
  * there; NULL when it is, when it cannot be stat'ed, or when full. */
-static tt_tls_lib *lib_add(tt_tls_attach *t, const char *path)
+static tt_tls_lib *lib_add(tt_tls_attach *t, const char *path, uint32_t pid, bool executable)
 {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
@@ -46,6 +46,8 @@ static tt_tls_lib *lib_add(tt_tls_attach *t, const char *path)
     snprintf(lib->path, sizeof lib->path, "%s", path);
     lib->dev = (uint64_t)st.st_dev;
     lib->ino = (uint64_t)st.st_ino;
+    lib->pid = pid;
+    lib->executable = executable;
     return lib;
 }
 
@@ -68,9 +70,15 @@ static bool scan_process(tt_tls_attach *t, uint32_t pid)
         found = true;
         char full[600];
         snprintf(full, sizeof full, "/proc/%u/root%s", pid, path);
-        lib_add(t, full);
+        lib_add(t, full, pid, false);
     }
     fclose(f);
+    if (!found) {
+        /* OpenSSL linked into the executable, perhaps */
+        char exe[64];
+        snprintf(exe, sizeof exe, "/proc/%u/exe", pid);
+        lib_add(t, exe, pid, true);
+    }
     return found;
 }
 
@@ -142,13 +150,49 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
     return 0;
 }
 
+/* Whether a library attached in full was found in process pid. */
+static bool pid_covered(const tt_tls_attach *t, uint32_t pid)
+{
+    for (size_t i = 0; i < t->n_libs; i++)
+        if (t->libs[i].pid == pid && !t->libs[i].note[0] && t->libs[i].functions) return true;
+    return false;
+}
+
+/* Executables without the functions are not worth a word: most have none.
+ * Drops them from the list. */
+static void drop_plain_executables(tt_tls_attach *t)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_libs; i++)
+        if (!t->libs[i].executable || t->libs[i].functions) t->libs[k++] = t->libs[i];
+    t->n_libs = k;
+}
+
 int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t)
 {
     memset(t, 0, sizeof *t);
     scan_processes(t, pids, n_pids);
-    for (size_t i = 0; i < sizeof system_libssl / sizeof *system_libssl; i++) lib_add(t, system_libssl[i]);
+    for (size_t i = 0; i < sizeof system_libssl / sizeof *system_libssl; i++) lib_add(t, system_libssl[i], 0, false);
     for (size_t i = 0; i < t->n_libs; i++)
         if (attach_library(skel, t, &t->libs[i]) < 0) return -1;
+    for (size_t i = 0; i < n_pids; i++)
+        if (!pid_covered(t, pids[i]) && t->n_uncovered < TT_TLS_MAX_UNCOVERED) {
+            /* a library found in another process may still be this one's: by inode */
+            bool shares = false;
+            char maps[64];
+            snprintf(maps, sizeof maps, "/proc/%u/maps", pids[i]);
+            FILE *f = fopen(maps, "r");
+            char line[1024];
+            while (f && !shares && fgets(line, sizeof line, f)) {
+                unsigned long ino = 0;
+                if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1 || !ino) continue;
+                for (size_t k = 0; k < t->n_libs && !shares; k++)
+                    shares = t->libs[k].ino == ino && t->libs[k].functions && !t->libs[k].note[0];
+            }
+            if (f) fclose(f);
+            if (!shares) t->uncovered[t->n_uncovered++] = pids[i];
+        }
+    drop_plain_executables(t);
     return (int)t->attached;
 }
 
@@ -191,6 +235,9 @@ const char *tt_tls_attach_note(const tt_tls_attach *t, char *buf, size_t cap)
         used += (size_t)snprintf(buf + used, cap - used, "%s%s%s%s", i ? ", " : "", lib->path,
                                  lib->note[0] ? ": " : "", lib->note);
     }
-    if (used < cap) snprintf(buf + used, cap - used, ")");
+    if (used < cap) used += (size_t)snprintf(buf + used, cap - used, ")");
+    for (size_t i = 0; i < t->n_uncovered && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%u", i ? "," : "; no TLS library in pid ",
+                                 t->uncovered[i]);
     return buf;
 }

@@ -10,18 +10,27 @@
  * attachment per library file (device and inode): a uprobe on a file fires
  * in every process that maps it, and the process filters apply in the
  * kernel. SSL_write, SSL_write_ex, SSL_read and SSL_read_ex at entry and
- * return; a library without SSL_read and SSL_write is noted, not attached. */
+ * return; a library without SSL_read and SSL_write is noted, not attached.
+ * OpenSSL linked into an executable (Node.js): a process that maps no
+ * libssl has its executable tried for the same functions (/proc/PID/exe;
+ * one without them is passed over silently). A traced process (--pid)
+ * covered by neither is named in the note. */
 #ifndef TT_TLS_ATTACH_H
 #define TT_TLS_ATTACH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define TT_TLS_MAX_LIBS 16
 
+#define TT_TLS_MAX_UNCOVERED 8
+
 typedef struct tt_tls_lib {
     char path[512];      /* the path attached (through /proc/PID/root when found in a process) */
     uint64_t dev, ino;
+    bool executable;     /* a process's executable, tried for OpenSSL linked in */
+    uint32_t pid;        /* the process it was found in (0: a system path) */
     unsigned functions;  /* SSL_* functions attached, entry and return */
     char note[128];      /* why none, when functions is 0 */
 } tt_tls_lib;
@@ -31,6 +40,8 @@ typedef struct tt_tls_attach {
     size_t n_libs;
     size_t attached;       /* libraries with at least SSL_read and SSL_write */
     size_t processes_seen; /* traced processes that mapped a libssl at start */
+    uint32_t uncovered[TT_TLS_MAX_UNCOVERED]; /* --pid processes with no TLS library attached */
+    size_t n_uncovered;
     void **links;          /* struct bpf_link *, owned */
     size_t n_links, cap_links;
 } tt_tls_attach;
