@@ -12,6 +12,13 @@
 #  3. TOKENTAP_NO_TLS=1: said, and no TLS vantage.
 #  4. `record --pid`: tls.pcap, and `analyze DIR` finds the requests at the
 #     tls vantage.
+#  5. Node.js (OpenSSL linked into the node executable, no libssl mapped):
+#     a running node https client, `watch --pid` on it: its executable is
+#     attached and its SSL calls counted. Node feeds OpenSSL through memory
+#     BIOs: the socket syscalls happen outside the SSL calls, so no call can
+#     be paired with its socket by the syscall inside it; every one is
+#     counted unpaired and none is given to a connection (no tls request),
+#     while node's own read stamps show the exchange happened.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
@@ -132,4 +139,26 @@ d = json.load(open(sys.argv[1]))
 r = [r for r in d['requests'] if r['request_id'] == 'tw-5'][0]
 assert 'tls' in r['vantages'] and r['vantages']['tls']['token_events'] == 8, r['vantages']
 " "$work/rec.json" || fail "record: tw-5 not at the tls vantage"
-echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp"
+# 5.
+if command -v node > /dev/null; then
+    node "$(dirname "$0")/node_https_client.js" "$port" tw-node "$work/go" > "$work/node.out" 2> "$work/node.err" &
+    npid=$!
+    sleep 0.5
+    "$TT" watch --pid "$npid" --json --events -o "$work/node.json" > /dev/null 2> "$work/node.watch" &
+    wpid=$!
+    wait_tracing "$work/node.watch"
+    touch "$work/go"
+    wait $npid || fail "node client: $(cat "$work/node.err")"
+    sleep 0.3
+    rc=0; kill -INT $wpid; wait $wpid || rc=$?
+    # 4: no HTTP exchange at any vantage (the ciphertext is not HTTP, the plaintext not paired)
+    [ $rc = 4 ] || fail "watch --pid node exit $rc, wanted 4: $(cat "$work/node.watch")"
+    grep -q 'TLS plaintext from [1-9].*/exe' "$work/node.watch" || fail "node's executable not attached: $(cat "$work/node.watch")"
+    calls=$(sed -n 's/.*; \([0-9]*\) SSL calls, 0 TLS records on 0 connections, \([0-9]*\) calls .*/\1 \2/p' "$work/node.watch")
+    set -- $calls
+    [ -n "$calls" ] && [ "$1" -ge 2 ] && [ "$1" = "$2" ] \
+        || fail "node's SSL calls not all counted unpaired: $(tail -1 "$work/node.watch")"
+    if grep -q '"vantage": "tls"' "$work/node.json"; then fail "plaintext given to a connection for node"; fi
+    [ "$(grep -c '^tw-node [0-9]' "$work/node.out")" -ge 1 ] || fail "node read nothing: $(cat "$work/node.out")"
+fi
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's memory-BIO calls counted unpaired"
