@@ -54,7 +54,17 @@ struct call_args {
     __u64 tls_ssl, tls_buf, tls_len_ptr, tls_enter_ns, tls_sk;
     __s32 tls_fd;
     __u8 tls_dir, tls_ex, tls_active;
+    /* For libraries that move their ciphertext outside the SSL calls
+     * (memory BIOs, Node.js): the thread's last socket read, and an SSL
+     * object whose plaintext writes wait for the thread's next socket
+     * write (with the pending bytes the ring buffer refused). */
+    __u64 last_recv_sk;
+    __s32 last_recv_fd;
+    __u8 tls_pending;
+    __u64 tls_pending_ssl, tls_pending_lost;
 };
+
+static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk, __s32 fd, __u32 syscall);
 
 struct lost_key {
     __u64 sock_id;
@@ -254,6 +264,13 @@ static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32
         /* the TLS library moving its own bytes: the SSL call's socket */
         a->tls_sk = (__u64)sk;
         a->tls_fd = fd;
+    }
+    if (syscall == TT_SOCKTAP_SYS_READ || syscall == TT_SOCKTAP_SYS_RECVFROM || syscall == TT_SOCKTAP_SYS_READV ||
+        syscall == TT_SOCKTAP_SYS_RECVMSG || syscall == TT_SOCKTAP_SYS_RECVMMSG) {
+        a->last_recv_sk = (__u64)sk;
+        a->last_recv_fd = fd;
+    } else if (a->tls_pending && !a->tls_active && !is_role_syscall(syscall) && syscall != TT_SOCKTAP_SYS_CLOSE) {
+        tls_pair_pending(a, sk, fd, syscall);
     }
     return 0;
 }

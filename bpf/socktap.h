@@ -100,6 +100,11 @@ enum tt_socktap_kind {
                                  became readable since the previous READY of this socket
                                  (or, flagged READY_FROM_START, every byte since the stream began).
                                  Softirq context: tgid, tid 0, fd -1, syscall and enter/exit 0 */
+    TT_SOCKTAP_KIND_TLS_PAIR, /* the TLS plaintext records of this thread held as pending
+                                 (F_TLS_PENDING) belong to this record's socket: the thread's
+                                 first socket write after them (a library that writes its
+                                 ciphertext after the SSL call, Node.js). lost_before: pending
+                                 plaintext bytes the ring buffer refused */
     TT_SOCKTAP_KIND_COUNT
 };
 
@@ -118,6 +123,10 @@ enum tt_socktap_flags {
                                            uprobe on the library (socktap_tls.bpf.h); its bytes are
                                            a stream of their own beside the socket's ciphertext.
                                            SEND stamped at the call's entry, RECV at its return */
+    TT_SOCKTAP_F_TLS_PENDING = 1u << 7, /* with F_TLS: an SSL_write that made no socket syscall and
+                                           whose SSL object's socket is not known yet: sock_id 0,
+                                           no tuple; it belongs to the socket of the next
+                                           TLS_PAIR record of its thread (tid) */
 };
 
 /* Indices of the per-CPU counter array `stats`. */
@@ -137,6 +146,8 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_TLS_CALLS,       /* SSL read/write calls that moved plaintext */
     TT_SOCKTAP_STAT_TLS_UNPAIRED,    /* of those, calls whose socket was not known: not recorded */
     TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES,
+    TT_SOCKTAP_STAT_TLS_BY_LAST_READ, /* SSL reads paired with the thread's socket read before them */
+    TT_SOCKTAP_STAT_TLS_PENDING,     /* SSL writes sent pending, to be paired by the next socket write */
     TT_SOCKTAP_STAT_COUNT
 };
 

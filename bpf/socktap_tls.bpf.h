@@ -11,9 +11,17 @@
  * SSL call the library reads or writes its socket itself, on the same
  * thread, so the enter of that syscall notes its sock in the thread's
  * call_args (tls_sk); the SSL object's sock is then kept in tls_socks for
- * the calls the library serves from its own buffer, with no syscall. A call
- * whose socket is still unknown is counted (TLS_UNPAIRED), never given to a
- * guessed connection.
+ * the calls the library serves from its own buffer, with no syscall.
+ * A library that feeds OpenSSL through memory BIOs (Node.js) moves its
+ * ciphertext outside the calls, on the same thread: it reads the socket,
+ * then hands the bytes to SSL_read; it calls SSL_write, then writes the
+ * ciphertext to the socket. So an SSL_read with no socket known takes the
+ * thread's last socket read (TLS_BY_LAST_READ), and an SSL_write with none
+ * is sent pending (F_TLS_PENDING, sock_id 0) and paired by the thread's
+ * next socket write (a TLS_PAIR record; userspace holds the pending ones
+ * until it comes). Either way the SSL object's socket is kept in tls_socks,
+ * which wins from then on. A call paired by none of these is counted
+ * (TLS_UNPAIRED), never given to a guessed connection.
  *
  * Records: kind DATA with TT_SOCKTAP_F_TLS, syscall TLS_WRITE or TLS_READ,
  * the socket's tuple, the plaintext in pieces as for a syscall (the same
@@ -38,6 +46,28 @@ struct {
     __type(key, struct tls_key);
     __type(value, struct tls_sock);
 } tls_socks SEC(".maps");
+
+/* The thread's first socket write after plaintext writes it held pending:
+ * their socket. Kept for the SSL object, and said in a TLS_PAIR record. */
+static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk, __s32 fd, __u32 syscall)
+{
+    a->tls_pending = 0;
+    __u64 id = bpf_get_current_pid_tgid();
+    struct tls_key key = {.ssl = a->tls_pending_ssl, .tgid = id >> 32};
+    struct tls_sock v = {.sk = (__u64)sk, .fd = fd};
+    bpf_map_update_elem(&tls_socks, &key, &v, BPF_ANY);
+    struct tt_socktap_event ev;
+    fill_head(&ev, sk, id, fd, syscall, TT_SOCKTAP_KIND_TLS_PAIR);
+    __u64 now = bpf_ktime_get_ns();
+    ev.ts_ns = ev.enter_ns = ev.exit_ns = now;
+    ev.ret = 0;
+    ev.dir = TT_SOCKTAP_DIR_SEND;
+    ev.lost_before = a->tls_pending_lost;
+    a->tls_pending_lost = 0;
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) == 0) stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+    else stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+    return 0;
+}
 
 /* The entry of an SSL call on this thread: what its return needs. */
 static __always_inline int tls_enter(__u64 ssl, __u64 buf, __u64 len_ptr, __u8 dir, bool ex)
@@ -97,7 +127,22 @@ static __always_inline int tls_exit(long ret)
             fd = v->fd;
         }
     }
-    if (!sk) {
+    bool pending = false;
+    if (!sk && dir == TT_SOCKTAP_DIR_RECV && a->last_recv_sk) {
+        /* a memory BIO: the ciphertext came from the thread's last socket read */
+        sk = (struct sock *)a->last_recv_sk;
+        fd = a->last_recv_fd;
+        struct tls_sock v = {.sk = (__u64)sk, .fd = fd};
+        bpf_map_update_elem(&tls_socks, &key, &v, BPF_ANY);
+        stat_add(TT_SOCKTAP_STAT_TLS_BY_LAST_READ, 1);
+    } else if (!sk && dir == TT_SOCKTAP_DIR_SEND && (!a->tls_pending || a->tls_pending_ssl == a->tls_ssl)) {
+        /* a memory BIO: the ciphertext goes out with the thread's next socket write */
+        pending = true;
+        a->tls_pending = 1;
+        a->tls_pending_ssl = a->tls_ssl;
+        stat_add(TT_SOCKTAP_STAT_TLS_PENDING, 1);
+    }
+    if (!sk && !pending) {
         stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED, 1);
         stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, total);
         return 0;
@@ -106,9 +151,20 @@ static __always_inline int tls_exit(long ret)
     struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
     if (!rec) return 0;
     struct tt_socktap_event *ev = &rec->ev;
-    fill_head(ev, sk, id, fd, dir == TT_SOCKTAP_DIR_SEND ? TT_SOCKTAP_SYS_TLS_WRITE : TT_SOCKTAP_SYS_TLS_READ,
-              TT_SOCKTAP_KIND_DATA);
-    if (port_rejected(ev)) return 0;
+    __u32 call = dir == TT_SOCKTAP_DIR_SEND ? TT_SOCKTAP_SYS_TLS_WRITE : TT_SOCKTAP_SYS_TLS_READ;
+    if (pending) {
+        /* no socket yet: no tuple; the TLS_PAIR record gives it */
+        __builtin_memset(ev, 0, sizeof *ev);
+        ev->tgid = id >> 32;
+        ev->tid = (__u32)id;
+        ev->fd = -1;
+        ev->syscall = call;
+        ev->kind = TT_SOCKTAP_KIND_DATA;
+        ev->flags = TT_SOCKTAP_F_TLS_PENDING;
+    } else {
+        fill_head(ev, (struct sock *)sk, id, fd, call, TT_SOCKTAP_KIND_DATA);
+        if (port_rejected(ev)) return 0;
+    }
     ev->flags |= TT_SOCKTAP_F_TLS;
     ev->enter_ns = a->tls_enter_ns;
     ev->exit_ns = now;
@@ -116,9 +172,10 @@ static __always_inline int tls_exit(long ret)
     ev->ret = ret;
     ev->dir = dir;
 
-    /* the plaintext's own owed bytes: pad 1 keeps them apart from the socket's */
+    /* the plaintext's own owed bytes: pad 1 keeps them apart from the socket's
+     * (a pending record's go with the thread, to its TLS_PAIR record) */
     struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir, .pad = 1};
-    __u64 *lostp = lost_ever ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
+    __u64 *lostp = lost_ever && !pending ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
     __u64 lost_in = lostp ? *lostp : 0;
     struct copy_state *st = &rec->st;
     __builtin_memset(st, 0, sizeof *st);
@@ -132,7 +189,9 @@ static __always_inline int tls_exit(long ret)
     bpf_loop(TT_SOCKTAP_MAX_PIECES + 2, copy_step, NULL, 0);
     if (!st->walked) finish_message(st, ev, TT_SOCKTAP_F_TRUNCATED);
     __u64 lost_out = st->lost;
-    if (lost_out) {
+    if (pending) {
+        a->tls_pending_lost += lost_out;
+    } else if (lost_out) {
         lost_ever = 1;
         bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
     } else if (lost_in) {

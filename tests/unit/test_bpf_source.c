@@ -682,6 +682,62 @@ static void test_tls_plaintext_stream(void **state)
     tt_bpf_source_free(s);
 }
 
+/* Plaintext writes sent pending (a memory BIO: the ciphertext goes out
+ * after the SSL call) are held until their thread's TLS_PAIR names the
+ * socket, then delivered in order with their own instants; another
+ * thread's stay held; past the bound, or at the end, they count unpaired
+ * and go to no connection. */
+static void test_tls_pending_writes(void **state)
+{
+    log_ctx cli = {0}, tls = {0};
+    tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
+    assert_non_null(s);
+    tt_bpf_source_route_tls(s, collect, &tls);
+    uint8_t buf[512];
+    struct tt_socktap_event ev;
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x61, 5);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    /* two pending writes of thread 42, one of thread 43 */
+    const char *parts[3] = {"POST / HTTP/1.1\r\n", "\r\n", "other"};
+    for (int i = 0; i < 3; i++) {
+        n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 10 + (uint64_t)i, parts[i], 0, 0,
+                     TT_SOCKTAP_F_TLS | TT_SOCKTAP_F_TLS_PENDING, 0);
+        memcpy(&ev, buf, sizeof ev);
+        ev.tid = i == 2 ? 43 : 42;
+        memset(ev.laddr, 0, sizeof ev.laddr);
+        memcpy(buf, &ev, sizeof ev);
+        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    }
+    assert_int_equal(tls.n, 0);
+    /* thread 42 writes its socket: TLS_PAIR, 3 refused pending bytes before */
+    n = make_marker(buf, TT_SOCKTAP_KIND_TLS_PAIR, 6, 0x61, 20);
+    memcpy(&ev, buf, sizeof ev);
+    ev.lost_before = 3;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(tls.n, 3);
+    assert_int_equal(tls.items[0].kind, TT_CHUNK_GAP);
+    assert_int_equal(tls.items[0].len, 3);
+    assert_int_equal(tls.items[1].kind, TT_CHUNK_DATA);
+    assert_int_equal(tls.items[1].mono_ns, 10);
+    assert_int_equal(tls.items[1].offset, 3);
+    assert_string_equal(tls.items[1].data, "POST / HTTP/1.1\r\n");
+    assert_int_equal(tls.items[2].mono_ns, 11);
+    assert_int_equal(tls.items[2].dir, TT_DIR_C2S);
+    assert_int_equal(tls.items[2].client_port, 8000); /* connected: the local end, port 8000, is the client */
+    /* a pending record that is not DATA+TLS is bad */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 30, "x", 0, 0, TT_SOCKTAP_F_TLS_PENDING, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    /* thread 43's record was never paired: unpaired at the end */
+    tt_bpf_source_finish(s);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.tls_unpaired, 1);
+    assert_int_equal(st.tls_unpaired_bytes, 5);
+    for (size_t i = 0; i < tls.n; i++) assert_true(strcmp(tls.items[i].data, "other") != 0);
+    tt_bpf_source_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_ready_marks),
         cmocka_unit_test(test_sequence_base_of_sends),
         cmocka_unit_test(test_tls_plaintext_stream),
+        cmocka_unit_test(test_tls_pending_writes),
         cmocka_unit_test(test_wake_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

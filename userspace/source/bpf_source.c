@@ -33,6 +33,7 @@ struct ring_buffer;
 #define CONN_READY_PENDING 32  /* READY records held per connection until its sequence numbers are known */
 #define READY_ORPHANS 256      /* READY records of sockets not yet seen in a syscall (accept to come) */
 #define READY_MAX_AHEAD (64u << 20) /* a mark further than this past the bytes read is not believed */
+#define TLS_PENDING_MAX 64     /* TLS plaintext records held for their thread's TLS_PAIR (all threads) */
 
 /* A READY record as the kernel gave it: receive sequence numbers. */
 typedef struct ready_mark {
@@ -60,6 +61,13 @@ typedef struct bpf_conn {
     tt_chunk_conn *tls;
 } bpf_conn;
 
+/* A TLS plaintext record held until its thread's TLS_PAIR record names its
+ * socket (TT_SOCKTAP_F_TLS_PENDING). */
+typedef struct tls_pending {
+    struct tt_socktap_event ev;
+    uint8_t *data; /* ev.copied bytes, owned */
+} tls_pending;
+
 typedef struct ready_orphan {
     uint64_t sock_id;
     ready_mark m;
@@ -75,6 +83,8 @@ struct tt_bpf_source {
     struct socktap *skel;
     struct ring_buffer *rb;
     tt_tls_attach tls;     /* the uprobes on TLS libraries */
+    tls_pending pending[TLS_PENDING_MAX]; /* in arrival order; the oldest is dropped (unpaired) */
+    size_t n_pending;
     char tls_note[1024];   /* tt_tls_attach_note, for st.tls_note */
 };
 
@@ -371,6 +381,64 @@ static int feed_tls(tt_bpf_source *s, const struct tt_socktap_event *ev, const u
     return 0;
 }
 
+/* The oldest held record leaves unpaired. */
+static void pending_drop_oldest(tt_bpf_source *s)
+{
+    s->st.tls_unpaired_held++;
+    s->st.tls_unpaired_held_bytes += s->pending[0].ev.total_len - s->pending[0].ev.piece_off;
+    free(s->pending[0].data);
+    memmove(&s->pending[0], &s->pending[1], (s->n_pending - 1) * sizeof s->pending[0]);
+    s->n_pending--;
+}
+
+/* A plaintext record whose socket its thread's next TLS_PAIR names: held. */
+static int hold_pending(tt_bpf_source *s, const struct tt_socktap_event *ev, const uint8_t *data)
+{
+    if (s->n_pending == TLS_PENDING_MAX) pending_drop_oldest(s);
+    tls_pending *p = &s->pending[s->n_pending];
+    p->ev = *ev;
+    p->data = ev->copied ? malloc(ev->copied) : NULL;
+    if (ev->copied && !p->data) return -1;
+    if (ev->copied) memcpy(p->data, data, ev->copied);
+    s->n_pending++;
+    return 0;
+}
+
+/* TLS_PAIR: the held records of its thread belong to its socket, in the
+ * order they came; the pending bytes the ring buffer refused before them
+ * are a gap. */
+static int feed_tls_pair(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    bpf_conn *c = conn_for(s, ev);
+    if (!c) return -1;
+    tt_chunk_conn *t = tls_stream(s, c, ev->ts_ns);
+    if (!t) return -1;
+    if (ev->lost_before && !t->ended[tt_chunk_conn_send_dir(t)])
+        tt_chunk_conn_emit(&s->sinks, t, tt_chunk_conn_send_dir(t), TT_CHUNK_GAP, ev->ts_ns, NULL, ev->lost_before);
+    size_t kept = 0;
+    int rc = 0;
+    for (size_t i = 0; i < s->n_pending; i++) {
+        tls_pending *p = &s->pending[i];
+        if (p->ev.tid != ev->tid) {
+            s->pending[kept++] = *p;
+            continue;
+        }
+        struct tt_socktap_event paired = p->ev;
+        paired.sock_id = ev->sock_id;
+        paired.fd = ev->fd;
+        paired.family = ev->family;
+        paired.lport = ev->lport;
+        paired.rport = ev->rport;
+        memcpy(paired.laddr, ev->laddr, sizeof paired.laddr);
+        memcpy(paired.raddr, ev->raddr, sizeof paired.raddr);
+        paired.flags = (uint8_t)((paired.flags & ~TT_SOCKTAP_F_TLS_PENDING) | (ev->flags & TT_SOCKTAP_F_IPV6));
+        if (rc == 0) rc = feed_tls(s, &paired, p->data);
+        free(p->data);
+    }
+    s->n_pending = kept;
+    return rc;
+}
+
 /* connect or accept: the role of the local end, known rather than guessed.
  * A connection that already carried bytes keeps its orientation. */
 static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
@@ -401,7 +469,8 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || ev.kind >= TT_SOCKTAP_KIND_COUNT ||
         (uint64_t)ev.piece_off + ev.copied > ev.total_len ||
         ((ev.flags & TT_SOCKTAP_F_NOT_COPIED) && ev.copied) ||
-        (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || ev.lost_before)) ||
+        (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || (ev.lost_before && ev.kind != TT_SOCKTAP_KIND_TLS_PAIR))) ||
+        ((ev.flags & TT_SOCKTAP_F_TLS_PENDING) && (ev.kind != TT_SOCKTAP_KIND_DATA || !(ev.flags & TT_SOCKTAP_F_TLS))) ||
         (ev.kind != TT_SOCKTAP_KIND_DATA && ev.kind != TT_SOCKTAP_KIND_READY && ev.total_len) ||
         (ev.kind == TT_SOCKTAP_KIND_READY &&
          (ev.dir != TT_SOCKTAP_DIR_RECV || !(ev.flags & TT_SOCKTAP_F_SEQ) ||
@@ -422,7 +491,9 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         feed_eof(s, &ev);
         return 0;
     }
+    if (ev.kind == TT_SOCKTAP_KIND_TLS_PAIR) return feed_tls_pair(s, &ev);
     if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
+    if (ev.flags & TT_SOCKTAP_F_TLS_PENDING) return hold_pending(s, &ev, data);
     if (ev.flags & TT_SOCKTAP_F_TLS) return feed_tls(s, &ev, data);
     bpf_conn *c = conn_for(s, &ev);
     if (!c) return -1;
@@ -458,6 +529,7 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
 
 void tt_bpf_source_finish(tt_bpf_source *s)
 {
+    while (s->n_pending) pending_drop_oldest(s); /* never paired */
     for (unsigned b = 0; b < CONN_BUCKETS; b++) {
         bpf_conn *c = s->buckets[b];
         s->buckets[b] = NULL;
@@ -485,6 +557,9 @@ static void copy_stats(const tt_bpf_source *s, tt_bpf_stats *out)
 {
     *out = s->st;
     out->tls_note = s->tls_note[0] ? s->tls_note : NULL;
+    /* what userspace held and never saw paired is unpaired too (the kernel's own added when loaded) */
+    out->tls_unpaired = s->st.tls_unpaired_held;
+    out->tls_unpaired_bytes = s->st.tls_unpaired_held_bytes;
     out->data_bytes = s->sinks.data_bytes;
     out->ready_marks = s->sinks.ready_marks;
     out->gaps = s->sinks.gaps;
@@ -663,8 +738,10 @@ void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
     out->kernel_ready = sums[TT_SOCKTAP_STAT_READY];
     out->ready_full = sums[TT_SOCKTAP_STAT_READY_FULL];
     out->kernel_tls_calls = sums[TT_SOCKTAP_STAT_TLS_CALLS];
-    out->tls_unpaired = sums[TT_SOCKTAP_STAT_TLS_UNPAIRED];
-    out->tls_unpaired_bytes = sums[TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES];
+    out->tls_unpaired += sums[TT_SOCKTAP_STAT_TLS_UNPAIRED];
+    out->tls_unpaired_bytes += sums[TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES];
+    out->kernel_tls_by_last_read = sums[TT_SOCKTAP_STAT_TLS_BY_LAST_READ];
+    out->kernel_tls_pending = sums[TT_SOCKTAP_STAT_TLS_PENDING];
 }
 
 #else

@@ -61,6 +61,10 @@ typedef struct tt_bpf_stats {
      * plaintext stream, TLS records read; the kernel's SSL calls that moved
      * plaintext and those whose socket was not known (not recorded). */
     uint64_t tls_libraries, tls_connections, tls_records, kernel_tls_calls, tls_unpaired, tls_unpaired_bytes;
+    /* SSL reads paired by the thread's socket read before them and writes
+     * sent pending (memory BIOs: Node.js, bpf/README.md), and pending
+     * records that no TLS_PAIR claimed (held past the bound, or at the end) */
+    uint64_t kernel_tls_by_last_read, kernel_tls_pending, tls_unpaired_held, tls_unpaired_held_bytes;
     const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
 
