@@ -28,6 +28,11 @@
  * walk, the same truncation and loss accounting, owed bytes kept apart
  * from the socket's own). */
 
+/* Set by userspace when it attaches to TLS libraries: then every exec of
+ * a traced process is said (KIND_EXEC), so that a program started later
+ * gets its library (or its own executable) attached. */
+const volatile bool tls_wanted = false;
+
 struct tls_key {
     __u64 ssl;
     __u32 tgid;
@@ -230,4 +235,23 @@ SEC("uretprobe")
 int BPF_KRETPROBE(tt_ssl_return, long ret)
 {
     return tls_exit((int)ret);
+}
+
+/* A traced process started a new program: said at once (a wakeup), so that
+ * userspace attaches to its TLS library before it makes its first calls. */
+SEC("tracepoint/sched/sched_process_exec")
+int tt_exec(void *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    if (!tls_wanted || !task_traced(id)) return 0;
+    struct tt_socktap_event ev;
+    __builtin_memset(&ev, 0, sizeof ev);
+    ev.tgid = id >> 32;
+    ev.tid = (__u32)id;
+    ev.fd = -1;
+    ev.kind = TT_SOCKTAP_KIND_EXEC;
+    ev.ts_ns = ev.enter_ns = ev.exit_ns = bpf_ktime_get_ns();
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, BPF_RB_FORCE_WAKEUP) == 0) stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+    else stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+    return 0;
 }

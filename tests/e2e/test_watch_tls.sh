@@ -19,6 +19,9 @@
 #     whole at the tls vantage (reads paired by the thread's socket read
 #     before them, writes by its socket write after), each token event's
 #     SSL_read return before node's own 'data' callback stamp (0-3 ms).
+#  6. a program started after watch (`watch --comm node`, then node): its
+#     exec is seen, its executable attached (a line says so) before it
+#     sends its request, which is whole at the tls vantage.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
@@ -182,4 +185,23 @@ print("node: 8/8 token events at the tls vantage; node's 'data' stamp minus SSL_
       % (lags[len(lags) // 2] / 1e3))
 PY
 fi
-echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs"
+
+# 6.
+if command -v node > /dev/null; then
+    rm -f "$work/go"
+    "$TT" watch --comm node --json -o "$work/late.json" > /dev/null 2> "$work/late.watch" &
+    wpid=$!
+    wait_tracing "$work/late.watch"
+    node "$(dirname "$0")/node_https_client.js" "$port" tw-late "$work/go" > "$work/late.out" 2> "$work/late.err" &
+    npid=$!
+    for _ in $(seq 100); do grep -q "TLS library attached (pid $npid)" "$work/late.watch" && break; sleep 0.05; done
+    grep -q "TLS library attached (pid $npid): .*/exe" "$work/late.watch" \
+        || fail "node started after watch not attached: $(cat "$work/late.watch")"
+    touch "$work/go"
+    wait $npid || fail "node client: $(cat "$work/late.err")"
+    sleep 0.3
+    kill -INT $wpid; wait $wpid || fail "watch --comm node exit $?: $(cat "$work/late.watch")"
+    grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
+        || fail "the late node's TLS request not whole: $(cat "$work/late.watch")"
+fi
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch"

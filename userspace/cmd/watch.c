@@ -15,6 +15,7 @@
 #include "metrics/metrics.h"
 #include "report/report.h"
 #include "source/bpf_source.h"
+#include "source/tls_attach.h"
 #include "timeline/conn_tracker.h"
 
 #define WATCH_MAX_PIDS 64
@@ -162,6 +163,21 @@ static void tally_free(watch_tally *t)
 {
     free(t->ttft);
     free(t->itl);
+}
+
+/* A line per TLS library attached since the last call (a traced process
+ * started a program: its libssl, or its own executable); *said counts
+ * those already said. quiet: counted, not printed. */
+static void say_new_tls_libraries(const tt_bpf_source *src, size_t *said, bool quiet)
+{
+    const tt_tls_attach *t = tt_bpf_source_tls(src);
+    if (!t) return;
+    for (; *said < t->n_libs; (*said)++) {
+        const tt_tls_lib *lib = &t->libs[*said];
+        if (quiet || !lib->functions) continue;
+        fprintf(stderr, "tokentap watch: TLS library attached (pid %u): %s%s%s\n", lib->pid, lib->path,
+                lib->note[0] ? ": " : "", lib->note);
+    }
 }
 
 /* The report of one vantage; returns the number of requests. */
@@ -322,6 +338,8 @@ int tt_cmd_watch(int argc, char **argv)
     uint64_t interval_ns = (uint64_t)(interval_s * 1e9);
     uint64_t next_summary = interval_ns ? start + interval_ns : UINT64_MAX;
     watch_tally tally_server = {0}, tally_client = {0}, tally_tls = {0};
+    size_t tls_said = 0;
+    say_new_tls_libraries(src, &tls_said, true); /* those of the start are in the last line */
     int status = TT_EXIT_OK;
     while (!watch_stop) {
         uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
@@ -338,6 +356,7 @@ int tt_cmd_watch(int argc, char **argv)
         take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet);
         take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet);
         take_new_requests(tls, TT_VANTAGE_TLS, &tally_tls, quiet);
+        say_new_tls_libraries(src, &tls_said, quiet);
     }
     tally_free(&tally_server);
     tally_free(&tally_client);

@@ -45,7 +45,7 @@ static const char *const tracepoints[] = {
     "syscalls/sys_exit_sendmmsg", "syscalls/sys_enter_sendfile64", "syscalls/sys_exit_sendfile64",
     "syscalls/sys_enter_connect", "syscalls/sys_exit_connect", "syscalls/sys_enter_accept",
     "syscalls/sys_exit_accept", "syscalls/sys_enter_accept4", "syscalls/sys_exit_accept4",
-    "syscalls/sys_enter_close", "sched/sched_process_fork", "sched/sched_process_exit",
+    "syscalls/sys_enter_close", "sched/sched_process_fork", "sched/sched_process_exit", "sched/sched_process_exec",
 };
 
 int tt_bpf_check_tracefs(char *err, size_t errlen)

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "core/util.h"
 
 #include "../../bpf/socktap.h"
 
@@ -34,6 +37,7 @@ struct ring_buffer;
 #define READY_ORPHANS 256      /* READY records of sockets not yet seen in a syscall (accept to come) */
 #define READY_MAX_AHEAD (64u << 20) /* a mark further than this past the bytes read is not believed */
 #define TLS_PENDING_MAX 64     /* TLS plaintext records held for their thread's TLS_PAIR (all threads) */
+#define EXEC_QUEUE 64          /* processes that exec'd, to look at for TLS libraries */
 
 /* A READY record as the kernel gave it: receive sequence numbers. */
 typedef struct ready_mark {
@@ -85,6 +89,10 @@ struct tt_bpf_source {
     tt_tls_attach tls;     /* the uprobes on TLS libraries */
     tls_pending pending[TLS_PENDING_MAX]; /* in arrival order; the oldest is dropped (unpaired) */
     size_t n_pending;
+    /* Processes that started a new program: looked at for TLS libraries at
+     * once, again 0.1 s and 1 s later (the loader maps them after exec) */
+    struct exec_look { uint32_t pid; uint8_t looks; uint64_t due_ns; } execs[EXEC_QUEUE];
+    size_t n_execs;
     char tls_note[1024];   /* tt_tls_attach_note, for st.tls_note */
 };
 
@@ -107,6 +115,11 @@ tt_bpf_source *tt_bpf_source_new(tt_chunk_fn on_server, void *server_ctx, tt_chu
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER, on_server, server_ctx);
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT, on_client, client_ctx);
     return s;
+}
+
+const struct tt_tls_attach *tt_bpf_source_tls(const tt_bpf_source *s)
+{
+    return s->skel ? &s->tls : NULL;
 }
 
 void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn fn, void *ctx)
@@ -492,6 +505,11 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         return 0;
     }
     if (ev.kind == TT_SOCKTAP_KIND_TLS_PAIR) return feed_tls_pair(s, &ev);
+    if (ev.kind == TT_SOCKTAP_KIND_EXEC) {
+        if (s->n_execs < EXEC_QUEUE) s->execs[s->n_execs++] = (struct exec_look){ev.tgid, 0, ev.ts_ns};
+        else s->st.exec_queue_full++;
+        return 0;
+    }
     if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
     if (ev.flags & TT_SOCKTAP_F_TLS_PENDING) return hold_pending(s, &ev, data);
     if (ev.flags & TT_SOCKTAP_F_TLS) return feed_tls(s, &ev, data);
@@ -628,6 +646,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     if (getenv("TOKENTAP_NO_READY")) s->st.ready_missing = "TOKENTAP_NO_READY is set";
     s->st.ready_available = s->st.ready_missing == NULL;
     skel->rodata->ready_wanted = s->st.ready_available;
+    skel->rodata->tls_wanted = !getenv("TOKENTAP_NO_TLS");
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
     int rc = socktap__load(skel);
     if (rc) {
@@ -688,6 +707,31 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     return 0;
 }
 
+/* The processes that exec'd whose look is due: their TLS libraries
+ * attached; each looked at three times (0, 0.1 s, 1 s after its exec). */
+static void look_at_execs(tt_bpf_source *s)
+{
+    if (!s->n_execs || !s->tls_note[0] || getenv("TOKENTAP_NO_TLS")) {
+        s->n_execs = 0;
+        return;
+    }
+    static const uint64_t after_ns[] = {0, 100000000ull, 1000000000ull};
+    uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
+    size_t kept = 0;
+    bool any = false;
+    for (size_t i = 0; i < s->n_execs; i++) {
+        struct exec_look e = s->execs[i];
+        if (e.due_ns + after_ns[e.looks] <= now) {
+            if (tt_tls_attach_process(s->skel, &s->tls, e.pid) > 0) any = true;
+            e.looks++;
+        }
+        if (e.looks < sizeof after_ns / sizeof *after_ns) s->execs[kept++] = e;
+    }
+    s->n_execs = kept;
+    if (any) tt_tls_attach_note(&s->tls, s->tls_note, sizeof s->tls_note);
+    s->st.tls_libraries = s->tls.attached;
+}
+
 int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen)
 {
     if (!s->rb) {
@@ -707,6 +751,7 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
         set_err(err, errlen, "reading the ring buffer failed: %s", strerror(-more));
         return -1;
     }
+    look_at_execs(s);
     return n > INT_MAX - more ? INT_MAX : n + more;
 }
 

@@ -65,6 +65,7 @@ typedef struct tt_bpf_stats {
      * sent pending (memory BIOs: Node.js, bpf/README.md), and pending
      * records that no TLS_PAIR claimed (held past the bound, or at the end) */
     uint64_t kernel_tls_by_last_read, kernel_tls_pending, tls_unpaired_held, tls_unpaired_held_bytes;
+    uint64_t exec_queue_full; /* execs of traced processes not looked at for TLS libraries: queue full */
     const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
 
@@ -110,6 +111,11 @@ void tt_bpf_source_finish(tt_bpf_source *s);
 /* One phrase for a summary line: "N ready instants (M not placed)" or
  * "no ready instants: <why>". Returns buf. */
 const char *tt_bpf_ready_note(const tt_bpf_stats *st, char *buf, size_t cap);
+
+/* The TLS libraries attached so far (tls_attach.h; they grow as traced
+ * processes exec new programs), or NULL before start. Valid until the next
+ * poll. */
+const struct tt_tls_attach *tt_bpf_source_tls(const tt_bpf_source *s);
 
 /* Counters, the kernel's included when loaded. */
 void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out);

@@ -40,6 +40,8 @@ static tt_tls_lib *lib_add(tt_tls_attach *t, const char *path, uint32_t pid, boo
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
     for (size_t i = 0; i < t->n_libs; i++)
         if (t->libs[i].dev == (uint64_t)st.st_dev && t->libs[i].ino == (uint64_t)st.st_ino) return NULL;
+    for (size_t i = 0; executable && i < t->n_plain; i++)
+        if (t->plain[i].dev == (uint64_t)st.st_dev && t->plain[i].ino == (uint64_t)st.st_ino) return NULL;
     if (t->n_libs == TT_TLS_MAX_LIBS) return NULL;
     tt_tls_lib *lib = &t->libs[t->n_libs++];
     memset(lib, 0, sizeof *lib);
@@ -163,8 +165,16 @@ static bool pid_covered(const tt_tls_attach *t, uint32_t pid)
 static void drop_plain_executables(tt_tls_attach *t)
 {
     size_t k = 0;
-    for (size_t i = 0; i < t->n_libs; i++)
-        if (!t->libs[i].executable || t->libs[i].functions) t->libs[k++] = t->libs[i];
+    for (size_t i = 0; i < t->n_libs; i++) {
+        if (!t->libs[i].executable || t->libs[i].functions) {
+            t->libs[k++] = t->libs[i];
+            continue;
+        }
+        t->plain[t->plain_next].dev = t->libs[i].dev;
+        t->plain[t->plain_next].ino = t->libs[i].ino;
+        t->plain_next = (t->plain_next + 1) % TT_TLS_MAX_PLAIN;
+        if (t->n_plain < TT_TLS_MAX_PLAIN) t->n_plain++;
+    }
     t->n_libs = k;
 }
 
@@ -196,6 +206,16 @@ int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n
     return (int)t->attached;
 }
 
+int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
+{
+    size_t before = t->n_libs, attached = t->attached;
+    t->processes_seen += scan_process(t, pid);
+    for (size_t i = before; i < t->n_libs; i++)
+        if (attach_library(skel, t, &t->libs[i]) < 0) return -1;
+    drop_plain_executables(t);
+    return (int)(t->attached - attached);
+}
+
 void tt_tls_attach_free(tt_tls_attach *t)
 {
     if (!t) return;
@@ -211,6 +231,12 @@ int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n
 {
     memset(t, 0, sizeof *t);
     scan_processes(t, pids, n_pids);
+    return 0;
+}
+
+int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
+{
+    t->processes_seen += scan_process(t, pid);
     return 0;
 }
 

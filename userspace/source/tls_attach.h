@@ -25,6 +25,7 @@
 #define TT_TLS_MAX_LIBS 16
 
 #define TT_TLS_MAX_UNCOVERED 8
+#define TT_TLS_MAX_PLAIN 256
 
 typedef struct tt_tls_lib {
     char path[512];      /* the path attached (through /proc/PID/root when found in a process) */
@@ -42,6 +43,10 @@ typedef struct tt_tls_attach {
     size_t processes_seen; /* traced processes that mapped a libssl at start */
     uint32_t uncovered[TT_TLS_MAX_UNCOVERED]; /* --pid processes with no TLS library attached */
     size_t n_uncovered;
+    /* executables found without the functions (device, inode): not parsed
+     * again at every exec of the same program; the oldest is forgotten */
+    struct { uint64_t dev, ino; } plain[TT_TLS_MAX_PLAIN];
+    size_t n_plain, plain_next;
     void **links;          /* struct bpf_link *, owned */
     size_t n_links, cap_links;
 } tt_tls_attach;
@@ -53,6 +58,11 @@ struct socktap;
  * each. Returns the number of libraries attached (0 is not an error: t
  * says why per library); -1 only when out of memory. */
 int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t);
+
+/* A traced process started a new program (or may have mapped a library
+ * since): look again at its maps and executable and attach to what is new.
+ * Returns the number of libraries newly attached, -1 when out of memory. */
+int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid);
 
 /* One phrase for a summary line: "TLS plaintext from N libraries (PATH,
  * ...)" or "no TLS library attached: WHY". Returns buf. */
