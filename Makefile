@@ -87,6 +87,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUP_LIB) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_LIB) $(BUILD)/libtokentap.a $(LDLIBS) -lcmocka
 
+$(BUILD)/tools/tttlsbench: LDLIBS += -lssl -lcrypto -lpthread
+
 $(BUILD)/tools/%: tests/tools/%.c $(SUP_LIB) $(BUILD)/libtokentap.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TT_CFLAGS) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUP_LIB) $(BUILD)/libtokentap.a $(LDLIBS)

@@ -18,7 +18,9 @@
 #    uncertainty for 100,000 requests of 20 token events (build/tools/ttclockfit),
 #    then two whole recordings of 100,000 requests (build/tools/ttsynthrec)
 #    merged by `tokentap analyze SRV CLI`: time and peak memory.
-# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks; several separated by commas) reruns
+# 6. The TLS plaintext vantage (tests/bench/tls.sh): added cost per SSL
+#    call, traced and for a bystander process, and the SSE chunk rate.
+# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks, tls; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -59,11 +61,14 @@ serve_heading="## tokentap serve"
 bpf_heading="## eBPF vantage"
 probe_heading="## The LD_PRELOAD probe (tokentap run)"
 clocks_heading="## Clocks of two hosts (analyze DIR DIR...)"
+tls_heading="## TLS plaintext vantage (uprobes on OpenSSL)"
 old_section() {
     [ -f docs/performance.md ] || return 0
-    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" '
+    awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" \
+        -v t="$tls_heading" '
         NR == 1 { cur = "analyze" }
         $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" } $0 == c { cur = "clocks" }
+        $0 == t { cur = "tls" }
         cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
@@ -366,8 +371,12 @@ PY
     } > "$work/clocks.md"
 }
 
+tls_section() {
+    BUILD=$BUILD tests/bench/tls.sh > "$work/tls.md"
+}
+
 wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-sections="analyze serve bpf probe clocks"
+sections="analyze serve bpf probe clocks tls"
 for name in $sections; do
     if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
 done
