@@ -701,6 +701,18 @@ int tt_fork(struct trace_event_raw_sched_process_fork *ctx)
     __u8 one = 1;
     if (bpf_map_update_elem(&traced_tgids, &child, &one, BPF_NOEXIST) == 0) stat_add(TT_SOCKTAP_STAT_CHILDREN, 1);
     else if (!bpf_map_lookup_elem(&traced_tgids, &child)) stat_add(TT_SOCKTAP_STAT_TGIDS_FULL, 1);
+    if (tls_wanted) {
+        /* the TLS uprobes are attached per traced process: the child needs its own */
+        struct tt_socktap_event ev;
+        __builtin_memset(&ev, 0, sizeof ev);
+        ev.tgid = child;
+        ev.tid = child;
+        ev.fd = -1;
+        ev.kind = TT_SOCKTAP_KIND_EXEC;
+        ev.ts_ns = ev.enter_ns = ev.exit_ns = bpf_ktime_get_ns();
+        if (bpf_ringbuf_output(&events, &ev, sizeof ev, BPF_RB_FORCE_WAKEUP) == 0) stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+        else stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+    }
     return 0;
 }
 

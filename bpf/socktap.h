@@ -105,9 +105,10 @@ enum tt_socktap_kind {
                                  first socket write after them (a library that writes its
                                  ciphertext after the SSL call, Node.js). lost_before: pending
                                  plaintext bytes the ring buffer refused */
-    TT_SOCKTAP_KIND_EXEC,     /* a traced process started a new program (sched_process_exec):
-                                 userspace looks for TLS libraries in it. No socket: tgid, tid,
-                                 ts_ns only; committed with a wakeup */
+    TT_SOCKTAP_KIND_EXEC,     /* a traced process started a new program (sched_process_exec), or
+                                 with --pid a traced process forked (tgid: the child; a thread's
+                                 id for a new thread): userspace looks for TLS libraries in it.
+                                 No socket: tgid, tid, ts_ns only; committed with a wakeup */
     TT_SOCKTAP_KIND_COUNT
 };
 

@@ -22,6 +22,10 @@
 #  6. a program started after watch (`watch --comm node`, then node): its
 #     exec is seen, its executable attached (a line says so) before it
 #     sends its request, which is whole at the tls vantage.
+#  7. `watch --pid` on a shell that starts curl later (fork, then exec):
+#     with a process list the uprobes are attached process by process, and
+#     the child is attached as it forks, before it maps libssl: its request
+#     whole at the tls vantage; the shell itself, mapping no libssl, named.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
@@ -204,4 +208,20 @@ if command -v node > /dev/null; then
     grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
         || fail "the late node's TLS request not whole: $(cat "$work/late.watch")"
 fi
-echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch"
+
+# 7.
+rm -f "$work/go"
+bash -c "while [ ! -e '$work/go' ]; do sleep 0.05; done; curl -sS -N -k --max-time 10 -H 'x-request-id: tw-fork' \
+    -d '{\"model\":\"m\",\"stream\":true}' https://127.0.0.1:$port/v1/chat/completions > /dev/null" &
+shpid=$!
+"$TT" watch --pid "$shpid" > /dev/null 2> "$work/fork.watch" &
+wpid=$!
+wait_tracing "$work/fork.watch"
+touch "$work/go"
+wait $shpid || fail "the shell's curl failed"
+sleep 0.3
+kill -INT $wpid; wait $wpid || fail "watch --pid shell exit $?: $(cat "$work/fork.watch")"
+grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/fork.watch" \
+    || fail "the forked curl's TLS request not whole: $(cat "$work/fork.watch")"
+grep -q "no TLS library in pid $shpid" "$work/fork.watch" || fail "the shell not named: $(tail -1 "$work/fork.watch")"
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell"

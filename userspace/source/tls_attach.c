@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -116,7 +117,7 @@ static int push_link(tt_tls_attach *t, struct bpf_link *l)
 
 /* The four functions of one library: the return first, so that an entry
  * never waits for a return that was not attached. */
-static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *lib)
+static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *lib, int pid)
 {
     const char *const fn[4] = {"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex"};
     struct bpf_program *entry[4] = {skel->progs.tt_ssl_write, skel->progs.tt_ssl_write_ex, skel->progs.tt_ssl_read,
@@ -124,10 +125,10 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
     bool got[4] = {false};
     for (int k = 0; k < 4; k++) {
         LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .func_name = fn[k], .retprobe = true);
-        struct bpf_link *r = bpf_program__attach_uprobe_opts(skel->progs.tt_ssl_return, -1, lib->path, 0, &ret_opts);
+        struct bpf_link *r = bpf_program__attach_uprobe_opts(skel->progs.tt_ssl_return, pid, lib->path, 0, &ret_opts);
         if (!r) continue;
         LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .func_name = fn[k]);
-        struct bpf_link *e = bpf_program__attach_uprobe_opts(entry[k], -1, lib->path, 0, &entry_opts);
+        struct bpf_link *e = bpf_program__attach_uprobe_opts(entry[k], pid, lib->path, 0, &entry_opts);
         if (!e) {
             bpf_link__destroy(r);
             continue;
@@ -142,76 +143,137 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
             return -1;
         }
         got[k] = true;
-        lib->functions++;
     }
+    unsigned n = got[0] + got[1] + got[2] + got[3];
+    if (n > lib->functions) lib->functions = n;
     if (got[0] && got[2]) {
-        t->attached++;
-    } else {
+        if (!lib->counted) t->attached++;
+        lib->counted = true;
+        lib->note[0] = 0;
+    } else if (!lib->counted) {
         snprintf(lib->note, sizeof lib->note, "no SSL_read and SSL_write symbols (stripped, or not OpenSSL)");
     }
     return 0;
 }
 
-/* Whether a library attached in full was found in process pid. */
-static bool pid_covered(const tt_tls_attach *t, uint32_t pid)
+/* Whether process pid maps the file of lib (by inode), or runs it. */
+static bool pid_maps(uint32_t pid, const tt_tls_lib *lib)
 {
-    for (size_t i = 0; i < t->n_libs; i++)
-        if (t->libs[i].pid == pid && !t->libs[i].note[0] && t->libs[i].functions) return true;
-    return false;
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%u/maps", pid);
+    FILE *f = fopen(path, "r");
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        unsigned long ino = 0;
+        found = sscanf(line, "%*s %*s %*s %*s %lu", &ino) == 1 && ino == lib->ino;
+    }
+    if (f) fclose(f);
+    if (!found && lib->executable) {
+        struct stat st;
+        snprintf(path, sizeof path, "/proc/%u/exe", pid);
+        found = stat(path, &st) == 0 && (uint64_t)st.st_ino == lib->ino && (uint64_t)st.st_dev == lib->dev;
+    }
+    return found;
+}
+
+/* Per process (a --pid list), once each: every shared library known,
+ * whether the process maps it yet or not (the kernel sets the breakpoints
+ * when it maps it: a child that execs a client is covered from its first
+ * call), and an executable when the process runs it. */
+static int attach_for_pid(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
+{
+    for (size_t i = 0; i < t->n_libs; i++) {
+        tt_tls_lib *lib = &t->libs[i];
+        bool done = false;
+        for (size_t k = 0; k < t->n_pairs && !done; k++) done = t->pairs[k].lib == i && t->pairs[k].pid == pid;
+        if (done || (lib->executable && !pid_maps(pid, lib))) continue;
+        if (t->n_pairs == t->cap_pairs) {
+            size_t cap = t->cap_pairs ? t->cap_pairs * 2 : 16;
+            struct tt_tls_pair *v = realloc(t->pairs, cap * sizeof *v);
+            if (!v) return -1;
+            t->pairs = v;
+            t->cap_pairs = cap;
+        }
+        t->pairs[t->n_pairs++] = (struct tt_tls_pair){(uint32_t)i, pid};
+        if (attach_library(skel, t, lib, (int)pid) < 0) return -1;
+    }
+    return 0;
+}
+
+/* A thread's id names its process's memory: nothing of its own to attach. */
+static bool is_process(uint32_t pid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%u/status", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    unsigned tgid = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Tgid: %u", &tgid) == 1) break;
+    fclose(f);
+    return tgid == pid;
 }
 
 /* Executables without the functions are not worth a word: most have none.
  * Drops them from the list. */
 static void drop_plain_executables(tt_tls_attach *t)
 {
-    size_t k = 0;
+    size_t k = 0, new_index[TT_TLS_MAX_LIBS];
     for (size_t i = 0; i < t->n_libs; i++) {
         if (!t->libs[i].executable || t->libs[i].functions) {
+            new_index[i] = k;
             t->libs[k++] = t->libs[i];
             continue;
         }
+        new_index[i] = SIZE_MAX;
         t->plain[t->plain_next].dev = t->libs[i].dev;
         t->plain[t->plain_next].ino = t->libs[i].ino;
         t->plain_next = (t->plain_next + 1) % TT_TLS_MAX_PLAIN;
         if (t->n_plain < TT_TLS_MAX_PLAIN) t->n_plain++;
     }
     t->n_libs = k;
+    /* the (library, process) pairs follow their library */
+    size_t kept = 0;
+    for (size_t i = 0; i < t->n_pairs; i++)
+        if (new_index[t->pairs[i].lib] != SIZE_MAX)
+            t->pairs[kept++] = (struct tt_tls_pair){(uint32_t)new_index[t->pairs[i].lib], t->pairs[i].pid};
+    t->n_pairs = kept;
 }
 
 int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t)
 {
     memset(t, 0, sizeof *t);
+    t->per_pid = n_pids > 0;
     scan_processes(t, pids, n_pids);
     for (size_t i = 0; i < sizeof system_libssl / sizeof *system_libssl; i++) lib_add(t, system_libssl[i], 0, false);
-    for (size_t i = 0; i < t->n_libs; i++)
-        if (attach_library(skel, t, &t->libs[i]) < 0) return -1;
-    for (size_t i = 0; i < n_pids; i++)
-        if (!pid_covered(t, pids[i]) && t->n_uncovered < TT_TLS_MAX_UNCOVERED) {
-            /* a library found in another process may still be this one's: by inode */
-            bool shares = false;
-            char maps[64];
-            snprintf(maps, sizeof maps, "/proc/%u/maps", pids[i]);
-            FILE *f = fopen(maps, "r");
-            char line[1024];
-            while (f && !shares && fgets(line, sizeof line, f)) {
-                unsigned long ino = 0;
-                if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1 || !ino) continue;
-                for (size_t k = 0; k < t->n_libs && !shares; k++)
-                    shares = t->libs[k].ino == ino && t->libs[k].functions && !t->libs[k].note[0];
-            }
-            if (f) fclose(f);
-            if (!shares) t->uncovered[t->n_uncovered++] = pids[i];
-        }
+    if (t->per_pid) {
+        for (size_t i = 0; i < n_pids; i++)
+            if (attach_for_pid(skel, t, pids[i]) < 0) return -1;
+    } else {
+        for (size_t i = 0; i < t->n_libs; i++)
+            if (attach_library(skel, t, &t->libs[i], -1) < 0) return -1;
+    }
+    for (size_t i = 0; i < n_pids; i++) {
+        bool covered = false;
+        for (size_t k = 0; k < t->n_libs && !covered; k++)
+            covered = t->libs[k].counted && pid_maps(pids[i], &t->libs[k]);
+        if (!covered && t->n_uncovered < TT_TLS_MAX_UNCOVERED) t->uncovered[t->n_uncovered++] = pids[i];
+    }
     drop_plain_executables(t);
     return (int)t->attached;
 }
 
 int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
 {
+    if (!is_process(pid)) return 0;
     size_t before = t->n_libs, attached = t->attached;
     t->processes_seen += scan_process(t, pid);
-    for (size_t i = before; i < t->n_libs; i++)
-        if (attach_library(skel, t, &t->libs[i]) < 0) return -1;
+    if (t->per_pid) {
+        if (attach_for_pid(skel, t, pid) < 0) return -1;
+    } else {
+        for (size_t i = before; i < t->n_libs; i++)
+            if (attach_library(skel, t, &t->libs[i], -1) < 0) return -1;
+    }
     drop_plain_executables(t);
     return (int)(t->attached - attached);
 }
@@ -223,6 +285,9 @@ void tt_tls_attach_free(tt_tls_attach *t)
     free(t->links);
     t->links = NULL;
     t->n_links = t->cap_links = 0;
+    free(t->pairs);
+    t->pairs = NULL;
+    t->n_pairs = t->cap_pairs = 0;
 }
 
 #else
@@ -242,7 +307,9 @@ int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
 
 void tt_tls_attach_free(tt_tls_attach *t)
 {
-    if (t) free(t->links);
+    if (!t) return;
+    free(t->links);
+    free(t->pairs);
 }
 
 #endif

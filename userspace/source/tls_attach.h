@@ -9,7 +9,12 @@
  * processes started later that map the same file are covered too. One
  * attachment per library file (device and inode): a uprobe on a file fires
  * in every process that maps it, and the process filters apply in the
- * kernel. SSL_write, SSL_write_ex, SSL_read and SSL_read_ex at entry and
+ * kernel; every process that maps it pays the traps, traced or not.
+ * With a list of processes (--pid), each library is attached for each of
+ * them instead (the kernel then sets the breakpoints in their memory only:
+ * other processes pay nothing; a library a process maps later gets them
+ * as it is mapped), and a process that joins the traced set (a fork, an
+ * exec) is attached as it comes (tt_tls_attach_process). SSL_write, SSL_write_ex, SSL_read and SSL_read_ex at entry and
  * return; a library without SSL_read and SSL_write is noted, not attached.
  * OpenSSL linked into an executable (Node.js): a process that maps no
  * libssl has its executable tried for the same functions (/proc/PID/exe;
@@ -33,6 +38,7 @@ typedef struct tt_tls_lib {
     bool executable;     /* a process's executable, tried for OpenSSL linked in */
     uint32_t pid;        /* the process it was found in (0: a system path) */
     unsigned functions;  /* SSL_* functions attached, entry and return */
+    bool counted;        /* attached with SSL_read and SSL_write: counted in tt_tls_attach.attached */
     char note[128];      /* why none, when functions is 0 */
 } tt_tls_lib;
 
@@ -49,14 +55,18 @@ typedef struct tt_tls_attach {
     size_t n_plain, plain_next;
     void **links;          /* struct bpf_link *, owned */
     size_t n_links, cap_links;
+    bool per_pid;          /* attached process by process (a --pid list), not file-wide */
+    struct tt_tls_pair { uint32_t lib, pid; } *pairs; /* per_pid: (library, process) attached */
+    size_t n_pairs, cap_pairs;
 } tt_tls_attach;
 
 struct socktap;
 
-/* Find the libssl files of the processes pids[0..n_pids) (n_pids 0: every
- * process) and the system's, and attach the skeleton's TLS programs to
- * each. Returns the number of libraries attached (0 is not an error: t
- * says why per library); -1 only when out of memory. */
+/* Find the libssl files of the processes pids[0..n_pids) and attach the
+ * skeleton's TLS programs to each for each of those processes; n_pids 0:
+ * the libraries of every process and the system's, attached file-wide.
+ * Returns the number of libraries attached (0 is not an error: t says why
+ * per library); -1 only when out of memory. */
 int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t);
 
 /* A traced process started a new program (or may have mapped a library
