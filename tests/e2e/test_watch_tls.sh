@@ -26,6 +26,10 @@
 #     with a process list the uprobes are attached process by process, and
 #     the child is attached as it forks, before it maps libssl: its request
 #     whole at the tls vantage; the shell itself, mapping no libssl, named.
+#  8. `tokentap serve --tls` (OpenSSL on nonblocking sockets) under
+#     `watch --pid`: two streams of 20 tokens from curl; every token write
+#     serve logged (its instant taken just before the SSL_write) is a token
+#     event at the tls vantage stamped 0-50 us after it (median), none before.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
@@ -224,4 +228,48 @@ kill -INT $wpid; wait $wpid || fail "watch --pid shell exit $?: $(cat "$work/for
 grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/fork.watch" \
     || fail "the forked curl's TLS request not whole: $(cat "$work/fork.watch")"
 grep -q "no TLS library in pid $shpid" "$work/fork.watch" || fail "the shell not named: $(tail -1 "$work/fork.watch")"
-echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell"
+
+# 8.
+"$TT" serve --listen 127.0.0.1:0 --profile vllm --tls "$work/c.pem" "$work/k.pem" --ttft-ms 5 --itl-ms 2 \
+    --log "$work/serve.log" > "$work/serve.out" 2> "$work/serve.err" &
+svpid=$!
+svport=$(wait_listening "$work/serve.out")
+[ -n "$svport" ] || fail "serve --tls did not start: $(cat "$work/serve.err")"
+"$TT" watch --pid "$svpid" --json --events -o "$work/sv.json" > /dev/null 2> "$work/sv.watch" &
+wpid=$!
+wait_tracing "$work/sv.watch"
+for i in 1 2; do
+    curl -sS -N -k --max-time 10 -H 'content-type: application/json' -H "x-request-id: tv-$i" \
+        -d '{"model":"m","stream":true,"max_tokens":20,"messages":[{"role":"user","content":"x"}]}' \
+        "https://127.0.0.1:$svport/v1/chat/completions" > "$work/sv-$i.out" || fail "curl to serve --tls failed"
+done
+sleep 0.3
+kill -INT $wpid; wait $wpid || fail "watch --pid serve exit $?: $(cat "$work/sv.watch")"
+kill -TERM $svpid; wait $svpid || fail "serve --tls exit $?: $(cat "$work/serve.err")"
+/usr/bin/python3 - "$work" <<'PY' || fail "serve --tls against its log: see above"
+import json, statistics, sys
+work = sys.argv[1]
+text, dec, pos, docs = open(f"{work}/sv.json").read(), json.JSONDecoder(), 0, {}
+while pos < len(text):
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    if pos >= len(text):
+        break
+    d, pos = dec.raw_decode(text, pos)
+    docs[d["vantage"]] = d
+reqs = {r["request_id"]: r for r in docs["tls"]["requests"]}
+log = [json.loads(l) for l in open(f"{work}/serve.log")]
+diffs = []
+for rid in ("tv-1", "tv-2"):
+    writes = [e["mono_ns"] for e in log if e["type"] == "write" and e["request_id"] == rid
+              and any(k == "token" for _, k in e["events"])]
+    toks = [e["first_mono_ns"] for e in reqs[rid]["events"] if e["kind"] == "TOKEN"]
+    assert len(writes) == 20 and len(toks) == 20, (rid, len(writes), len(toks))
+    diffs += [t - w for t, w in zip(toks, writes)]
+med = statistics.median(diffs)
+assert min(diffs) >= 0, ("a TLS event stamped before serve logged its write", min(diffs))
+assert med <= 50_000, med
+print("serve --tls: 40/40 token writes at the tls vantage; SSL_write entry minus serve's logged instant: "
+      "median %.1f us, max %.1f us" % (med / 1e3, max(diffs) / 1e3))
+PY
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log"

@@ -58,6 +58,9 @@ static void serve_usage(FILE *out)
             "  --model NAME          served model name (default tokentap-model)\n"
             "  --created T           fixed \"created\" value (default: the clock per request)\n"
             "  --no-nodelay          leave TCP_NODELAY off on accepted sockets\n"
+            "  --tls CERT KEY        HTTPS (OpenSSL, ALPN http/1.1) with this PEM certificate (chain)\n"
+            "                        and key; the log is unchanged: a write's instant is taken just\n"
+            "                        before its SSL_write\n"
             "  --workers N           event-loop threads (default 1, at most %d); connections\n"
             "                        are dealt round-robin and stay on theirs; the log gets\n"
             "                        whole lines from every worker, in order per connection\n"
@@ -163,7 +166,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
 {
     enum { O_LISTEN = 256, O_PROFILE, O_LOG, O_TTFT, O_ITL, O_TOKENS, O_TOKENS_MAX, O_EOS,
            O_SEED, O_MODEL, O_CREATED, O_NO_NODELAY, O_REASONING, O_SPLIT_AT, O_SPLIT_PAUSE, O_COALESCE,
-           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS };
+           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS, O_TLS };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"profile", required_argument, NULL, O_PROFILE},
@@ -186,6 +189,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
         {"error-after", required_argument, NULL, O_ERROR_AFTER},
         {"status", required_argument, NULL, O_STATUS},
         {"workers", required_argument, NULL, O_WORKERS},
+        {"tls", required_argument, NULL, O_TLS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -195,7 +199,8 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
     optind = 1;
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    /* "+": no permutation, so that --tls CERT KEY takes the word after CERT */
+    while ((opt = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
         switch (opt) {
         case O_LISTEN: listen_text = optarg; break;
         case O_PROFILE: profile_name = optarg; break;
@@ -239,6 +244,12 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
             cfg->gen.created = (int64_t)v;
             break;
         case O_NO_NODELAY: cfg->nodelay = false; break;
+        case O_TLS:
+            /* two values: CERT KEY */
+            if (optind >= argc || argv[optind][0] == '-') return bad("--tls wants CERT KEY (two PEM files)%s", "");
+            cfg->tls_cert = optarg;
+            cfg->tls_key = argv[optind++];
+            break;
         case O_REASONING:
             if (parse_u64(optarg, 10000000, &v))
                 return bad("--reasoning-tokens: '%s' is not a count in [0, 10000000]", optarg);

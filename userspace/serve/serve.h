@@ -42,6 +42,7 @@ typedef struct tt_serve_config {
     size_t max_body;     /* request bodies above this are answered 413 */
     tt_serve_faults faults;
     unsigned workers;    /* event-loop threads; 0 or 1: one (at most TT_SERVE_MAX_WORKERS) */
+    const char *tls_cert, *tls_key; /* --tls: HTTPS with this PEM certificate and key (NULL: plain HTTP) */
 } tt_serve_config;
 
 typedef struct tt_server tt_server;

@@ -8,6 +8,7 @@
  * per-event path is shared except the request counter (an atomic), the log
  * file (whole-line appends from each worker's buffer) and each worker's
  * histogram lock, which only a /metrics request on another worker contends. */
+#include "serve/serve_tls.h"
 #include "serve/serve.h"
 
 #include <arpa/inet.h>
@@ -66,6 +67,8 @@ typedef struct serve_conn {
     tt_heap_item timer;    /* keyed by the next due instant of the active stream */
     struct serve_worker *srv;
     int fd;
+    tt_serve_tls_conn *tls; /* --tls: the session on fd (its reads and writes go through it) */
+    bool tls_read_wants_write; /* a TLS read (the handshake) waits for the socket to take bytes */
     char peer[64];
     tt_http1_parser *parser;
     serve_req *parsing;    /* head seen, body still coming */
@@ -148,6 +151,7 @@ struct tt_server {
     unsigned next_worker;  /* round-robin turn; worker 0's thread only */
     int halt_fd;           /* eventfd: a worker failed, worker 0 stops all */
     atomic_bool accept_paused; /* out of descriptors: worker 0 stopped accepting */
+    tt_serve_tls *tls;     /* --tls, or NULL */
 };
 
 uint64_t tt_serve_mono_ns(void)
@@ -226,6 +230,7 @@ static void conn_kill(serve_conn *c)
     c->prev = c->next = NULL;
     tt_heap_remove(&s->heap, &c->timer);
     epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    tt_serve_tls_close_notify(c->tls);
     close(c->fd);
     c->fd = -1;
     c->next_dead = s->dead;
@@ -235,6 +240,7 @@ static void conn_kill(serve_conn *c)
 
 static void conn_free(serve_conn *c)
 {
+    tt_serve_tls_conn_free(c->tls);
     tt_http1_free(c->parser);
     req_free(c->parsing);
     free_req_list(c->q_head);
@@ -336,11 +342,24 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
 static void conn_flush_at(serve_conn *c, uint64_t t)
 {
     if (c->dead || c->out.len == 0 || c->want_out) return;
-    ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) set_want_out(c, true);
-        else conn_kill(c);
-        return;
+    ssize_t n;
+    if (c->tls) {
+        n = tt_serve_tls_write(c->tls, c->out.p, c->out.len);
+        if (n == TT_SERVE_TLS_WANT_WRITE || n == TT_SERVE_TLS_WANT_READ) {
+            set_want_out(c, true);
+            return;
+        }
+        if (n <= 0) {
+            conn_kill(c);
+            return;
+        }
+    } else {
+        n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) set_want_out(c, true);
+            else conn_kill(c);
+            return;
+        }
     }
     log_write(c, t, (size_t)n);
     tt_sbuf_consume(&c->out, (size_t)n);
@@ -354,9 +373,17 @@ static void conn_flush_at(serve_conn *c, uint64_t t)
 
 static void conn_flush(serve_conn *c) { conn_flush_at(c, tt_serve_mono_ns()); }
 
+static void conn_readable(serve_conn *c);
+
 static void conn_writable(serve_conn *c)
 {
     set_want_out(c, false);
+    if (c->tls_read_wants_write) {
+        /* the handshake's bytes could not all go: go on reading */
+        c->tls_read_wants_write = false;
+        conn_readable(c);
+        if (c->dead) return;
+    }
     conn_flush(c);
 }
 
@@ -930,7 +957,7 @@ static void conn_readable(serve_conn *c)
             conn_update_events(c, false, c->want_out);
             break;
         }
-        ssize_t n = recv(c->fd, buf, READ_CHUNK, MSG_DONTWAIT);
+        ssize_t n = c->tls ? tt_serve_tls_read(c->tls, buf, READ_CHUNK) : recv(c->fd, buf, READ_CHUNK, MSG_DONTWAIT);
         uint64_t now = tt_serve_mono_ns();
         if (n > 0) {
             tt_http1_feed(c->parser, buf, (size_t)n, now);
@@ -940,6 +967,16 @@ static void conn_readable(serve_conn *c)
             c->read_eof = true;
             conn_update_events(c, false, c->want_out);
             break;
+        }
+        if (c->tls) {
+            if (n == TT_SERVE_TLS_WANT_READ) break;
+            if (n == TT_SERVE_TLS_WANT_WRITE) {
+                c->tls_read_wants_write = true;
+                set_want_out(c, true);
+                break;
+            }
+            conn_kill(c);
+            return;
         }
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -964,6 +1001,12 @@ static void conn_adopt(serve_worker *s, int fd, const struct sockaddr_storage *s
     c->srv = s;
     c->fd = fd;
     c->reading = true;
+    if (s->server->tls && !(c->tls = tt_serve_tls_conn_new(s->server->tls, fd))) {
+        close(fd);
+        tt_http1_free(c->parser);
+        free(c);
+        return;
+    }
     c->timer.slot = SIZE_MAX;
     format_addr((const struct sockaddr *)ss, c->peer, sizeof c->peer);
     if (s->cfg.nodelay) {
@@ -1154,6 +1197,12 @@ tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t 
         return NULL;
     }
     s->halt_fd = -1;
+    if (cfg->tls_cert && !(s->tls = tt_serve_tls_new(cfg->tls_cert, cfg->tls_key, err, errlen))) {
+        close(fd);
+        free(s->workers);
+        free(s);
+        return NULL;
+    }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     getsockname(fd, (struct sockaddr *)&ss, &sl);
@@ -1322,6 +1371,7 @@ void tt_server_free(tt_server *s)
         worker_free(w);
     }
     if (s->halt_fd >= 0) close(s->halt_fd);
+    tt_serve_tls_free(s->tls);
     free(s->workers);
     free(s);
 }

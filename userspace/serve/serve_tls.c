@@ -1,0 +1,107 @@
+/* serve_tls.c - OpenSSL for tokentap serve (serve_tls.h). */
+#include "serve/serve_tls.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct tt_serve_tls {
+    SSL_CTX *ctx;
+};
+
+struct tt_serve_tls_conn {
+    SSL *ssl;
+};
+
+/* ALPN: http/1.1 whatever the client offers beside it; none in common: no ALPN. */
+static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                       unsigned int inlen, void *arg)
+{
+    static const unsigned char ours[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    unsigned char *sel = NULL;
+    if (SSL_select_next_proto(&sel, outlen, ours, sizeof ours, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = sel;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+tt_serve_tls *tt_serve_tls_new(const char *cert_path, const char *key_path, char *err, size_t errlen)
+{
+    tt_serve_tls *t = calloc(1, sizeof *t);
+    if (!t || !(t->ctx = SSL_CTX_new(TLS_server_method()))) {
+        snprintf(err, errlen, "cannot set up TLS: out of memory");
+        free(t);
+        return NULL;
+    }
+    const char *what = NULL;
+    if (SSL_CTX_use_certificate_chain_file(t->ctx, cert_path) != 1) what = cert_path;
+    else if (SSL_CTX_use_PrivateKey_file(t->ctx, key_path, SSL_FILETYPE_PEM) != 1) what = key_path;
+    else if (SSL_CTX_check_private_key(t->ctx) != 1) what = "the key does not match the certificate";
+    if (what) {
+        char why[160];
+        ERR_error_string_n(ERR_get_error(), why, sizeof why);
+        snprintf(err, errlen, "--tls: %s: %s", what, why);
+        tt_serve_tls_free(t);
+        return NULL;
+    }
+    SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_alpn_select_cb(t->ctx, select_alpn, NULL);
+    return t;
+}
+
+void tt_serve_tls_free(tt_serve_tls *t)
+{
+    if (!t) return;
+    SSL_CTX_free(t->ctx);
+    free(t);
+}
+
+tt_serve_tls_conn *tt_serve_tls_conn_new(tt_serve_tls *t, int fd)
+{
+    tt_serve_tls_conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->ssl = SSL_new(t->ctx);
+    if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+        SSL_free(c->ssl);
+        free(c);
+        return NULL;
+    }
+    SSL_set_accept_state(c->ssl);
+    return c;
+}
+
+void tt_serve_tls_conn_free(tt_serve_tls_conn *c)
+{
+    if (!c) return;
+    SSL_free(c->ssl);
+    free(c);
+}
+
+void tt_serve_tls_close_notify(tt_serve_tls_conn *c)
+{
+    if (c && SSL_is_init_finished(c->ssl) && SSL_shutdown(c->ssl) < 0) ERR_clear_error();
+}
+
+/* What a failed SSL call of result r means for the caller. */
+static ssize_t failure(tt_serve_tls_conn *c, int r)
+{
+    switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_WANT_READ: return TT_SERVE_TLS_WANT_READ;
+    case SSL_ERROR_WANT_WRITE: return TT_SERVE_TLS_WANT_WRITE;
+    case SSL_ERROR_ZERO_RETURN: return 0;
+    default: ERR_clear_error(); return TT_SERVE_TLS_ERROR;
+    }
+}
+
+ssize_t tt_serve_tls_read(tt_serve_tls_conn *c, void *buf, size_t n)
+{
+    int r = SSL_read(c->ssl, buf, n > 0x7fffffff ? 0x7fffffff : (int)n);
+    return r > 0 ? r : failure(c, r);
+}
+
+ssize_t tt_serve_tls_write(tt_serve_tls_conn *c, const void *buf, size_t n)
+{
+    int r = SSL_write(c->ssl, buf, n > 0x7fffffff ? 0x7fffffff : (int)n);
+    return r > 0 ? r : failure(c, r);
+}
