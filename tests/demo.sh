@@ -20,6 +20,8 @@
 # --server-port as root (server and wire vantages too), and the breakdown
 # of the TTFT it reported is printed (send lag, uplink, server, downlink,
 # client lag).
+# Then an HTTPS exchange: `tokentap serve --tls` and curl, the TLS
+# plaintext read by eBPF uprobes on OpenSSL as root (else by the probe).
 # Last, `tokentap audit` (docs/audit.md) grades the same client with a
 # framing defect switched on under the vllm and tabby profiles at
 # concurrency 1 and 4, and prints its report card (the HTML page too).
@@ -86,7 +88,42 @@ audit_demo() {
     cat "$out/audit.txt"
     echo "demo: (exit $rc: 1 = the tool mis-measured; the card as a page with plots: $out/audit.html)"
 }
-finish_demo() { bench_demo && audit_demo; }
+# HTTPS: `tokentap serve --tls`, three curl streams; as root the eBPF TLS
+# vantage reads the plaintext of the running server (uprobes on OpenSSL,
+# nothing restarted), otherwise `tokentap run` reads curl's through the probe.
+https_demo() {
+    command -v openssl > /dev/null && command -v curl > /dev/null \
+        || { echo "demo: openssl or curl missing: no HTTPS exchange"; return 0; }
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$out/tls-key.pem" -out "$out/tls-cert.pem" -days 1 \
+        -subj /CN=localhost > /dev/null 2>&1 || { echo "demo: openssl could not make a certificate"; return 0; }
+    "$TT" serve --listen 127.0.0.1:0 --profile vllm --tls "$out/tls-cert.pem" "$out/tls-key.pem" \
+        --ttft-ms uniform:40:80 --itl-ms uniform:5:10 --seed 9 --log "$out/tls-serve.log" \
+        > "$out/tls-serve.out" 2> "$out/tls-serve.err" &
+    local spid=$! tport=""
+    for _ in $(seq 100); do grep -q '^listening on ' "$out/tls-serve.out" 2>/dev/null && break; sleep 0.05; done
+    tport=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out/tls-serve.out")
+    [ -n "$tport" ] || { echo "demo: tokentap serve --tls did not start: $(cat "$out/tls-serve.err")" >&2; return 1; }
+    local body='{"model":"m","stream":true,"max_tokens":24,"messages":[{"role":"user","content":"hi"}]}'
+    local get="for i in 1 2 3; do curl -sS -N -k -o /dev/null -H 'content-type: application/json' -H \"x-request-id: https-\$i\" -d '$body' https://127.0.0.1:$tport/v1/chat/completions & done; wait"
+    echo
+    if [ "$(id -u)" = 0 ] && [ -z "${DEMO_NO_BPF:-}" ]; then
+        echo "demo: HTTPS: tokentap serve --tls, 3 curl streams; tokentap watch --pid $spid reads the server's TLS plaintext (uprobes on OpenSSL):"
+        "$TT" watch --pid "$spid" -q -o "$out/tls-watch.txt" 2> "$out/tls-watch.err" &
+        local wpid=$!
+        for _ in $(seq 100); do grep -q '^tokentap watch: tracing' "$out/tls-watch.err" 2>/dev/null && break; sleep 0.05; done
+        bash -c "$get"
+        sleep 0.3
+        kill -INT $wpid; wait $wpid || true
+        grep 'TLS plaintext' "$out/tls-watch.err" | sed 's/^tokentap watch: /demo: /'
+        awk '/^vantage: tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-watch.txt"
+    else
+        echo "demo: HTTPS: tokentap serve --tls, 3 curl streams under tokentap run (the probe reads curl's TLS plaintext):"
+        "$TT" run -o "$out/tls-run" --report "$out/tls-run.txt" -- bash -c "$get" 2> "$out/tls-run.err" || true
+        awk '/^vantage: tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-run.txt"
+    fi
+    kill -TERM "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
+}
+finish_demo() { bench_demo && https_demo && audit_demo; }
 
 if [ -n "${DEMO_GENERATED:-}" ]; then generated_demo "DEMO_GENERATED is set"; exit 0; fi
 if [ "$(id -u)" != 0 ]; then
