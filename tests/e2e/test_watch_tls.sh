@@ -30,6 +30,10 @@
 #     `watch --pid`: two streams of 20 tokens from curl; every token write
 #     serve logged (its instant taken just before the SSL_write) is a token
 #     event at the tls vantage stamped 0-50 us after it (median), none before.
+#  9. aiohttp (asyncio's SSL transport: memory BIOs, SSL_read_ex /
+#     SSL_write_ex) against serve --tls, `watch --pid` on the running
+#     client: its request whole at the tls vantage, every token event's
+#     SSL_read_ex return at or before the client's own chunk stamp (3 ms).
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
@@ -245,6 +249,20 @@ for i in 1 2; do
 done
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid serve exit $?: $(cat "$work/sv.watch")"
+# 9.
+rm -f "$work/go"
+/usr/bin/python3 "$(dirname "$0")/aiohttp_tls_client.py" "$svport" tw-aio "$work/go" > "$work/aio.out" 2> "$work/aio.err" &
+apid=$!
+sleep 0.8
+"$TT" watch --pid "$apid" --json --events -o "$work/aio.json" > /dev/null 2> "$work/aio.watch" &
+wpid=$!
+wait_tracing "$work/aio.watch"
+touch "$work/go"
+wait $apid || fail "aiohttp client: $(cat "$work/aio.err")"
+sleep 0.3
+kill -INT $wpid; wait $wpid || fail "watch --pid aiohttp exit $?: $(cat "$work/aio.watch")"
+grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/aio.watch" \
+    || fail "aiohttp's TLS request not whole: $(cat "$work/aio.watch")"
 kill -TERM $svpid; wait $svpid || fail "serve --tls exit $?: $(cat "$work/serve.err")"
 /usr/bin/python3 - "$work" <<'PY' || fail "serve --tls against its log: see above"
 import json, statistics, sys
@@ -271,5 +289,25 @@ assert min(diffs) >= 0, ("a TLS event stamped before serve logged its write", mi
 assert med <= 50_000, med
 print("serve --tls: 40/40 token writes at the tls vantage; SSL_write entry minus serve's logged instant: "
       "median %.1f us, max %.1f us" % (med / 1e3, max(diffs) / 1e3))
+
+text, dec, pos, docs = open(f"{work}/aio.json").read(), json.JSONDecoder(), 0, {}
+while pos < len(text):
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    if pos >= len(text):
+        break
+    d, pos = dec.raw_decode(text, pos)
+    docs[d["vantage"]] = d
+r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-aio"][0]
+toks = [e["dispatch_mono_ns"] for e in r["events"] if e["kind"] == "TOKEN"]
+stamps = [int(l.split()[1]) for l in open(f"{work}/aio.out")]
+assert len(toks) == 8, len(toks)
+lags = []
+for t in toks:
+    after = [s for s in stamps if s >= t]
+    assert after and after[0] - t <= 3_000_000, (t, stamps)
+    lags.append(after[0] - t)
+print("aiohttp: 8/8 token events at the tls vantage; the client's chunk stamp minus SSL_read_ex's return median "
+      "%.1f us" % (statistics.median(lags) / 1e3))
 PY
-echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log"
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log; aiohttp's asyncio TLS"
