@@ -13,6 +13,9 @@
 
 #ifdef TT_WITH_BPF
 #include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
 
 #include "socktap.skel.h"
 #endif
@@ -115,20 +118,63 @@ static int push_link(tt_tls_attach *t, struct bpf_link *l)
     return 0;
 }
 
+static const char *const ssl_functions[4] = {"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex"};
+
+/* The file offsets of the four functions in the ELF at lib->path, as
+ * uprobes want them (0: absent), found once per library: attaching by
+ * offset is then a system call, not an ELF parse per probe, so a process
+ * that just forked is attached before it makes its first TLS call. */
+static void find_offsets(tt_tls_lib *lib)
+{
+    lib->offsets_found = true;
+    if (elf_version(EV_CURRENT) == EV_NONE) return;
+    int fd = open(lib->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    size_t nph = 0;
+    if (!e || elf_getphdrnum(e, &nph) != 0) goto out;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize) continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value) continue;
+            const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+            for (int k = 0; name && k < 4; k++) {
+                size_t n = strlen(ssl_functions[k]);
+                if (lib->offset[k] || strncmp(name, ssl_functions[k], n) || (name[n] && name[n] != '@')) continue;
+                /* the address to a file offset, through the loaded segment holding it */
+                for (size_t p = 0; p < nph; p++) {
+                    GElf_Phdr ph;
+                    if (!gelf_getphdr(e, (int)p, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+                    if (sym.st_value >= ph.p_vaddr && sym.st_value < ph.p_vaddr + ph.p_memsz)
+                        lib->offset[k] = sym.st_value - ph.p_vaddr + ph.p_offset;
+                }
+            }
+        }
+    }
+out:
+    if (e) elf_end(e);
+    close(fd);
+}
+
 /* The four functions of one library: the return first, so that an entry
  * never waits for a return that was not attached. */
 static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *lib, int pid)
 {
-    const char *const fn[4] = {"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex"};
     struct bpf_program *entry[4] = {skel->progs.tt_ssl_write, skel->progs.tt_ssl_write_ex, skel->progs.tt_ssl_read,
                                     skel->progs.tt_ssl_read_ex};
+    if (!lib->offsets_found) find_offsets(lib);
     bool got[4] = {false};
     for (int k = 0; k < 4; k++) {
-        LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .func_name = fn[k], .retprobe = true);
-        struct bpf_link *r = bpf_program__attach_uprobe_opts(skel->progs.tt_ssl_return, pid, lib->path, 0, &ret_opts);
+        if (!lib->offset[k]) continue;
+        LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
+        struct bpf_link *r =
+            bpf_program__attach_uprobe_opts(skel->progs.tt_ssl_return, pid, lib->path, lib->offset[k], &ret_opts);
         if (!r) continue;
-        LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .func_name = fn[k]);
-        struct bpf_link *e = bpf_program__attach_uprobe_opts(entry[k], pid, lib->path, 0, &entry_opts);
+        LIBBPF_OPTS(bpf_uprobe_opts, entry_opts);
+        struct bpf_link *e = bpf_program__attach_uprobe_opts(entry[k], pid, lib->path, lib->offset[k], &entry_opts);
         if (!e) {
             bpf_link__destroy(r);
             continue;

@@ -39,6 +39,8 @@ typedef struct tt_tls_lib {
     uint32_t pid;        /* the process it was found in (0: a system path) */
     unsigned functions;  /* SSL_* functions attached, entry and return */
     bool counted;        /* attached with SSL_read and SSL_write: counted in tt_tls_attach.attached */
+    bool offsets_found;  /* offset[] looked up in the file */
+    uint64_t offset[4];  /* file offsets of SSL_write, SSL_write_ex, SSL_read, SSL_read_ex (0: absent) */
     char note[128];      /* why none, when functions is 0 */
 } tt_tls_lib;
 
