@@ -55,7 +55,7 @@ $(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
 	$(BPFTOOL) gen skeleton $< name socktap > $@.tmp && mv $@.tmp $@
 
 # the userspace files that load, attach or read the BPF object
-BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o tls_attach.o)
+BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o bpf_tls_stream.o tls_attach.o)
 $(BPF_USERS): TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
 $(BPF_USERS): $(BPF_SKEL)
 

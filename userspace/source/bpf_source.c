@@ -1,5 +1,6 @@
 /* bpf_source.c - socktap ring-buffer records -> tt_chunk (see bpf_source.h). */
 #include "source/bpf_source.h"
+#include "source/bpf_source_internal.h"
 #include "source/bpf_setup.h"
 #include "source/chunk_conn.h"
 #include "source/tls_attach.h"
@@ -29,72 +30,6 @@
 struct socktap;
 struct ring_buffer;
 #endif
-
-#define CONN_BUCKETS 1024u
-#define TT_BPF_DEFAULT_RING_BYTES (16u << 20) /* the events map's size in bpf/socktap.bpf.c */
-
-#define CONN_READY_PENDING 32  /* READY records held per connection until its sequence numbers are known */
-#define READY_ORPHANS 256      /* READY records of sockets not yet seen in a syscall (accept to come) */
-#define READY_MAX_AHEAD (64u << 20) /* a mark further than this past the bytes read is not believed */
-#define TLS_PENDING_MAX 64     /* TLS plaintext records held for their thread's TLS_PAIR (all threads) */
-#define EXEC_QUEUE 64          /* processes that exec'd, to look at for TLS libraries */
-
-/* A READY record as the kernel gave it: receive sequence numbers. */
-typedef struct ready_mark {
-    uint64_t ns;
-    uint32_t end_seq, len;
-    bool from_start;
-} ready_mark;
-
-typedef struct bpf_conn {
-    tt_chunk_conn cc; /* last_ns: the latest record instant */
-    uint64_t sock_id;
-    uint32_t tgid;
-    int32_t fd;
-    struct bpf_conn *next;      /* in buckets[], by (tgid, fd) */
-    struct bpf_conn *sock_next; /* in sock_buckets[], by sock_id */
-    /* The receive direction's sequence numbers: recv_seq_ref is the TCP
-     * sequence number of stream offset recv_off_ref (from the last read). */
-    bool recv_seq_known;
-    uint32_t recv_seq_ref;
-    uint64_t recv_off_ref;
-    ready_mark pending[CONN_READY_PENDING]; /* READY records before recv_seq_known */
-    uint32_t n_pending;
-    /* The TLS plaintext of the connection (TT_SOCKTAP_F_TLS records), a
-     * stream of its own for the TLS vantage; NULL until the first. */
-    tt_chunk_conn *tls;
-} bpf_conn;
-
-/* A TLS plaintext record held until its thread's TLS_PAIR record names its
- * socket (TT_SOCKTAP_F_TLS_PENDING). */
-typedef struct tls_pending {
-    struct tt_socktap_event ev;
-    uint8_t *data; /* ev.copied bytes, owned */
-} tls_pending;
-
-typedef struct ready_orphan {
-    uint64_t sock_id;
-    ready_mark m;
-} ready_orphan;
-
-struct tt_bpf_source {
-    tt_chunk_sinks sinks;
-    bpf_conn *buckets[CONN_BUCKETS];
-    bpf_conn *sock_buckets[CONN_BUCKETS];
-    ready_orphan orphans[READY_ORPHANS]; /* a ring: the oldest is overwritten */
-    uint32_t orphan_next;
-    tt_bpf_stats st;
-    struct socktap *skel;
-    struct ring_buffer *rb;
-    tt_tls_attach tls;     /* the uprobes on TLS libraries */
-    tls_pending pending[TLS_PENDING_MAX]; /* in arrival order; the oldest is dropped (unpaired) */
-    size_t n_pending;
-    /* Processes that started a new program: looked at for TLS libraries at
-     * once, again 0.1 s and 1 s later (the loader maps them after exec) */
-    struct exec_look { uint32_t pid; uint8_t looks; uint64_t due_ns; } execs[EXEC_QUEUE];
-    size_t n_execs;
-    char tls_note[1024];   /* tt_tls_attach_note, for st.tls_note */
-};
 
 _Static_assert(sizeof(struct tt_socktap_event) % 8 == 0, "socktap event head must stay 8-byte aligned");
 
@@ -140,7 +75,7 @@ static unsigned sock_bucket(uint64_t sock_id)
 
 /* The connection is over: END, RELEASE (chunk_conn.h), then freed. The
  * caller has unlinked it from buckets[]; it leaves sock_buckets[] here. */
-static void conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
+void tt_bpf_conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
 {
     for (bpf_conn **pp = &s->sock_buckets[sock_bucket(c->sock_id)]; *pp; pp = &(*pp)->sock_next)
         if (*pp == c) {
@@ -287,7 +222,7 @@ static bpf_conn *conn_unlink(tt_bpf_source *s, uint32_t tgid, int32_t fd)
  * connection's orientation comes from a CONNECT or ACCEPT record when that
  * is what starts it, else it is guessed: the side that reads before it ever
  * writes answered a request, the server. */
-static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
+bpf_conn *tt_bpf_conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     unsigned b = conn_bucket(ev->tgid, ev->fd);
     for (bpf_conn **pp = &s->buckets[b]; *pp; pp = &(*pp)->next) {
@@ -295,7 +230,7 @@ static bpf_conn *conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
         if (c->tgid != ev->tgid || c->fd != ev->fd) continue;
         if (c->sock_id == ev->sock_id) return c;
         *pp = c->next;
-        conn_end(s, c, ev->ts_ns);
+        tt_bpf_conn_end(s, c, ev->ts_ns);
         break;
     }
     bpf_conn *c = calloc(1, sizeof *c);
@@ -334,7 +269,7 @@ static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
         if (c->tls) tt_chunk_conn_fin(&s->sinks, c->tls, tt_chunk_conn_send_dir(c->tls), ns);
     }
     s->st.closes++;
-    conn_end(s, c, ns);
+    tt_bpf_conn_end(s, c, ns);
 }
 
 /* A read returned end of file: the peer's direction ended cleanly. */
@@ -352,111 +287,11 @@ static void feed_eof(tt_bpf_source *s, const struct tt_socktap_event *ev)
     }
 }
 
-/* The TLS plaintext stream of c, made on its first record: the same
- * endpoints and orientation, its own conn_id and offsets. NULL when out of
- * memory. */
-static tt_chunk_conn *tls_stream(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
-{
-    if (c->tls) return c->tls;
-    tt_chunk_conn *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
-    *t = c->cc;
-    memset(t->offset, 0, sizeof t->offset);
-    memset(t->ended, 0, sizeof t->ended);
-    memset(t->info.seq_known, 0, sizeof t->info.seq_known); /* plaintext has no TCP sequence numbers */
-    t->tls = true;
-    t->info.conn_id = tt_chunk_sinks_next_conn_id(&s->sinks);
-    t->info.first_seen_ns = ns;
-    t->last_ns = ns;
-    c->tls = t;
-    s->st.tls_connections++;
-    return t;
-}
-
-/* A TT_SOCKTAP_F_TLS record: plaintext of the connection's TLS stream, as
- * DATA (and GAP for what was lost or not copied) at the TLS vantage. */
-static int feed_tls(tt_bpf_source *s, const struct tt_socktap_event *ev, const uint8_t *data)
-{
-    bpf_conn *c = conn_for(s, ev);
-    tt_chunk_conn *t = c ? tls_stream(s, c, ev->ts_ns) : NULL;
-    if (!t) return -1;
-    s->st.tls_records++;
-
-    if (ev->ts_ns > t->last_ns) t->last_ns = ev->ts_ns;
-    tt_direction dir = ev->dir == TT_SOCKTAP_DIR_SEND ? tt_chunk_conn_send_dir(t) : tt_chunk_conn_recv_dir(t);
-    if (t->ended[dir]) return 0;
-    if (ev->lost_before) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_GAP, ev->ts_ns, NULL, ev->lost_before);
-    if (ev->copied) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_DATA, ev->ts_ns, data, ev->copied);
-    uint64_t missing = 0;
-    if (ev->flags & (TT_SOCKTAP_F_TRUNCATED | TT_SOCKTAP_F_COPY_FAILED))
-        missing = (uint64_t)ev->total_len - ev->piece_off - ev->copied;
-    if (missing) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_GAP, ev->ts_ns, NULL, missing);
-    return 0;
-}
-
-/* The oldest held record leaves unpaired. */
-static void pending_drop_oldest(tt_bpf_source *s)
-{
-    s->st.tls_unpaired_held++;
-    s->st.tls_unpaired_held_bytes += s->pending[0].ev.total_len - s->pending[0].ev.piece_off;
-    free(s->pending[0].data);
-    memmove(&s->pending[0], &s->pending[1], (s->n_pending - 1) * sizeof s->pending[0]);
-    s->n_pending--;
-}
-
-/* A plaintext record whose socket its thread's next TLS_PAIR names: held. */
-static int hold_pending(tt_bpf_source *s, const struct tt_socktap_event *ev, const uint8_t *data)
-{
-    if (s->n_pending == TLS_PENDING_MAX) pending_drop_oldest(s);
-    tls_pending *p = &s->pending[s->n_pending];
-    p->ev = *ev;
-    p->data = ev->copied ? malloc(ev->copied) : NULL;
-    if (ev->copied && !p->data) return -1;
-    if (ev->copied) memcpy(p->data, data, ev->copied);
-    s->n_pending++;
-    return 0;
-}
-
-/* TLS_PAIR: the held records of its thread belong to its socket, in the
- * order they came; the pending bytes the ring buffer refused before them
- * are a gap. */
-static int feed_tls_pair(tt_bpf_source *s, const struct tt_socktap_event *ev)
-{
-    bpf_conn *c = conn_for(s, ev);
-    if (!c) return -1;
-    tt_chunk_conn *t = tls_stream(s, c, ev->ts_ns);
-    if (!t) return -1;
-    if (ev->lost_before && !t->ended[tt_chunk_conn_send_dir(t)])
-        tt_chunk_conn_emit(&s->sinks, t, tt_chunk_conn_send_dir(t), TT_CHUNK_GAP, ev->ts_ns, NULL, ev->lost_before);
-    size_t kept = 0;
-    int rc = 0;
-    for (size_t i = 0; i < s->n_pending; i++) {
-        tls_pending *p = &s->pending[i];
-        if (p->ev.tid != ev->tid) {
-            s->pending[kept++] = *p;
-            continue;
-        }
-        struct tt_socktap_event paired = p->ev;
-        paired.sock_id = ev->sock_id;
-        paired.fd = ev->fd;
-        paired.family = ev->family;
-        paired.lport = ev->lport;
-        paired.rport = ev->rport;
-        memcpy(paired.laddr, ev->laddr, sizeof paired.laddr);
-        memcpy(paired.raddr, ev->raddr, sizeof paired.raddr);
-        paired.flags = (uint8_t)((paired.flags & ~TT_SOCKTAP_F_TLS_PENDING) | (ev->flags & TT_SOCKTAP_F_IPV6));
-        if (rc == 0) rc = feed_tls(s, &paired, p->data);
-        free(p->data);
-    }
-    s->n_pending = kept;
-    return rc;
-}
-
 /* connect or accept: the role of the local end, known rather than guessed.
  * A connection that already carried bytes keeps its orientation. */
 static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
-    bpf_conn *c = conn_for(s, ev);
+    bpf_conn *c = tt_bpf_conn_for(s, ev);
     if (!c) return -1;
     if (c->cc.info.orientation_guessed && c->cc.offset[TT_DIR_C2S] == 0 && c->cc.offset[TT_DIR_S2C] == 0)
         conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
@@ -504,16 +339,16 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         feed_eof(s, &ev);
         return 0;
     }
-    if (ev.kind == TT_SOCKTAP_KIND_TLS_PAIR) return feed_tls_pair(s, &ev);
+    if (ev.kind == TT_SOCKTAP_KIND_TLS_PAIR) return tt_bpf_tls_pair(s, &ev);
     if (ev.kind == TT_SOCKTAP_KIND_EXEC) {
         if (s->n_execs < EXEC_QUEUE) s->execs[s->n_execs++] = (struct exec_look){ev.tgid, 0, ev.ts_ns};
         else s->st.exec_queue_full++;
         return 0;
     }
     if (ev.kind != TT_SOCKTAP_KIND_DATA) return feed_role(s, &ev);
-    if (ev.flags & TT_SOCKTAP_F_TLS_PENDING) return hold_pending(s, &ev, data);
-    if (ev.flags & TT_SOCKTAP_F_TLS) return feed_tls(s, &ev, data);
-    bpf_conn *c = conn_for(s, &ev);
+    if (ev.flags & TT_SOCKTAP_F_TLS_PENDING) return tt_bpf_tls_hold(s, &ev, data);
+    if (ev.flags & TT_SOCKTAP_F_TLS) return tt_bpf_tls_feed(s, &ev, data);
+    bpf_conn *c = tt_bpf_conn_for(s, &ev);
     if (!c) return -1;
     if (ev.ts_ns > c->cc.last_ns) c->cc.last_ns = ev.ts_ns;
     tt_direction dir = ev.dir == TT_SOCKTAP_DIR_SEND ? tt_chunk_conn_send_dir(&c->cc) : tt_chunk_conn_recv_dir(&c->cc);
@@ -547,13 +382,13 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
 
 void tt_bpf_source_finish(tt_bpf_source *s)
 {
-    while (s->n_pending) pending_drop_oldest(s); /* never paired */
+    tt_bpf_tls_drop_held(s); /* never paired */
     for (unsigned b = 0; b < CONN_BUCKETS; b++) {
         bpf_conn *c = s->buckets[b];
         s->buckets[b] = NULL;
         while (c) {
             bpf_conn *next = c->next;
-            conn_end(s, c, c->cc.last_ns);
+            tt_bpf_conn_end(s, c, c->cc.last_ns);
             c = next;
         }
     }
@@ -707,31 +542,6 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     return 0;
 }
 
-/* The processes that exec'd whose look is due: their TLS libraries
- * attached; each looked at three times (0, 0.1 s, 1 s after its exec). */
-static void look_at_execs(tt_bpf_source *s)
-{
-    if (!s->n_execs || !s->tls_note[0] || getenv("TOKENTAP_NO_TLS")) {
-        s->n_execs = 0;
-        return;
-    }
-    static const uint64_t after_ns[] = {0, 100000000ull, 1000000000ull};
-    uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
-    size_t kept = 0;
-    bool any = false;
-    for (size_t i = 0; i < s->n_execs; i++) {
-        struct exec_look e = s->execs[i];
-        if (e.due_ns + after_ns[e.looks] <= now) {
-            if (tt_tls_attach_process(s->skel, &s->tls, e.pid) > 0) any = true;
-            e.looks++;
-        }
-        if (e.looks < sizeof after_ns / sizeof *after_ns) s->execs[kept++] = e;
-    }
-    s->n_execs = kept;
-    if (any) tt_tls_attach_note(&s->tls, s->tls_note, sizeof s->tls_note);
-    s->st.tls_libraries = s->tls.attached;
-}
-
 int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen)
 {
     if (!s->rb) {
@@ -751,7 +561,7 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
         set_err(err, errlen, "reading the ring buffer failed: %s", strerror(-more));
         return -1;
     }
-    look_at_execs(s);
+    tt_bpf_look_at_execs(s);
     return n > INT_MAX - more ? INT_MAX : n + more;
 }
 
