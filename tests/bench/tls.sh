@@ -71,20 +71,13 @@ c=$(printf '%s\n' "${filewide[@]}" | median)
 run_watched "$work/ft" self flood 100000
 flood_plain=$(field frames_per_s < "$work/fp")
 flood_traced=$(field frames_per_s < "$work/ft")
-found=$(/usr/bin/python3 - "$work/ft.json" <<'PY'
-import json, sys
-text, dec, pos, n = open(sys.argv[1]).read(), json.JSONDecoder(), 0, 0
-while pos < len(text):
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    if pos >= len(text):
-        break
-    d, pos = dec.raw_decode(text, pos)
-    if d["vantage"] == "tls":
-        # the process is both ends: the server's writes and the client's reads, a request each
-        per_end = [sum(1 for e in r["events"] if e["kind"] == "TOKEN") for r in d["requests"]]
-        n = min(per_end) if len(per_end) == 2 else 0
-print(n)
+found=$(PYTHONPATH=tests/e2e /usr/bin/python3 - "$work/ft.json" <<'PY'
+import sys
+from json_docs import by_vantage
+tls = by_vantage(sys.argv[1]).get("tls", {"requests": []})
+# the process is both ends: the server's writes and the client's reads, a request each
+per_end = [sum(1 for e in r["events"] if e["kind"] == "TOKEN") for r in tls["requests"]]
+print(min(per_end) if len(per_end) == 2 else 0)
 PY
 )
 drops=$(sed -n 's/.* \([0-9]*\) ring-buffer drops.*/\1/p' "$work/ft.err")

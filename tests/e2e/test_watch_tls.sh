@@ -86,20 +86,11 @@ kill -INT $wpid; wait $wpid || fail "watch --comm curl exit $?: $(cat "$work/cli
 grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
     || fail "curl's TLS request not whole: $(cat "$work/cli.watch")"
 
-/usr/bin/python3 - "$work" <<'PY' || fail "TLS vantages: see above"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "TLS vantages: see above"
 import json, statistics, sys
 work = sys.argv[1]
 
-def docs(path):
-    text, dec, pos, out = open(path).read(), json.JSONDecoder(), 0, []
-    while pos < len(text):
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            break
-        d, pos = dec.raw_decode(text, pos)
-        out.append(d)
-    return {d["vantage"]: d for d in out}
+from json_docs import by_vantage as docs
 
 truth = {}
 for line in open(f"{work}/server.log"):
@@ -178,17 +169,11 @@ if command -v node > /dev/null; then
         || fail "node's TLS request not whole: $(cat "$work/node.watch")"
     grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/node.watch" \
         || fail "node's SSL calls not all paired: $(tail -1 "$work/node.watch")"
-    /usr/bin/python3 - "$work" <<'PY' || fail "node at the tls vantage: see above"
+    PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "node at the tls vantage: see above"
 import json, sys
+from json_docs import by_vantage
 work = sys.argv[1]
-text, dec, pos, docs = open(f"{work}/node.json").read(), json.JSONDecoder(), 0, {}
-while pos < len(text):
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    if pos >= len(text):
-        break
-    d, pos = dec.raw_decode(text, pos)
-    docs[d["vantage"]] = d
+docs = by_vantage(f"{work}/node.json")
 r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-node"][0]
 toks = [e for e in r["events"] if e["kind"] == "TOKEN"]
 assert len(toks) == 8, len(toks)
@@ -272,17 +257,11 @@ kill -INT $wpid; wait $wpid || fail "watch --pid aiohttp exit $?: $(cat "$work/a
 grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/aio.watch" \
     || fail "aiohttp's TLS request not whole: $(cat "$work/aio.watch")"
 kill -TERM $svpid; wait $svpid || fail "serve --tls exit $?: $(cat "$work/serve.err")"
-/usr/bin/python3 - "$work" <<'PY' || fail "serve --tls against its log: see above"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "serve --tls against its log: see above"
 import json, statistics, sys
+from json_docs import by_vantage
 work = sys.argv[1]
-text, dec, pos, docs = open(f"{work}/sv.json").read(), json.JSONDecoder(), 0, {}
-while pos < len(text):
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    if pos >= len(text):
-        break
-    d, pos = dec.raw_decode(text, pos)
-    docs[d["vantage"]] = d
+docs = by_vantage(f"{work}/sv.json")
 reqs = {r["request_id"]: r for r in docs["tls"]["requests"]}
 log = [json.loads(l) for l in open(f"{work}/serve.log")]
 diffs = []
@@ -298,14 +277,7 @@ assert med <= 50_000, med
 print("serve --tls: 40/40 token writes at the tls vantage; SSL_write entry minus serve's logged instant: "
       "median %.1f us, max %.1f us" % (med / 1e3, max(diffs) / 1e3))
 
-text, dec, pos, docs = open(f"{work}/aio.json").read(), json.JSONDecoder(), 0, {}
-while pos < len(text):
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    if pos >= len(text):
-        break
-    d, pos = dec.raw_decode(text, pos)
-    docs[d["vantage"]] = d
+docs = by_vantage(f"{work}/aio.json")
 r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-aio"][0]
 toks = [e["dispatch_mono_ns"] for e in r["events"] if e["kind"] == "TOKEN"]
 stamps = [int(l.split()[1]) for l in open(f"{work}/aio.out")]
@@ -337,17 +309,11 @@ if /usr/bin/python3 -c 'import uvicorn, fastapi' 2> /dev/null; then
     kill $uvpid; wait $uvpid 2> /dev/null || true
     grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/uv.watch" \
         || fail "uvicorn's TLS request not whole: $(cat "$work/uv.watch")"
-    /usr/bin/python3 - "$work" <<'PY' || fail "uvicorn against its log: see above"
+    PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "uvicorn against its log: see above"
 import json, statistics, sys
+from json_docs import by_vantage
 work = sys.argv[1]
-text, dec, pos, docs = open(f"{work}/uv.json").read(), json.JSONDecoder(), 0, {}
-while pos < len(text):
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    if pos >= len(text):
-        break
-    d, pos = dec.raw_decode(text, pos)
-    docs[d["vantage"]] = d
+docs = by_vantage(f"{work}/uv.json")
 r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-uv"][0]
 toks = [e["first_mono_ns"] for e in r["events"] if e["kind"] == "TOKEN"]
 logged = [int(l.split()[2]) for l in open(f"{work}/uv.log") if l.split()[0] == "tw-uv"]

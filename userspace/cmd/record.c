@@ -287,7 +287,6 @@ int tt_cmd_record(int argc, char **argv)
     m.wire = &wire;
     m.bs = &bs;
     if (write_manifest(manifest_path, &m) < 0) failed = true;
-    tt_bpf_source_free(src);
     free(comms);
     char ready[160];
     fprintf(stderr,
@@ -302,6 +301,7 @@ int tt_cmd_record(int argc, char **argv)
                         "socket was not known\n",
                 bs.tls_note, (unsigned long long)bs.tls_records, (unsigned long long)bs.tls_connections,
                 (unsigned long long)bs.tls_unpaired);
+    tt_bpf_source_free(src); /* after the lines above: bs.tls_note lives in it */
     if (failed) {
         fprintf(stderr, "tokentap record: writing %s failed\n", dir);
         if (status == TT_EXIT_OK) status = TT_EXIT_OUTPUT;

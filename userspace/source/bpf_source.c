@@ -481,7 +481,10 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     if (getenv("TOKENTAP_NO_READY")) s->st.ready_missing = "TOKENTAP_NO_READY is set";
     s->st.ready_available = s->st.ready_missing == NULL;
     skel->rodata->ready_wanted = s->st.ready_available;
-    skel->rodata->tls_wanted = !getenv("TOKENTAP_NO_TLS");
+    /* TLS plaintext only for a caller that takes it (tt_bpf_source_route_tls):
+     * uprobes cost the processes they sit in */
+    bool tls_wanted = s->sinks.fn[TT_VANTAGE_TLS] && !getenv("TOKENTAP_NO_TLS");
+    skel->rodata->tls_wanted = tls_wanted;
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
     int rc = socktap__load(skel);
     if (rc) {
@@ -515,8 +518,9 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     }
     /* TLS plaintext: uprobes on the libraries of the traced processes (all
      * of them without a process filter) and the system's */
-    if (getenv("TOKENTAP_NO_TLS")) {
-        snprintf(s->tls_note, sizeof s->tls_note, "no TLS library attached: TOKENTAP_NO_TLS is set");
+    if (!tls_wanted) {
+        if (s->sinks.fn[TT_VANTAGE_TLS])
+            snprintf(s->tls_note, sizeof s->tls_note, "no TLS library attached: TOKENTAP_NO_TLS is set");
     } else {
         uint32_t pids[65];
         size_t n_pids = 0;

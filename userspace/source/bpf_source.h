@@ -69,8 +69,9 @@ typedef struct tt_bpf_stats {
     const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
 
-/* The TLS plaintext (TT_VANTAGE_TLS) goes to fn(ctx, chunk); without this
- * call it is dropped. */
+/* The TLS plaintext (TT_VANTAGE_TLS) goes to fn(ctx, chunk). Call before
+ * tt_bpf_source_start: only then are uprobes put on TLS libraries (they
+ * cost the processes they sit in); without it no TLS plaintext is read. */
 void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn fn, void *ctx);
 
 /* A source that delivers chunks to on_server (SERVER vantage) and on_client

@@ -163,6 +163,14 @@ out:
  * never waits for a return that was not attached. */
 static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *lib, int pid)
 {
+    /* an executable is reached through the attached process's own link (the
+     * process it was found in may be gone) */
+    char exe[64];
+    const char *path = lib->path;
+    if (lib->executable && pid > 0) {
+        snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
+        path = exe;
+    }
     struct bpf_program *entry[4] = {skel->progs.tt_ssl_write, skel->progs.tt_ssl_write_ex, skel->progs.tt_ssl_read,
                                     skel->progs.tt_ssl_read_ex};
     if (!lib->offsets_found) find_offsets(lib);
@@ -171,10 +179,10 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
         if (!lib->offset[k]) continue;
         LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
         struct bpf_link *r =
-            bpf_program__attach_uprobe_opts(skel->progs.tt_ssl_return, pid, lib->path, lib->offset[k], &ret_opts);
+            bpf_program__attach_uprobe_opts(skel->progs.tt_ssl_return, pid, path, lib->offset[k], &ret_opts);
         if (!r) continue;
         LIBBPF_OPTS(bpf_uprobe_opts, entry_opts);
-        struct bpf_link *e = bpf_program__attach_uprobe_opts(entry[k], pid, lib->path, lib->offset[k], &entry_opts);
+        struct bpf_link *e = bpf_program__attach_uprobe_opts(entry[k], pid, path, lib->offset[k], &entry_opts);
         if (!e) {
             bpf_link__destroy(r);
             continue;
