@@ -7,9 +7,10 @@ need_root() { [ "$(id -u)" = 0 ] || skip "$1"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # wait_listening OUTFILE: wait for `tokentap serve`'s "listening on HOST:PORT"
-# line in OUTFILE and print the port (nothing after 5 s).
+# line in OUTFILE and print the port (nothing after 10 s: a loaded machine
+# under the sanitizer build once took longer than 5).
 wait_listening() {
-    for _ in $(seq 50); do grep -q '^listening on ' "$1" 2>/dev/null && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -q '^listening on ' "$1" 2>/dev/null && break; sleep 0.1; done
     sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$1"
 }
 
@@ -46,7 +47,7 @@ start_serve() {
     "$TT" serve --listen 127.0.0.1:0 --log "$dir/serve.log" "$@" > "$dir/serve.out" 2> "$dir/serve.err" &
     SERVE_PID=$!
     SERVE_PORT=$(wait_listening "$dir/serve.out")
-    [ -n "$SERVE_PORT" ] || fail "serve did not start: $(cat "$dir/serve.err")"
+    [ -n "$SERVE_PORT" ] || fail "serve did not start: stderr '$(cat "$dir/serve.err")', stdout '$(cat "$dir/serve.out")'"
 }
 
 # npm_cmd: print how to run npm here (Debian's npm, or the one a NodeSource
