@@ -41,6 +41,9 @@
 #     python3-uvicorn, python3-fastapi; asyncio memory BIOs on the server
 #     side), `watch --pid` on it: the request whole, 8 token events, each
 #     0-5 ms after the app's own log line before it yielded the chunk.
+# 11. `watch --pid` on a shell whose child, started before watch, is the
+#     HTTPS server (a master and its workers): the descendants alive at
+#     start are attached too; the request whole at the tls vantage.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
@@ -324,4 +327,21 @@ print("uvicorn: 8/8 token events at the tls vantage; SSL_write_ex entry minus th
       % (statistics.median(lags) / 1e3))
 PY
 fi
-echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log; aiohttp's and uvicorn's asyncio TLS"
+
+# 11.
+bash -c "/usr/bin/python3 '$(dirname "$0")/tls_sse_server.py' 8 5 '$work/c.pem' '$work/k.pem' '$work/desc.log' \
+    > '$work/desc.port'; true" 2> "$work/desc.err" &
+dpid=$!
+for _ in $(seq 50); do [ -s "$work/desc.port" ] && break; sleep 0.1; done
+dport=$(cat "$work/desc.port"); [ -n "$dport" ] || fail "the child server did not start: $(cat "$work/desc.err")"
+"$TT" watch --pid "$dpid" > /dev/null 2> "$work/desc.watch" &
+wpid=$!
+wait_tracing "$work/desc.watch"
+curl -sS -N -k --max-time 10 -o /dev/null -H 'x-request-id: tw-desc' -d '{}' "https://127.0.0.1:$dport/v1/chat/completions" \
+    || fail "curl to the child server failed"
+sleep 0.3
+kill -INT $wpid; wait $wpid || fail "watch --pid parent exit $?: $(cat "$work/desc.watch")"
+pkill -P "$dpid" 2> /dev/null || true
+grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/desc.watch" \
+    || fail "the child server's TLS request not whole: $(cat "$work/desc.watch")"
+echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log; aiohttp's and uvicorn's asyncio TLS; a server started under a traced parent"

@@ -16,6 +16,8 @@
 
 #include "core/util.h"
 
+#define TRACED_AT_START_MAX 4096 /* processes of the traced set attached to TLS libraries at start */
+
 #include "../../bpf/socktap.h"
 
 /* The Makefile builds the skeleton and defines TT_WITH_BPF; a build without
@@ -522,10 +524,19 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         if (s->sinks.fn[TT_VANTAGE_TLS])
             snprintf(s->tls_note, sizeof s->tls_note, "no TLS library attached: TOKENTAP_NO_TLS is set");
     } else {
-        uint32_t pids[65];
+        /* with --pid: every process of the traced set, the descendants alive
+         * at start too (a server's workers), read back from the kernel's map */
+        static uint32_t pids[TRACED_AT_START_MAX];
         size_t n_pids = 0;
-        if (opt && opt->tgid) pids[n_pids++] = opt->tgid;
-        for (size_t i = 0; opt && i < opt->n_tgids && n_pids < 65; i++) pids[n_pids++] = opt->tgids[i];
+        if (by_tgid) {
+            int map = bpf_map__fd(skel->maps.traced_tgids);
+            uint32_t key, next;
+            for (void *prev = NULL; n_pids < TRACED_AT_START_MAX && bpf_map_get_next_key(map, prev, &next) == 0;
+                 prev = &key) {
+                key = next;
+                pids[n_pids++] = next;
+            }
+        }
         if (tt_tls_attach_libraries(skel, pids, n_pids, &s->tls) < 0) {
             set_err(err, errlen, "out of memory attaching to the TLS libraries");
             tt_tls_attach_free(&s->tls);

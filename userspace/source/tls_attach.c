@@ -302,12 +302,13 @@ int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n
     for (size_t i = 0; i < sizeof system_libssl / sizeof *system_libssl; i++) lib_add(t, system_libssl[i], 0, false);
     if (t->per_pid) {
         for (size_t i = 0; i < n_pids; i++)
-            if (attach_for_pid(skel, t, pids[i]) < 0) return -1;
+            if (is_process(pids[i]) && attach_for_pid(skel, t, pids[i]) < 0) return -1;
     } else {
         for (size_t i = 0; i < t->n_libs; i++)
             if (attach_library(skel, t, &t->libs[i], -1) < 0) return -1;
     }
     for (size_t i = 0; i < n_pids; i++) {
+        if (!is_process(pids[i])) continue;
         bool covered = false;
         for (size_t k = 0; k < t->n_libs && !covered; k++)
             covered = t->libs[k].counted && pid_maps(pids[i], &t->libs[k]);
