@@ -81,7 +81,8 @@ reqs = [r for r in two["requests"] if r["request_id"]]
 assert len(reqs) == 6 and all(set(r["vantages"]) == {"server", "client", "wire"} for r in reqs), \
     [(r["request_id"], sorted(r["vantages"])) for r in reqs]
 min_rtt = min(r["vantages"]["client"]["ttft_ns"] for r in reqs)
-assert 2 * u <= min_rtt, (u, min_rtt)
+assert 2 * u <= min_rtt, (u, min_rtt, cli, [(r["request_id"], r["vantages"]["client"]["ttft_ns"],
+                                            r["vantages"]["client"].get("req_first_mono_ns")) for r in reqs])
 by_id = {r["request_id"]: r for r in truth["requests"] if r["request_id"]}
 UP = {"uplink", "uplink.client_to_wire", "uplink.wire_to_server", "server_queue"}
 DOWN = {"downlink", "downlink.server_to_wire", "downlink.wire_to_client", "client_queue"}
