@@ -14,7 +14,7 @@ OPT      ?= -O2 -g
 # The project's own flags live in TT_CFLAGS so that a CFLAGS given on the
 # command line adds to them instead of replacing them.
 TT_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP $(OPT)
-LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lz -lm
+LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lcapstone -lz -lm
 
 # The eBPF vantage (bpf/README.md): vmlinux.h from this kernel's BTF, the
 # CO-RE object, and its libbpf skeleton, all under $(BUILD)/bpf.
@@ -55,7 +55,7 @@ $(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
 	$(BPFTOOL) gen skeleton $< name socktap > $@.tmp && mv $@.tmp $@
 
 # the userspace files that load, attach or read the BPF object
-BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o bpf_tls_stream.o tls_attach.o)
+BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o bpf_tls_stream.o tls_attach.o tls_go.o)
 $(BPF_USERS): TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
 $(BPF_USERS): $(BPF_SKEL)
 

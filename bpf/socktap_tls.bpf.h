@@ -96,6 +96,65 @@ static __always_inline int tls_enter(__u64 ssl, __u64 buf, __u64 len_ptr, __u8 d
     return 0;
 }
 
+/* The plaintext of one TLS call, total bytes at buf, as DATA records of
+ * sk's TLS stream (or, pending, of no socket yet: the thread's TLS_PAIR
+ * record names it; its lost bytes add up in *pending_lost). SEND is
+ * stamped at enter_ns, RECV at now. */
+static __always_inline void tls_emit(__u64 id, struct sock *sk, __s32 fd, __u8 dir, __u64 total, __u64 buf,
+                                     __u64 enter_ns, __u64 now, long ret, bool pending, __u64 *pending_lost)
+{
+    __u32 zero = 0;
+    struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
+    if (!rec) return;
+    struct tt_socktap_event *ev = &rec->ev;
+    __u32 call = dir == TT_SOCKTAP_DIR_SEND ? TT_SOCKTAP_SYS_TLS_WRITE : TT_SOCKTAP_SYS_TLS_READ;
+    if (pending) {
+        /* no socket yet: no tuple; the TLS_PAIR record gives it */
+        __builtin_memset(ev, 0, sizeof *ev);
+        ev->tgid = id >> 32;
+        ev->tid = (__u32)id;
+        ev->fd = -1;
+        ev->syscall = call;
+        ev->kind = TT_SOCKTAP_KIND_DATA;
+        ev->flags = TT_SOCKTAP_F_TLS_PENDING;
+    } else {
+        fill_head(ev, (struct sock *)sk, id, fd, call, TT_SOCKTAP_KIND_DATA);
+        if (port_rejected(ev)) return;
+    }
+    ev->flags |= TT_SOCKTAP_F_TLS;
+    ev->enter_ns = enter_ns;
+    ev->exit_ns = now;
+    ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? enter_ns : now;
+    ev->ret = ret;
+    ev->dir = dir;
+
+    /* the plaintext's own owed bytes: pad 1 keeps them apart from the socket's
+     * (a pending record's go with the thread, to its TLS_PAIR record) */
+    struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir, .pad = 1};
+    __u64 *lostp = lost_ever && !pending ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
+    __u64 lost_in = lostp ? *lostp : 0;
+    struct copy_state *st = &rec->st;
+    __builtin_memset(st, 0, sizeof *st);
+    st->lost = lost_in;
+    st->sock_id = (__u64)sk;
+    st->total = total > 0xffffffffULL ? 0xffffffffu : (__u32)total;
+    st->dir = dir;
+    st->base_flags = ev->flags;
+    st->base = buf;
+    st->left = st->total;
+    bpf_loop(TT_SOCKTAP_MAX_PIECES + 2, copy_step, NULL, 0);
+    if (!st->walked) finish_message(st, ev, TT_SOCKTAP_F_TRUNCATED);
+    __u64 lost_out = st->lost;
+    if (pending) {
+        *pending_lost += lost_out;
+    } else if (lost_out) {
+        lost_ever = 1;
+        bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
+    } else if (lost_in) {
+        bpf_map_delete_elem(&lost_bytes, &lk);
+    }
+}
+
 /* The return of the SSL call this thread entered: its plaintext, if any,
  * as records of the call's socket. */
 static __always_inline int tls_exit(long ret)
@@ -152,56 +211,7 @@ static __always_inline int tls_exit(long ret)
         stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, total);
         return 0;
     }
-    __u32 zero = 0;
-    struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
-    if (!rec) return 0;
-    struct tt_socktap_event *ev = &rec->ev;
-    __u32 call = dir == TT_SOCKTAP_DIR_SEND ? TT_SOCKTAP_SYS_TLS_WRITE : TT_SOCKTAP_SYS_TLS_READ;
-    if (pending) {
-        /* no socket yet: no tuple; the TLS_PAIR record gives it */
-        __builtin_memset(ev, 0, sizeof *ev);
-        ev->tgid = id >> 32;
-        ev->tid = (__u32)id;
-        ev->fd = -1;
-        ev->syscall = call;
-        ev->kind = TT_SOCKTAP_KIND_DATA;
-        ev->flags = TT_SOCKTAP_F_TLS_PENDING;
-    } else {
-        fill_head(ev, (struct sock *)sk, id, fd, call, TT_SOCKTAP_KIND_DATA);
-        if (port_rejected(ev)) return 0;
-    }
-    ev->flags |= TT_SOCKTAP_F_TLS;
-    ev->enter_ns = a->tls_enter_ns;
-    ev->exit_ns = now;
-    ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? a->tls_enter_ns : now;
-    ev->ret = ret;
-    ev->dir = dir;
-
-    /* the plaintext's own owed bytes: pad 1 keeps them apart from the socket's
-     * (a pending record's go with the thread, to its TLS_PAIR record) */
-    struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir, .pad = 1};
-    __u64 *lostp = lost_ever && !pending ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
-    __u64 lost_in = lostp ? *lostp : 0;
-    struct copy_state *st = &rec->st;
-    __builtin_memset(st, 0, sizeof *st);
-    st->lost = lost_in;
-    st->sock_id = (__u64)sk;
-    st->total = total > 0xffffffffULL ? 0xffffffffu : (__u32)total;
-    st->dir = dir;
-    st->base_flags = ev->flags;
-    st->base = a->tls_buf;
-    st->left = st->total;
-    bpf_loop(TT_SOCKTAP_MAX_PIECES + 2, copy_step, NULL, 0);
-    if (!st->walked) finish_message(st, ev, TT_SOCKTAP_F_TRUNCATED);
-    __u64 lost_out = st->lost;
-    if (pending) {
-        a->tls_pending_lost += lost_out;
-    } else if (lost_out) {
-        lost_ever = 1;
-        bpf_map_update_elem(&lost_bytes, &lk, &lost_out, BPF_ANY);
-    } else if (lost_in) {
-        bpf_map_delete_elem(&lost_bytes, &lk);
-    }
+    tls_emit(id, sk, fd, dir, total, a->tls_buf, a->tls_enter_ns, now, ret, pending, &a->tls_pending_lost);
     return 0;
 }
 
@@ -235,6 +245,113 @@ SEC("uretprobe")
 int BPF_KRETPROBE(tt_ssl_return, long ret)
 {
     return tls_exit((int)ret);
+}
+
+/* ---- Go's crypto/tls ----
+ *
+ * Go programs carry their own TLS: (*tls.Conn).Write and (*tls.Conn).Read,
+ * in Go's register ABI (Go 1.17 and later, amd64): the receiver in AX, the
+ * slice's pointer and length in BX and CX, the result n in AX at the
+ * return; R14 always holds the running goroutine (its g). Userspace
+ * attaches Write and Read just past their stack-growth check (so that a
+ * call that grows its stack and starts over is seen once) and Read's every
+ * return instruction: a uretprobe would rewrite a return address on a
+ * stack Go may move. A goroutine may move between threads inside a call,
+ * so the state from Read's entry to its return is keyed by goroutine, and
+ * the connection is found from the Conn itself, not from a syscall on the
+ * thread: the net.Conn it wraps (its first field, an interface: the data
+ * word at +8) is a *net.TCPConn, whose first word is its *netFD, whose
+ * poll.FD holds the descriptor at +16 (a 16-byte mutex before it). A
+ * Conn over anything else gives no TCP socket: counted unpaired. */
+
+struct go_read_key {
+    __u64 g;
+    __u32 tgid;
+    __u32 pad;
+};
+
+struct go_read {
+    __u64 buf, sk, enter_ns;
+    __s32 fd;
+    __u32 pad;
+};
+
+/* LRU: a goroutine that never returns from Read (its program killed, a
+ * background read still blocked when we stop) leaves its entry behind */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 16384);
+    __type(key, struct go_read_key);
+    __type(value, struct go_read);
+} go_reads SEC(".maps");
+
+/* The descriptor of the TCP connection a *tls.Conn wraps, or -1. */
+static __always_inline __s32 go_conn_fd(__u64 conn)
+{
+    __u64 tcp_conn = 0, net_fd = 0;
+    __s64 fd = -1;
+    if (bpf_probe_read_user(&tcp_conn, sizeof tcp_conn, (const void *)(conn + 8)) != 0 || !tcp_conn) return -1;
+    if (bpf_probe_read_user(&net_fd, sizeof net_fd, (const void *)tcp_conn) != 0 || !net_fd) return -1;
+    if (bpf_probe_read_user(&fd, sizeof fd, (const void *)(net_fd + 16)) != 0) return -1;
+    return fd >= 0 && fd <= 0x7fffffff ? (__s32)fd : -1;
+}
+
+SEC("uprobe")
+int tt_go_tls_write(struct pt_regs *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    if (!task_traced(id)) return 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 len = ctx->cx;
+    if (!len) return 0;
+    stat_add(TT_SOCKTAP_STAT_TLS_CALLS, 1);
+    __s32 fd = go_conn_fd(ctx->ax);
+    struct sock *sk = fd >= 0 ? tcp_sock_of_fd(fd) : NULL;
+    if (!sk) {
+        stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED, 1);
+        stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, len);
+        return 0;
+    }
+    __u64 unused = 0;
+    tls_emit(id, sk, fd, TT_SOCKTAP_DIR_SEND, len, ctx->bx, now, now, (long)len, false, &unused);
+    return 0;
+}
+
+SEC("uprobe")
+int tt_go_tls_read(struct pt_regs *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    if (!task_traced(id)) return 0;
+    struct go_read_key key = {.g = ctx->r14, .tgid = id >> 32};
+    __s32 fd = go_conn_fd(ctx->ax);
+    struct sock *sk = fd >= 0 ? tcp_sock_of_fd(fd) : NULL;
+    struct go_read v = {.buf = ctx->bx, .sk = (__u64)sk, .fd = fd, .enter_ns = bpf_ktime_get_ns()};
+    bpf_map_update_elem(&go_reads, &key, &v, BPF_ANY);
+    return 0;
+}
+
+/* At each return instruction of (*tls.Conn).Read. */
+SEC("uprobe")
+int tt_go_tls_read_return(struct pt_regs *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    struct go_read_key key = {.g = ctx->r14, .tgid = id >> 32};
+    struct go_read *v = bpf_map_lookup_elem(&go_reads, &key);
+    if (!v) return 0;
+    struct go_read r = *v;
+    bpf_map_delete_elem(&go_reads, &key);
+    long n = (long)ctx->ax;
+    if (n <= 0) return 0;
+    stat_add(TT_SOCKTAP_STAT_TLS_CALLS, 1);
+    if (!r.sk) {
+        stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED, 1);
+        stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, (__u64)n);
+        return 0;
+    }
+    __u64 unused = 0;
+    tls_emit(id, (struct sock *)r.sk, r.fd, TT_SOCKTAP_DIR_RECV, (__u64)n, r.buf, r.enter_ns, bpf_ktime_get_ns(), n,
+             false, &unused);
+    return 0;
 }
 
 /* A traced process started a new program: said at once (a wakeup), so that

@@ -154,9 +154,49 @@ static void find_offsets(tt_tls_lib *lib)
             }
         }
     }
+    /* an executable without OpenSSL: a Go program, perhaps */
+    if (lib->executable && !lib->offset[0] && !lib->offset[2]) {
+        int go = tt_tls_go_find(fd, &lib->go_probes, lib->note, sizeof lib->note);
+        lib->go = go != 0;
+        lib->go_probed = go > 0;
+    }
 out:
     if (e) elf_end(e);
     close(fd);
+}
+
+/* Go's crypto/tls in one executable (tls_go.h): Read's returns first, so
+ * that no entry waits for a return not attached. Returns how many of the
+ * two functions are attached whole, -1 when out of memory. */
+static int attach_go(struct socktap *skel, tt_tls_attach *t, const tt_tls_go_probes *go, const char *path, int pid)
+{
+    LIBBPF_OPTS(bpf_uprobe_opts, opts);
+    size_t first = t->n_links;
+    bool read_ok = true;
+    for (size_t i = 0; i < go->n_read_returns && read_ok; i++) {
+        struct bpf_link *l =
+            bpf_program__attach_uprobe_opts(skel->progs.tt_go_tls_read_return, pid, path, go->read_returns[i], &opts);
+        if (!l || push_link(t, l) < 0) {
+            if (l) bpf_link__destroy(l);
+            read_ok = false;
+        }
+    }
+    struct bpf_link *l = read_ok ? bpf_program__attach_uprobe_opts(skel->progs.tt_go_tls_read, pid, path, go->read_at, &opts)
+                                 : NULL;
+    if (!l || push_link(t, l) < 0) {
+        /* a Read without every return would leave its entries behind: none of it */
+        if (l) bpf_link__destroy(l);
+        for (size_t i = first; i < t->n_links; i++) bpf_link__destroy(t->links[i]);
+        t->n_links = first;
+        read_ok = false;
+    }
+    l = bpf_program__attach_uprobe_opts(skel->progs.tt_go_tls_write, pid, path, go->write_at, &opts);
+    bool write_ok = l != NULL;
+    if (l && push_link(t, l) < 0) {
+        bpf_link__destroy(l);
+        return -1;
+    }
+    return read_ok + write_ok;
 }
 
 /* The four functions of one library: the return first, so that an entry
@@ -174,6 +214,17 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
     struct bpf_program *entry[4] = {skel->progs.tt_ssl_write, skel->progs.tt_ssl_write_ex, skel->progs.tt_ssl_read,
                                     skel->progs.tt_ssl_read_ex};
     if (!lib->offsets_found) find_offsets(lib);
+    if (lib->go) {
+        int n = lib->go_probed ? attach_go(skel, t, &lib->go_probes, path, pid) : 0;
+        if (n < 0) return -1;
+        if ((unsigned)n > lib->functions) lib->functions = (unsigned)n;
+        if (n == 2 && !lib->counted) {
+            t->attached++;
+            lib->counted = true;
+            snprintf(lib->note, sizeof lib->note, "Go %s crypto/tls", lib->go_probes.version);
+        }
+        return 0;
+    }
     bool got[4] = {false};
     for (int k = 0; k < 4; k++) {
         if (!lib->offset[k]) continue;
@@ -269,12 +320,13 @@ static bool is_process(uint32_t pid)
 }
 
 /* Executables without the functions are not worth a word: most have none.
- * Drops them from the list. */
+ * Drops them from the list (a Go program that could not be probed stays:
+ * its note says why). */
 static void drop_plain_executables(tt_tls_attach *t)
 {
     size_t k = 0, new_index[TT_TLS_MAX_LIBS];
     for (size_t i = 0; i < t->n_libs; i++) {
-        if (!t->libs[i].executable || t->libs[i].functions) {
+        if (!t->libs[i].executable || t->libs[i].functions || t->libs[i].go) {
             new_index[i] = k;
             t->libs[k++] = t->libs[i];
             continue;

@@ -18,14 +18,18 @@
  * return; a library without SSL_read and SSL_write is noted, not attached.
  * OpenSSL linked into an executable (Node.js): a process that maps no
  * libssl has its executable tried for the same functions (/proc/PID/exe;
- * one without them is passed over silently). A traced process (--pid)
- * covered by neither is named in the note. */
+ * one without them is passed over silently), and for Go's crypto/tls
+ * (tls_go.h: a Go program that cannot be probed, stripped or too old, is
+ * listed with the reason). A traced process (--pid) covered by none is
+ * named in the note. */
 #ifndef TT_TLS_ATTACH_H
 #define TT_TLS_ATTACH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "source/tls_go.h"
 
 #define TT_TLS_MAX_LIBS 16
 
@@ -41,7 +45,10 @@ typedef struct tt_tls_lib {
     bool counted;        /* attached with SSL_read and SSL_write: counted in tt_tls_attach.attached */
     bool offsets_found;  /* offset[] looked up in the file */
     uint64_t offset[4];  /* file offsets of SSL_write, SSL_write_ex, SSL_read, SSL_read_ex (0: absent) */
-    char note[128];      /* why none, when functions is 0 */
+    bool go;             /* an executable that is a Go program with crypto/tls (tls_go.h) */
+    bool go_probed;      /* ... whose probe sites are all known (go_probes) */
+    tt_tls_go_probes go_probes;
+    char note[128];      /* why none, when functions is 0; a Go program's version when attached */
 } tt_tls_lib;
 
 typedef struct tt_tls_attach {
