@@ -253,10 +253,13 @@ int BPF_KRETPROBE(tt_ssl_return, long ret)
  * in Go's register ABI (Go 1.17 and later, amd64): the receiver in AX, the
  * slice's pointer and length in BX and CX, the result n in AX at the
  * return; R14 always holds the running goroutine (its g). Userspace
- * attaches Write and Read just past their stack-growth check (so that a
- * call that grows its stack and starts over is seen once) and Read's every
- * return instruction: a uretprobe would rewrite a return address on a
- * stack Go may move. A goroutine may move between threads inside a call,
+ * attaches Write and Read at the conditional jump of their stack-growth
+ * check (a jump is emulated by the kernel: one trap; most instructions are
+ * stepped out of line, a second trap), and Read's every return
+ * instruction: a uretprobe would rewrite a return address on a stack Go
+ * may move. When the jump is taken (CF or ZF set by the compare) the
+ * stack grows and the function starts over: that pass is skipped, so each
+ * call is seen once. A goroutine may move between threads inside a call,
  * so the state from Read's entry to its return is keyed by goroutine, and
  * the connection is found from the Conn itself, not from a syscall on the
  * thread: the net.Conn it wraps (its first field, an interface: the data
@@ -296,9 +299,16 @@ static __always_inline __s32 go_conn_fd(__u64 conn)
     return fd >= 0 && fd <= 0x7fffffff ? (__s32)fd : -1;
 }
 
+/* At the stack check's JBE: whether it jumps (CF or ZF), to grow the stack. */
+static __always_inline bool go_grows_stack(const struct pt_regs *ctx)
+{
+    return ctx->flags & (0x1 /* CF */ | 0x40 /* ZF */);
+}
+
 SEC("uprobe")
 int tt_go_tls_write(struct pt_regs *ctx)
 {
+    if (go_grows_stack(ctx)) return 0;
     __u64 id = bpf_get_current_pid_tgid();
     if (!task_traced(id)) return 0;
     __u64 now = bpf_ktime_get_ns();
@@ -320,6 +330,7 @@ int tt_go_tls_write(struct pt_regs *ctx)
 SEC("uprobe")
 int tt_go_tls_read(struct pt_regs *ctx)
 {
+    if (go_grows_stack(ctx)) return 0;
     __u64 id = bpf_get_current_pid_tgid();
     if (!task_traced(id)) return 0;
     struct go_read_key key = {.g = ctx->r14, .tgid = id >> 32};

@@ -61,7 +61,7 @@ serve_heading="## tokentap serve"
 bpf_heading="## eBPF vantage"
 probe_heading="## The LD_PRELOAD probe (tokentap run)"
 clocks_heading="## Clocks of two hosts (analyze DIR DIR...)"
-tls_heading="## TLS plaintext vantage (uprobes on OpenSSL)"
+tls_heading="## TLS plaintext vantage (uprobes on OpenSSL and Go)"
 old_section() {
     [ -f docs/performance.md ] || return 0
     awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" \

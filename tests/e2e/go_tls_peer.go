@@ -15,6 +15,14 @@
 //	    200 text/event-stream of TOKENS chat chunks t0..t(TOKENS-1) GAP_MS
 //	    apart, then "data: [DONE]"; before each chunk's write (one Write and
 //	    Flush: one (*tls.Conn).Write) it appends "RID INDEX MONO_NS" to LOG.
+//	go_tls_peer calls CERT KEY BLOCKS ROUNDS GO_FILE
+//	    for tests/bench/tls.sh: a TLS client and server in this process over
+//	    loopback TCP; prints "pid=PID", waits until GO_FILE exists, then runs
+//	    BLOCKS blocks of ROUNDS round trips (the client writes 64 bytes, the
+//	    server reads them and writes 64 back, the client reads them: two
+//	    Writes and two Reads of *tls.Conn) and prints
+//	    "tls_calls=N cpu_ns_per_call=X": the process's CPU time (user and
+//	    system, getrusage) per call, the median over the blocks.
 package main
 
 import (
@@ -25,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,16 +54,7 @@ func die(format string, a ...interface{}) {
 }
 
 func client(port, rid, goFile string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(goFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			die("no go file")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(goFile)
 	tr := &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 		// HTTP/1.1: no h2 offered in ALPN
@@ -131,11 +131,88 @@ func server(cert, key, logPath string, tokens int, gap time.Duration) {
 	die("%v", srv.Serve(tls.NewListener(ln, srv.TLSConfig)))
 }
 
+func waitFor(goFile string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(goFile); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			die("no go file")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func cpuNs() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func calls(cert, key string, blocks, rounds int, goFile string) {
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		die("%v", err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
+	if err != nil {
+		die("%v", err)
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			die("%v", err)
+		}
+		buf := make([]byte, 64)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		die("%v", err)
+	}
+	if err := c.Handshake(); err != nil {
+		die("%v", err)
+	}
+	fmt.Printf("pid=%d\n", os.Getpid())
+	waitFor(goFile)
+	msg, back := make([]byte, 64), make([]byte, 64)
+	per := make([]int64, blocks)
+	for b := range per {
+		t0 := cpuNs()
+		for i := 0; i < rounds; i++ {
+			if _, err := c.Write(msg); err != nil {
+				die("%v", err)
+			}
+			if _, err := io.ReadFull(c, back); err != nil {
+				die("%v", err)
+			}
+		}
+		per[b] = (cpuNs() - t0) / int64(4*rounds)
+	}
+	sort.Slice(per, func(i, j int) bool { return per[i] < per[j] })
+	fmt.Printf("tls_calls=%d cpu_ns_per_call=%d\n", 4*rounds*blocks, per[blocks/2])
+}
+
 func main() {
 	a := os.Args
 	switch {
 	case len(a) == 5 && a[1] == "client":
 		client(a[2], a[3], a[4])
+	case len(a) == 7 && a[1] == "calls":
+		blocks, err1 := strconv.Atoi(a[4])
+		rounds, err2 := strconv.Atoi(a[5])
+		if err1 != nil || err2 != nil || blocks < 1 || rounds < 1 {
+			die("BLOCKS and ROUNDS are positive integers")
+		}
+		calls(a[2], a[3], blocks, rounds, a[6])
 	case len(a) == 7 && a[1] == "server":
 		tokens, err1 := strconv.Atoi(a[5])
 		gapMs, err2 := strconv.Atoi(a[6])
@@ -144,6 +221,7 @@ func main() {
 		}
 		server(a[2], a[3], a[4], tokens, time.Duration(gapMs)*time.Millisecond)
 	default:
-		die("usage: go_tls_peer client PORT RID GO_FILE | server CERT KEY LOG TOKENS GAP_MS")
+		die("usage: go_tls_peer client PORT RID GO_FILE | server CERT KEY LOG TOKENS GAP_MS | " +
+			"calls CERT KEY BLOCKS ROUNDS GO_FILE")
 	}
 }

@@ -29,12 +29,8 @@ command -v openssl >/dev/null || skip "openssl not installed"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 need_bpf "$work"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-gobuild="$root/build/go"
-mkdir -p "$gobuild"
-export GOCACHE="$gobuild/cache" GOPATH="$gobuild/path" GO111MODULE=off GOFLAGS= CGO_ENABLED=1
-go build -o "$gobuild/go_tls_peer" "$(dirname "$0")/go_tls_peer.go" || fail "go build failed"
-go build -ldflags "-s -w" -o "$gobuild/go_tls_stripped" "$(dirname "$0")/go_tls_peer.go" || fail "go build -s -w failed"
+tests/tools/build_go_peer.sh "$BUILD" > "$work/go.err" 2>&1 || fail "go build failed: $(cat "$work/go.err")"
+gobuild="$BUILD/go"
 peer="$gobuild/go_tls_peer"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
     > /dev/null 2>&1 || fail "openssl could not make a certificate"

@@ -64,7 +64,7 @@ int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t
         cs_close(&h);
         return -1;
     }
-    *entry = at;
+    *entry = 0;
     const uint8_t *p = code;
     size_t left = len;
     uint64_t addr = at;
@@ -74,7 +74,7 @@ int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t
         /* the stack check opens the function: cmp REG, [r14 + 0x10]; jbe MORESTACK
          * (a larger frame computes REG with a lea first) */
         if (index < 3 && insn->id == X86_INS_CMP && strstr(insn->op_str, "[r14 + 0x10]")) stack_compare = true;
-        else if (stack_compare && insn->id == X86_INS_JBE && *entry == at) *entry = insn->address + insn->size;
+        else if (stack_compare && insn->id == X86_INS_JBE && !*entry) *entry = insn->address;
         else stack_compare = false;
         if (insn->id == X86_INS_RET) {
             if ((size_t)n < cap) returns[n] = insn->address;
@@ -101,9 +101,9 @@ static uint64_t file_offset(Elf *e, uint64_t vaddr)
     return 0;
 }
 
-/* One function's probe sites: its entry past the stack check and, with
+/* One function's probe sites: the jump of its stack check and, with
  * returns, its return instructions. Returns false with a note when its
- * code cannot be read or decoded. */
+ * code cannot be read or decoded, or has no stack check. */
 static bool function_probes(int fd, uint64_t off, uint64_t size, uint64_t *entry, uint64_t *returns, size_t *n_returns,
                             const char *name, char *note, size_t cap)
 {
@@ -118,6 +118,10 @@ static bool function_probes(int fd, uint64_t off, uint64_t size, uint64_t *entry
     free(code);
     if (n < 0) {
         snprintf(note, cap, "Go's %s does not decode as amd64 code", name);
+        return false;
+    }
+    if (!*entry) {
+        snprintf(note, cap, "Go's %s does not open with a stack check", name);
         return false;
     }
     if (returns && (n == 0 || n > TT_TLS_GO_MAX_RETURNS)) {

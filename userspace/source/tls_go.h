@@ -5,10 +5,13 @@
  * found by name in the executable's symbol table. Go's register ABI
  * (amd64, Go 1.17 and later) is what the programs read, so the version is
  * taken from the build information the Go linker writes (.go.buildinfo;
- * inline since Go 1.18). Each function is probed just past its
- * stack-growth check, and Read at every return instruction, found by
- * disassembling it (capstone): Go moves goroutine stacks, so a uretprobe,
- * which rewrites the return address on the stack, must not be used. */
+ * inline since Go 1.18). Each function is probed at the conditional jump
+ * of its stack-growth check (the kernel emulates a jump: one trap, where
+ * most instructions are stepped out of line, a second; the program skips
+ * the pass that jumps to grow the stack, since the function then starts
+ * over), and Read at every return instruction, found by disassembling it
+ * (capstone): Go moves goroutine stacks, so a uretprobe, which rewrites
+ * the return address on the stack, must not be used. */
 #ifndef TT_TLS_GO_H
 #define TT_TLS_GO_H
 
@@ -19,7 +22,7 @@
 #define TT_TLS_GO_MAX_RETURNS 32
 
 typedef struct tt_tls_go_probes {
-    uint64_t write_at;  /* file offset in (*tls.Conn).Write where its arguments are still in registers */
+    uint64_t write_at;  /* file offset of (*tls.Conn).Write's stack-check jump (its arguments still in registers) */
     uint64_t read_at;   /* the same in (*tls.Conn).Read */
     uint64_t read_returns[TT_TLS_GO_MAX_RETURNS]; /* file offsets of Read's return instructions */
     size_t n_read_returns;
@@ -38,10 +41,11 @@ int tt_tls_go_find(int fd, tt_tls_go_probes *out, char *note, size_t cap);
 bool tt_tls_go_buildinfo_version(const uint8_t *sec, size_t len, char *version, size_t cap);
 
 /* Where to probe one function of code (its bytes, at file offset `at`):
- * past a stack-growth check that opens it (compare against the g's stack
- * guard through R14, then a conditional jump), else its first byte; and
- * its return instructions. Returns the number of returns found (at most
- * cap), or -1 when the code does not decode. */
+ * *entry, the conditional jump of the stack-growth check that opens it
+ * (a compare against the g's stack guard through R14, then JBE), 0 when
+ * it opens with none; returns[], its return instructions. Returns how
+ * many returns there are (the first cap kept), or -1 when the code does
+ * not decode. */
 int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t *entry, uint64_t *returns,
                           size_t cap);
 
