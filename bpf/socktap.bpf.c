@@ -235,6 +235,16 @@ static __always_inline bool is_role_syscall(__u32 syscall)
     return syscall == TT_SOCKTAP_SYS_CONNECT || syscall == TT_SOCKTAP_SYS_ACCEPT || syscall == TT_SOCKTAP_SYS_ACCEPT4;
 }
 
+/* The current thread's call_args, made on first use; NULL (counted) when
+ * task storage is out of memory. */
+static __always_inline struct call_args *thread_args(void)
+{
+    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0,
+                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!a) stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
+    return a;
+}
+
 /* The enter of a traced syscall: everything that can be rejected is
  * rejected here, before anything is stored (the process filters, an fd
  * that is not a TCP socket, the port filter where the ports are known). */
@@ -246,12 +256,8 @@ static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32
     if (targ_port && !is_role_syscall(syscall) && sk->__sk_common.skc_num != targ_port &&
         bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
         return 0;
-    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0,
-                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (!a) {
-        stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
-        return 0;
-    }
+    struct call_args *a = thread_args();
+    if (!a) return 0;
     a->buf = buf;
     a->count = count;
     a->sk = syscall == TT_SOCKTAP_SYS_ACCEPT || syscall == TT_SOCKTAP_SYS_ACCEPT4 ? 0 : (__u64)sk;

@@ -78,12 +78,8 @@ static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk
 static __always_inline int tls_enter(__u64 ssl, __u64 buf, __u64 len_ptr, __u8 dir, bool ex)
 {
     if (!task_traced(bpf_get_current_pid_tgid())) return 0;
-    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0,
-                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (!a) {
-        stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
-        return 0;
-    }
+    struct call_args *a = thread_args();
+    if (!a) return 0;
     a->tls_ssl = ssl;
     a->tls_buf = buf;
     a->tls_len_ptr = len_ptr;

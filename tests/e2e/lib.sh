@@ -72,3 +72,23 @@ wait_tracing() {
     for _ in $(seq 50); do grep -q '^tokentap watch: tracing' "$1" 2>/dev/null && return 0; sleep 0.1; done
     fail "watch did not start: $(cat "$1")"
 }
+
+# netns_pair NS VETH_HOST VETH_NS SUBNET: network namespace NS joined to
+# this one by a veth pair, SUBNET.1/24 here on VETH_HOST and SUBNET.2/24
+# in NS on VETH_NS, every link up (NS's loopback too); skips when the
+# kernel will not make them. netns_pair_del NS VETH_HOST removes both
+# (for the caller's exit trap; quiet when they are gone).
+netns_pair() {
+    local ns=$1 va=$2 vb=$3 net=$4
+    ip netns add "$ns" || skip "cannot make a network namespace"
+    ip link add "$va" type veth peer name "$vb" || skip "cannot make a veth pair"
+    ip link set "$vb" netns "$ns"
+    ip addr add "$net.1/24" dev "$va"; ip link set "$va" up
+    ip netns exec "$ns" ip addr add "$net.2/24" dev "$vb"
+    ip netns exec "$ns" ip link set "$vb" up
+    ip netns exec "$ns" ip link set lo up
+}
+netns_pair_del() {
+    ip netns del "$1" 2>/dev/null || true
+    ip link del "$2" 2>/dev/null || true
+}

@@ -32,20 +32,13 @@ ns=tt-srv-$$ va=ttva$$ vb=ttvb$$
 cleanup() {
     kill $(jobs -p) 2>/dev/null || true
     wait 2>/dev/null || true
-    ip netns del "$ns" 2>/dev/null || true
-    ip link del "$va" 2>/dev/null || true
+    netns_pair_del "$ns" "$va"
     [ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 need_bpf "$work"
 unshare --time --monotonic 1 true 2>/dev/null || skip "time namespaces not available"
-ip netns add "$ns" || skip "cannot make a network namespace"
-ip link add "$va" type veth peer name "$vb" || skip "cannot make a veth pair"
-ip link set "$vb" netns "$ns"
-ip addr add 10.231.0.1/24 dev "$va"; ip link set "$va" up
-ip netns exec "$ns" ip addr add 10.231.0.2/24 dev "$vb"
-ip netns exec "$ns" ip link set "$vb" up
-ip netns exec "$ns" ip link set lo up
+netns_pair "$ns" "$va" "$vb" 10.231.0
 
 ip netns exec "$ns" "$TT" serve --listen 10.231.0.2:0 --profile vllm --ttft-ms 15 --itl-ms 3 --tokens 8 \
     > "$work/serve.out" 2> "$work/serve.err" &

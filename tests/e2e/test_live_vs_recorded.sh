@@ -45,21 +45,14 @@ kill -TERM $spid; wait $spid || fail "serve exit $?"
 grep -q ' 0 ring-buffer drops' "$work/watch.err" || fail "watch's ring buffer dropped records: $(cat "$work/watch.err")"
 "$TT" analyze --json -o "$work/offline.json" "$work/rec" 2> "$work/analyze.err" || fail "analyze DIR exit $?: $(cat "$work/analyze.err")"
 
-/usr/bin/python3 - "$work" <<'PY'
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY'
 import json, sys
+from json_docs import documents
 work = sys.argv[1]
 
 def live_views(path):
     """watch --json: one document per vantage, or one holding several."""
-    text = open(path).read()
-    dec, pos, docs = json.JSONDecoder(), 0, []
-    while pos < len(text):
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            break
-        doc, pos = dec.raw_decode(text, pos)
-        docs.append(doc)
+    docs = documents(path)
     views = {}
     for d in docs:
         for r in d["requests"]:

@@ -6,8 +6,8 @@
 # when it does not build.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out="$1/go"
-mkdir -p "$out"
+mkdir -p "$1/go"
+out=$(cd "$1/go" && pwd) # Go wants its cache and path absolute
 export GOCACHE="$out/cache" GOPATH="$out/path" GO111MODULE=off GOFLAGS= GOTOOLCHAIN=local
 go build -o "$out/go_tls_peer" "$root/tests/e2e/go_tls_peer.go"
 go build -ldflags "-s -w" -o "$out/go_tls_stripped" "$root/tests/e2e/go_tls_peer.go"

@@ -47,12 +47,11 @@ static bool has_key(match_key k, const tt_request *r)
     return k != KEY_SEQUENCE || r->req_seq_known;
 }
 
-static match_key sort_key; /* qsort has no context argument */
-
-static int keyed_cmp(const void *pa, const void *pb)
+/* qsort_r's comparison: by the key *pk, then capture order. */
+static int keyed_cmp(const void *pa, const void *pb, void *pk)
 {
     const keyed *a = pa, *b = pb;
-    int c = key_cmp(sort_key, a->r, b->r);
+    int c = key_cmp(*(const match_key *)pk, a->r, b->r);
     if (c) return c;
     return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
@@ -70,8 +69,7 @@ static keyed *sorted_requests(const tt_analysis *a, const bool *matched, match_k
     }
     for (size_t i = 0; i < a->n_reqs; i++)
         if (!matched[i] && has_key(k, &a->reqs[i])) v[(*n)++] = (keyed){&a->reqs[i], i};
-    sort_key = k;
-    if (*n) qsort(v, *n, sizeof *v, keyed_cmp);
+    if (*n) qsort_r(v, *n, sizeof *v, keyed_cmp, &k);
     return v;
 }
 

@@ -187,6 +187,33 @@ static void clock_note(FILE *out, double u)
     else fprintf(out, "%-28s %6s +- ? (wall-clock placement: no interval)\n", "", "");
 }
 
+/* The rows of the uplink or the downlink: the part, then its segments
+ * (seg[0..2], in the segment enum's order: from the sender to the first
+ * wire, between the wires, from the last wire to the receiver), named
+ * from the points at[0..3] (sender, sender's wire, receiver's wire,
+ * receiver). With one wire the middle segment does not exist and the
+ * wires are "wire"; its rows come only when a segment was measured. */
+static void link_rows(FILE *out, const char *name, const tt_overhead_stat *part, const tt_overhead_stat *seg,
+                      const char *const at[4], bool two_wires, double clock_u)
+{
+    char row[64];
+    stat_row(out, name, part);
+    clock_note(out, clock_u);
+    if (two_wires) {
+        /* only the stretch between the hosts' wires crosses clocks */
+        for (int k = 0; k < 3; k++) {
+            snprintf(row, sizeof row, "  %s -> %s", at[k], at[k + 1]);
+            stat_row(out, row, &seg[k]);
+            if (k == 1) clock_note(out, clock_u);
+        }
+    } else if (seg[0].n || seg[2].n) {
+        snprintf(row, sizeof row, "  %s -> wire", at[0]);
+        stat_row(out, row, &seg[0]);
+        snprintf(row, sizeof row, "  wire -> %s", at[3]);
+        stat_row(out, row, &seg[2]);
+    }
+}
+
 static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double clock_u)
 {
     const tt_overhead_stat *parts = e2el ? b->e2el_part : b->ttft_part;
@@ -198,32 +225,13 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double c
     tt_report_rule(out, title, '-');
     fprintf(out, "%-28s %6s %10s %10s %10s\n", "part", "n", "mean", "median", "p99");
     stat_row(out, "send lag", &parts[TT_PART_SEND_LAG]);
-    stat_row(out, "uplink", &parts[TT_PART_UPLINK]);
-    clock_note(out, clock_u);
     bool two_wires = b->join.by_vantage[TT_VANTAGE_CLIENT_WIRE] != NULL;
-    if (two_wires) {
-        /* only the stretch between the hosts' wires crosses clocks */
-        stat_row(out, "  client -> client wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
-        stat_row(out, "  client wire -> server wire", &segs[TT_SEG_UP_WIRE_WIRE]);
-        clock_note(out, clock_u);
-        stat_row(out, "  server wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
-    } else if (segs[TT_SEG_UP_CLIENT_WIRE].n || segs[TT_SEG_UP_WIRE_SERVER].n) {
-        stat_row(out, "  client -> wire", &segs[TT_SEG_UP_CLIENT_WIRE]);
-        stat_row(out, "  wire -> server", &segs[TT_SEG_UP_WIRE_SERVER]);
-    }
+    static const char *const up[] = {"client", "client wire", "server wire", "server"};
+    link_rows(out, "uplink", &parts[TT_PART_UPLINK], &segs[TT_SEG_UP_CLIENT_WIRE], up, two_wires, clock_u);
     queue_row(out, "server queue", &parts[TT_PART_SERVER_QUEUE]);
     stat_row(out, e2el ? "server E2EL" : "server TTFT", &parts[TT_PART_SERVER]);
-    stat_row(out, "downlink", &parts[TT_PART_DOWNLINK]);
-    clock_note(out, clock_u);
-    if (two_wires) {
-        stat_row(out, "  server -> server wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
-        stat_row(out, "  server wire -> client wire", &segs[TT_SEG_DOWN_WIRE_WIRE]);
-        clock_note(out, clock_u);
-        stat_row(out, "  client wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
-    } else if (segs[TT_SEG_DOWN_SERVER_WIRE].n || segs[TT_SEG_DOWN_WIRE_CLIENT].n) {
-        stat_row(out, "  server -> wire", &segs[TT_SEG_DOWN_SERVER_WIRE]);
-        stat_row(out, "  wire -> client", &segs[TT_SEG_DOWN_WIRE_CLIENT]);
-    }
+    static const char *const down[] = {"server", "server wire", "client wire", "client"};
+    link_rows(out, "downlink", &parts[TT_PART_DOWNLINK], &segs[TT_SEG_DOWN_SERVER_WIRE], down, two_wires, clock_u);
     queue_row(out, "client queue", &parts[TT_PART_CLIENT_QUEUE]);
     stat_row(out, "client lag", &parts[TT_PART_CLIENT_LAG]);
     size_t merged = e2el ? b->e2el_merged : b->ttft_merged;

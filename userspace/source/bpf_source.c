@@ -526,9 +526,9 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     } else {
         /* with --pid: every process of the traced set, the descendants alive
          * at start too (a server's workers), read back from the kernel's map */
-        static uint32_t pids[TRACED_AT_START_MAX];
+        uint32_t *pids = by_tgid ? malloc(TRACED_AT_START_MAX * sizeof *pids) : NULL;
         size_t n_pids = 0;
-        if (by_tgid) {
+        if (pids) {
             int map = bpf_map__fd(skel->maps.traced_tgids);
             uint32_t key, next;
             for (void *prev = NULL; n_pids < TRACED_AT_START_MAX && bpf_map_get_next_key(map, prev, &next) == 0;
@@ -537,7 +537,9 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
                 pids[n_pids++] = next;
             }
         }
-        if (tt_tls_attach_libraries(skel, pids, n_pids, &s->tls) < 0) {
+        int attached = by_tgid && !pids ? -1 : tt_tls_attach_libraries(skel, pids, n_pids, &s->tls);
+        free(pids);
+        if (attached < 0) {
             set_err(err, errlen, "out of memory attaching to the TLS libraries");
             tt_tls_attach_free(&s->tls);
             socktap__destroy(skel);
