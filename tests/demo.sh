@@ -115,11 +115,11 @@ https_demo() {
         sleep 0.3
         kill -INT $wpid; wait $wpid || true
         grep 'TLS plaintext' "$out/tls-watch.err" | sed 's/^tokentap watch: /demo: /'
-        awk '/^vantage: tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-watch.txt"
+        awk '/^vantage: server_tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-watch.txt"
     else
         echo "demo: HTTPS: tokentap serve --tls, 3 curl streams under tokentap run (the probe reads curl's TLS plaintext):"
         "$TT" run -o "$out/tls-run" --report "$out/tls-run.txt" -- bash -c "$get" 2> "$out/tls-run.err" || true
-        awk '/^vantage: tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-run.txt"
+        awk '/^vantage: client_tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-run.txt"
     fi
     kill -TERM "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
 }

@@ -29,31 +29,26 @@ export -f get; export port
 cmp "$work/plain.out" "$work/probe.out" || fail "curl's output differs under the probe"
 "$TT" run -o "$work/rec" --json --report "$work/rec_live.json" -- bash -c "get tls-2 > /dev/null" 2> "$work/rec.err" \
     || fail "run -o exit $?: $(cat "$work/rec.err")"
-[ -s "$work/rec/tls.pcap" ] || fail "no tls.pcap in the recording"
+[ -s "$work/rec/client_tls.pcap" ] || fail "no client_tls.pcap in the recording"
 "$TT" analyze --json "$work/rec" > "$work/rec.json" 2> "$work/analyze.err" \
     || fail "analyze DIR exit $?: $(cat "$work/analyze.err")"
-/usr/bin/python3 - "$work" <<'PY'
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY'
 import json, sys
+from json_docs import by_vantage
 work = sys.argv[1]
-text, dec, docs, i = open(f"{work}/events.json").read(), json.JSONDecoder(), [], 0
-while i < len(text):
-    if text[i].isspace():
-        i += 1
-        continue
-    d, i = dec.raw_decode(text, i)
-    docs.append(d)
-by_v = {d["vantage"]: d for d in docs}
-assert "tls" in by_v, sorted(by_v)
-reqs = by_v["tls"]["requests"]
+by_v = by_vantage(f"{work}/events.json")
+assert "client_tls" in by_v, sorted(by_v)
+reqs = by_v["client_tls"]["requests"]
 assert [r["request_id"] for r in reqs] == ["tls-1"], reqs
 toks = [e for e in reqs[0]["events"] if e["kind"] == "TOKEN"]
 assert len(toks) == 6, len(toks)
 for name in ("rec_live", "rec"):
     rec = json.load(open(f"{work}/{name}.json"))
     got = [(r["request_id"], r["complete"], r["incomplete_reasons"], sorted(r["vantages"])) for r in rec["requests"]]
-    assert got == [("tls-2", True, None, ["tls"])], (name, got)
-    assert rec["requests"][0]["vantages"]["tls"]["token_events"] == 6, (name, rec["requests"][0]["vantages"]["tls"])
+    assert got == [("tls-2", True, None, ["client_tls"])], (name, got)
+    assert rec["requests"][0]["vantages"]["client_tls"]["token_events"] == 6, \
+        (name, rec["requests"][0]["vantages"]["client_tls"])
 assert not by_v.get("client", {}).get("requests"), "HTTP parsed out of ciphertext at the client vantage"
-print("tokentap run: curl over TLS, 6 token events at the tls vantage from SSL_read, output unchanged; "
+print("tokentap run: curl over TLS, 6 token events at the client_tls vantage from SSL_read, output unchanged; "
       "the close-delimited response complete live and in analyze DIR")
 PY

@@ -80,7 +80,7 @@ sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid exit $?: $(cat "$work/srv.watch")"
 grep -q 'TLS plaintext from [1-9]' "$work/srv.watch" || fail "no TLS library attached: $(cat "$work/srv.watch")"
 # whole: the live lines of both requests at the tls vantage, none incomplete
-[ "$(grep -c '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/srv.watch")" = 2 ] \
+[ "$(grep -c '^server_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/srv.watch")" = 2 ] \
     || fail "the server's TLS requests not whole: $(cat "$work/srv.watch")"
 
 # 2.
@@ -90,7 +90,7 @@ wait_tracing "$work/cli.watch"
 get tw-3 > "$work/curl.out"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --comm curl exit $?: $(cat "$work/cli.watch")"
-grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
+grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
     || fail "curl's TLS request not whole: $(cat "$work/cli.watch")"
 
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "TLS vantages: see above"
@@ -105,10 +105,10 @@ for line in open(f"{work}/server.log"):
     truth[(rid, int(i))] = int(ns)
 
 srv = docs(f"{work}/srv.json")
-assert "tls" in srv, ("no tls vantage", list(srv))
+assert "server_tls" in srv, ("no server_tls vantage", list(srv))
 assert not [r for r in srv.get("server", {"requests": []})["requests"] if r.get("method")], \
     "the server vantage parsed the ciphertext as HTTP"
-reqs = {r["request_id"]: r for r in srv["tls"]["requests"]}
+reqs = {r["request_id"]: r for r in srv["server_tls"]["requests"]}
 lags = []
 for rid in ("tw-1", "tw-2"):
     r = reqs[rid]
@@ -122,10 +122,10 @@ med = statistics.median(lags)
 assert med < 1_000_000, med
 
 cli = docs(f"{work}/cli.json")
-assert "tls" in cli, ("no tls vantage at curl", list(cli))
+assert "client_tls" in cli, ("no client_tls vantage at curl", list(cli))
 assert not [r for r in cli.get("client", {"requests": []})["requests"] if r.get("method")], \
     "the client vantage parsed the ciphertext as HTTP"
-r = [r for r in cli["tls"]["requests"] if r["request_id"] == "tw-3"][0]
+r = [r for r in cli["client_tls"]["requests"] if r["request_id"] == "tw-3"][0]
 toks = [e for e in r["events"] if e["kind"] == "TOKEN"]
 assert len(toks) == 8, len(toks)
 text = "".join(e.get("text", "") for e in toks)
@@ -142,7 +142,7 @@ wait_tracing "$work/off.watch"
 get tw-4 > /dev/null
 wait $wpid || true
 grep -q 'TOKENTAP_NO_TLS is set' "$work/off.watch" || fail "TOKENTAP_NO_TLS not said: $(cat "$work/off.watch")"
-if grep -q '"vantage": "tls"' "$work/off.json"; then fail "a tls vantage with TOKENTAP_NO_TLS"; fi
+if grep -qE '"vantage": "(server|client)_tls"' "$work/off.json"; then fail "a TLS vantage with TOKENTAP_NO_TLS"; fi
 
 # 4.
 "$TT" record -o "$work/rec" --pid "$spid" > /dev/null 2> "$work/rec.err" &
@@ -151,13 +151,13 @@ for _ in $(seq 50); do grep -q 'recording into' "$work/rec.err" 2>/dev/null && b
 get tw-5 > /dev/null
 sleep 0.3
 kill -INT $rpid; wait $rpid || fail "record exit $?: $(cat "$work/rec.err")"
-[ -s "$work/rec/tls.pcap" ] || fail "no tls.pcap: $(ls "$work/rec") $(cat "$work/rec.err")"
+[ -s "$work/rec/server_tls.pcap" ] || fail "no server_tls.pcap: $(ls "$work/rec") $(cat "$work/rec.err")"
 "$TT" analyze --json -o "$work/rec.json" "$work/rec" 2> /dev/null || fail "analyze DIR exit $?"
 /usr/bin/python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = [r for r in d['requests'] if r['request_id'] == 'tw-5'][0]
-assert 'tls' in r['vantages'] and r['vantages']['tls']['token_events'] == 8, r['vantages']
+assert 'server_tls' in r['vantages'] and r['vantages']['server_tls']['token_events'] == 8, r['vantages']
 " "$work/rec.json" || fail "record: tw-5 not at the tls vantage"
 # 5.
 if command -v node > /dev/null; then
@@ -172,7 +172,7 @@ if command -v node > /dev/null; then
     sleep 0.3
     kill -INT $wpid; wait $wpid || fail "watch --pid node exit $?: $(cat "$work/node.watch")"
     grep -q 'TLS plaintext from [1-9].*/exe' "$work/node.watch" || fail "node's executable not attached: $(cat "$work/node.watch")"
-    grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/node.watch" \
+    grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/node.watch" \
         || fail "node's TLS request not whole: $(cat "$work/node.watch")"
     grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/node.watch" \
         || fail "node's SSL calls not all paired: $(tail -1 "$work/node.watch")"
@@ -181,7 +181,7 @@ import json, sys
 from json_docs import by_vantage
 work = sys.argv[1]
 docs = by_vantage(f"{work}/node.json")
-r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-node"][0]
+r = [r for r in docs["client_tls"]["requests"] if r["request_id"] == "tw-node"][0]
 toks = [e for e in r["events"] if e["kind"] == "TOKEN"]
 assert len(toks) == 8, len(toks)
 stamps = [int(l.split()[2]) for l in open(f"{work}/node.out") if l.split()[1] != "body"]
@@ -213,7 +213,7 @@ if command -v node > /dev/null; then
     wait $npid || fail "node client: $(cat "$work/late.err")"
     sleep 0.3
     kill -INT $wpid; wait $wpid || fail "watch --comm node exit $?: $(cat "$work/late.watch")"
-    grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
+    grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
         || fail "the late node's TLS request not whole: $(cat "$work/late.watch")"
 fi
 
@@ -230,7 +230,7 @@ touch "$work/go"
 wait $shpid || fail "the shell's curl failed"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid shell exit $?: $(cat "$work/fork.watch")"
-grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/fork.watch" \
+grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/fork.watch" \
     || fail "the forked curl's TLS request not whole: $(cat "$work/fork.watch")"
 grep -qE "no TLS library in pid ([0-9]+,)*$shpid[,;]" "$work/fork.watch" \
     || fail "the shell not named: $(tail -1 "$work/fork.watch")"
@@ -263,7 +263,7 @@ touch "$work/go"
 wait $apid || fail "aiohttp client: $(cat "$work/aio.err")"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid aiohttp exit $?: $(cat "$work/aio.watch")"
-grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/aio.watch" \
+grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/aio.watch" \
     || fail "aiohttp's TLS request not whole: $(cat "$work/aio.watch")"
 kill -TERM $svpid; wait $svpid || fail "serve --tls exit $?: $(cat "$work/serve.err")"
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "serve --tls against its log: see above"
@@ -271,7 +271,7 @@ import json, statistics, sys
 from json_docs import by_vantage
 work = sys.argv[1]
 docs = by_vantage(f"{work}/sv.json")
-reqs = {r["request_id"]: r for r in docs["tls"]["requests"]}
+reqs = {r["request_id"]: r for r in docs["server_tls"]["requests"]}
 log = [json.loads(l) for l in open(f"{work}/serve.log")]
 diffs = []
 for rid in ("tv-1", "tv-2"):
@@ -287,7 +287,7 @@ print("serve --tls: 40/40 token writes at the tls vantage; SSL_write entry minus
       "median %.1f us, max %.1f us" % (med / 1e3, max(diffs) / 1e3))
 
 docs = by_vantage(f"{work}/aio.json")
-r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-aio"][0]
+r = [r for r in docs["client_tls"]["requests"] if r["request_id"] == "tw-aio"][0]
 toks = [e["dispatch_mono_ns"] for e in r["events"] if e["kind"] == "TOKEN"]
 stamps = [int(l.split()[1]) for l in open(f"{work}/aio.out")]
 assert len(toks) == 8, len(toks)
@@ -317,14 +317,14 @@ if /usr/bin/python3 -c 'import uvicorn, fastapi' 2> /dev/null; then
     sleep 0.3
     kill -INT $wpid; wait $wpid || fail "watch --pid uvicorn exit $?: $(cat "$work/uv.watch")"
     kill $uvpid; wait $uvpid 2> /dev/null || true
-    grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/uv.watch" \
+    grep -q '^server_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/uv.watch" \
         || fail "uvicorn's TLS request not whole: $(cat "$work/uv.watch")"
     PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "uvicorn against its log: see above"
 import json, statistics, sys
 from json_docs import by_vantage
 work = sys.argv[1]
 docs = by_vantage(f"{work}/uv.json")
-r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tw-uv"][0]
+r = [r for r in docs["server_tls"]["requests"] if r["request_id"] == "tw-uv"][0]
 toks = [e["first_mono_ns"] for e in r["events"] if e["kind"] == "TOKEN"]
 logged = [int(l.split()[2]) for l in open(f"{work}/uv.log") if l.split()[0] == "tw-uv"]
 assert len(toks) == 8 and len(logged) == 8, (len(toks), len(logged))
@@ -349,6 +349,6 @@ curl -sS -N -k --max-time 10 -o /dev/null -H 'x-request-id: tw-desc' -d '{}' "ht
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid parent exit $?: $(cat "$work/desc.watch")"
 pkill -P "$dpid" 2> /dev/null || true
-grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/desc.watch" \
+grep -q '^server_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/desc.watch" \
     || fail "the child server's TLS request not whole: $(cat "$work/desc.watch")"
 echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log; aiohttp's and uvicorn's asyncio TLS; a server started under a traced parent"

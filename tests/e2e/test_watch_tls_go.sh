@@ -54,7 +54,7 @@ sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid on the Go server exit $?: $(cat "$work/gosrv.watch")"
 grep -q "TLS plaintext from [1-9].*/exe: Go go1\.[0-9.]* crypto/tls" "$work/gosrv.watch" \
     || fail "the Go server's crypto/tls not attached: $(cat "$work/gosrv.watch")"
-[ "$(grep -c '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/gosrv.watch")" = 2 ] \
+[ "$(grep -c '^server_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/gosrv.watch")" = 2 ] \
     || fail "the Go server's TLS requests not whole: $(cat "$work/gosrv.watch")"
 grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/gosrv.watch" \
     || fail "the Go server's calls not all paired: $(tail -1 "$work/gosrv.watch")"
@@ -77,7 +77,7 @@ touch "$work/go"
 wait $cpid || fail "the Go client: $(cat "$work/cli.err")"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid on the Go client exit $?: $(cat "$work/cli.watch")"
-grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
+grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
     || fail "the Go client's TLS request not whole: $(cat "$work/cli.watch")"
 grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/cli.watch" \
     || fail "the Go client's calls not all paired: $(tail -1 "$work/cli.watch")"
@@ -96,7 +96,7 @@ touch "$work/go"
 wait $lpid || fail "the late Go client: $(cat "$work/late.err")"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --comm go_tls_peer exit $?: $(cat "$work/late.watch")"
-grep -q '^tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
+grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
     || fail "the late Go client's TLS request not whole: $(cat "$work/late.watch")"
 
 # 4.
@@ -133,7 +133,7 @@ for line in open(f"{work}/gosrv.log"):
 docs = by_vantage(f"{work}/gosrv.json")
 assert not [r for r in docs.get("server", {"requests": []})["requests"] if r.get("method")], \
     "the server vantage parsed the ciphertext as HTTP"
-reqs = {r["request_id"]: r for r in docs["tls"]["requests"]}
+reqs = {r["request_id"]: r for r in docs["server_tls"]["requests"]}
 lags = []
 for rid in ("tg-1", "tg-2"):
     toks = [e for e in reqs[rid]["events"] if e["kind"] == "TOKEN"]
@@ -151,7 +151,7 @@ print("Go server: 16/16 token events; (*tls.Conn).Write entry minus the server's
 docs = by_vantage(f"{work}/cli.json")
 assert not [r for r in docs.get("client", {"requests": []})["requests"] if r.get("method")], \
     "the client vantage parsed the ciphertext as HTTP"
-r = [r for r in docs["tls"]["requests"] if r["request_id"] == "tg-cli"][0]
+r = [r for r in docs["client_tls"]["requests"] if r["request_id"] == "tg-cli"][0]
 toks = [e["dispatch_mono_ns"] for e in r["events"] if e["kind"] == "TOKEN"]
 assert len(toks) == 8, len(toks)
 stamps = [int(l.split()[1]) for l in open(f"{work}/cli.out") if l.split()[1] != "body"]

@@ -46,7 +46,7 @@ work = sys.argv[1]
 res = json.load(open(f"{work}/result.json"))
 assert res["completed"] == 8 and not any(res["errors"]), res["errors"]
 log = [json.loads(l) for l in open(f"{work}/serve.log")]
-tls = {r["request_id"]: r for r in by_vantage(f"{work}/w.json")["tls"]["requests"]}
+tls = {r["request_id"]: r for r in by_vantage(f"{work}/w.json")["client_tls"]["requests"]}
 lags, sdk_after = [], []
 for i in range(8):
     rid = f"sdk-{i}"

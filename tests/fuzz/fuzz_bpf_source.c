@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sink server = {tt_tracker_new(NULL)}, client = {tt_tracker_new(NULL)}, tls = {tt_tracker_new(NULL)};
     tt_bpf_source *src = tt_bpf_source_new(to_tracker, &server, to_tracker, &client);
-    tt_bpf_source_route_tls(src, to_tracker, &tls); /* TT_SOCKTAP_F_TLS records: the plaintext stream */
+    tt_bpf_source_route_tls(src, to_tracker, &tls, to_tracker, &tls); /* TT_SOCKTAP_F_TLS records: the plaintext streams */
     uint8_t rec[sizeof(struct tt_socktap_event) + 512];
     size_t i = 0;
     while (i + 2 <= size) {

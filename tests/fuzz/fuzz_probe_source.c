@@ -50,7 +50,7 @@ static void check_chunk(void *ctx, const tt_chunk *c)
 static tt_probe_source *new_source(fuzz_sink *sink)
 {
     memset(sink, 0, sizeof *sink);
-    return tt_probe_source_new(check_chunk, sink, check_chunk, sink, check_chunk, sink);
+    return tt_probe_source_new(check_chunk, sink, check_chunk, sink, check_chunk, sink, check_chunk, sink);
 }
 
 static void feed_records(const uint8_t *data, size_t size)

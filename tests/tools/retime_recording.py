@@ -9,7 +9,7 @@ Every CLOCK_MONOTONIC instant m becomes
     T(m) = m + OFFSET_NS + round(SKEW_PPM * (m - start_mono_ns) / 1e6)
 (start_mono_ns from SRC's manifest; exact integer arithmetic, SKEW_PPM read
 as a decimal fraction). The socket vantages (client.pcap, server.pcap,
-tls.pcap) are on CLOCK_MONOTONIC; the wire (wire.pcap) and the manifest's
+server_tls.pcap, client_tls.pcap) are on CLOCK_MONOTONIC; the wire (wire.pcap) and the manifest's
 wall instants are wall clock, moved with the host's monotonic clock:
 w -> T(w - off) + off, off the manifest's wall_to_mono_offset_ns.start, so
 the offset the manifest records stays true of the rewritten files. The

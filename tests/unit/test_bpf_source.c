@@ -626,7 +626,7 @@ static void test_tls_plaintext_stream(void **state)
     log_ctx cli = {0}, tls = {0};
     tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
     assert_non_null(s);
-    tt_bpf_source_route_tls(s, collect, &tls);
+    tt_bpf_source_route_tls(s, collect, &tls, collect, &tls);
     uint8_t buf[512];
     struct tt_socktap_event ev;
     size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x51, 5);
@@ -642,7 +642,7 @@ static void test_tls_plaintext_stream(void **state)
     assert_int_equal(cli.n, 1);
     assert_int_equal(cli.items[0].kind, TT_CHUNK_DATA);
     assert_int_equal(tls.n, 4);
-    assert_int_equal(tls.items[0].vantage, TT_VANTAGE_TLS);
+    assert_int_equal(tls.items[0].vantage, TT_VANTAGE_CLIENT_TLS); /* the local end connected */
     assert_int_equal(tls.items[0].kind, TT_CHUNK_DATA);
     assert_int_equal(tls.items[0].dir, TT_DIR_C2S);
     assert_int_equal(tls.items[0].offset, 0);
@@ -692,7 +692,7 @@ static void test_tls_pending_writes(void **state)
     log_ctx cli = {0}, tls = {0};
     tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
     assert_non_null(s);
-    tt_bpf_source_route_tls(s, collect, &tls);
+    tt_bpf_source_route_tls(s, collect, &tls, collect, &tls);
     uint8_t buf[512];
     struct tt_socktap_event ev;
     size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x61, 5);

@@ -25,7 +25,8 @@
 
 static const char *vname(tt_vantage v)
 {
-    static const char *const names[] = {"wire", "server", "client", "tls"};
+    static const char *const names[] = {"wire", "server", "client", "server_tls", "client_tls", "client_wire"};
+    _Static_assert(sizeof names / sizeof *names == TT_VANTAGE_COUNT, "a name per vantage");
     return v < TT_VANTAGE_COUNT ? names[v] : "?";
 }
 
@@ -92,7 +93,7 @@ static int feed(tt_probe_source *s, uint32_t pid, const uint8_t *rec, size_t n)
 static void test_client_connection(void **state)
 {
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
     uint8_t rec[512];
     size_t n;
     n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 100, "GET /", 0);
@@ -139,7 +140,7 @@ static void test_client_connection(void **state)
 static void test_roles_layers_and_processes(void **state)
 {
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
     uint8_t rec[512];
     size_t n;
     /* accepted: server vantage; the local end is the server */
@@ -159,11 +160,11 @@ static void test_roles_layers_and_processes(void **state)
     const char *want =
         "server conn=1 10.0.0.2:8000 10.0.0.1:40000 c2s off=0 len=3 ns=10 DATA \"req\"\n"
         "server conn=2 10.0.0.2:8000 10.0.0.1:40000 c2s guessed off=0 len=1 ns=20 DATA \"x\"\n"
-        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=30 DATA \"hi\"\n"
+        "client_tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=30 DATA \"hi\"\n"
         "client conn=4 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=2 ns=40 DATA \"yo\"\n"
-        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 FIN\n"
-        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=0 ns=50 END\n"
-        "tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 RELEASE\n";
+        "client_tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 FIN\n"
+        "client_tls conn=3 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=0 ns=50 END\n"
+        "client_tls conn=3 10.0.0.1:40000 10.0.0.2:8000 c2s off=2 len=0 ns=50 RELEASE\n";
     assert_string_equal(b.s, want);
     tt_probe_stats st;
     tt_probe_source_stats(s, &st);
@@ -179,7 +180,7 @@ static void test_roles_layers_and_processes(void **state)
 static void test_eof_and_close_end_cleanly(void **state)
 {
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
     uint8_t rec[512];
     size_t n;
     for (uint8_t layer = 0; layer < 2; layer++) {
@@ -214,15 +215,15 @@ static void test_eof_and_close_end_cleanly(void **state)
     const char *want =
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=100 DATA \"POST\"\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=200 DATA \"body\"\n"
-        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=100 DATA \"POST\"\n"
-        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=200 DATA \"body\"\n"
-        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 s2c off=4 len=0 ns=300 FIN\n"
+        "client_tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=100 DATA \"POST\"\n"
+        "client_tls conn=2 10.0.0.1:40000 10.0.0.2:8000 s2c off=0 len=4 ns=200 DATA \"body\"\n"
+        "client_tls conn=2 10.0.0.1:40000 10.0.0.2:8000 s2c off=4 len=0 ns=300 FIN\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=4 len=2 ns=310 GAP\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 s2c off=6 len=0 ns=310 FIN\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 FIN\n"
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 RELEASE\n"
-        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 FIN\n"
-        "tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 RELEASE\n"
+        "client_tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 FIN\n"
+        "client_tls conn=2 10.0.0.1:40000 10.0.0.2:8000 c2s off=4 len=0 ns=400 RELEASE\n"
         "server conn=3 10.0.0.2:8000 10.0.0.1:40000 c2s off=0 len=3 ns=600 DATA \"GET\"\n"
         "server conn=3 10.0.0.2:8000 10.0.0.1:40000 s2c off=0 len=2 ns=700 DATA \"ok\"\n"
         "server conn=3 10.0.0.2:8000 10.0.0.1:40000 s2c off=2 len=0 ns=800 FIN\n"
@@ -243,7 +244,7 @@ static void test_eof_and_close_end_cleanly(void **state)
 static void test_send_enter_instant(void **state)
 {
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     uint8_t rec[512];
     size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 150, "req", 0);
     struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
@@ -281,7 +282,7 @@ static void test_send_enter_instant(void **state)
 static void test_bad_records(void **state)
 {
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     uint8_t rec[512];
     size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 1, "abcd", 0);
     assert_int_equal(feed(s, 1, rec, sizeof(struct tt_probe_rec) - 1), -1); /* short */
@@ -390,7 +391,7 @@ static void test_ring_wraps(void **state)
     ring_writer w;
     ring_writer_open(&w, dir, (uint32_t)getpid(), TT_PROBE_MIN_RING); /* alive: never retired */
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     char err[256];
     assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
     static uint8_t rec[8192];
@@ -494,7 +495,7 @@ static void test_ring_unfinished_and_damaged(void **state)
     fclose(f);
 
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     char err[256];
     assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
     tt_probe_source_poll(s);
@@ -548,7 +549,7 @@ static void test_producer_drop_accounting(void **state)
     assert_int_equal(p.early_drop_records + p.early_drop_bytes, 0);
 
     tt_strbuf b = {0};
-    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL);
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     char err[256];
     assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
     char data[257];
@@ -590,7 +591,7 @@ static void test_producer_drop_accounting(void **state)
 
 static void test_open_dir_errors(void **state)
 {
-    tt_probe_source *s = tt_probe_source_new(NULL, NULL, NULL, NULL, NULL, NULL);
+    tt_probe_source *s = tt_probe_source_new(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     char err[256];
     assert_int_equal(tt_probe_source_open_dir(s, "/nonexistent/tokentap", false, err, sizeof err), -1);
     assert_non_null(strstr(err, "/nonexistent/tokentap"));

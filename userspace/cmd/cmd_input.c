@@ -179,7 +179,7 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
         const char *file;
         tt_vantage vantage;
     } files[] = {{"server.pcap", TT_VANTAGE_SERVER}, {"client.pcap", TT_VANTAGE_CLIENT}, {"wire.pcap", TT_VANTAGE_WIRE},
-                   {"tls.pcap", TT_VANTAGE_TLS}};
+                   {"server_tls.pcap", TT_VANTAGE_SERVER_TLS}, {"client_tls.pcap", TT_VANTAGE_CLIENT_TLS}};
     char path[4096], err[8192];
     int64_t offset = 0;
     if (opt->have_offset) {
@@ -212,10 +212,17 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
         requests += v->a.n_reqs;
         in->analyses[in->n++] = &v->a;
     }
+    snprintf(path, sizeof path, "%s/tls.pcap", dir);
+    if (access(path, F_OK) == 0)
+        fprintf(stderr, "tokentap %s: %s: tls.pcap not read (an older recording: which end its plaintext is from is not "
+                        "known; record again for server_tls.pcap and client_tls.pcap)\n",
+                opt->command, dir);
     if (in->n == 0) {
         if (status == TT_EXIT_OK)
-            fprintf(stderr, "tokentap %s: %s: no vantage file (server.pcap, client.pcap, wire.pcap, tls.pcap)\n", opt->command,
-                    dir);
+            fprintf(stderr,
+                    "tokentap %s: %s: no vantage file (server.pcap, client.pcap, wire.pcap, server_tls.pcap, "
+                    "client_tls.pcap)\n",
+                    opt->command, dir);
         return TT_EXIT_INPUT;
     }
     if (requests == 0) {

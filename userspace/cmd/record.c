@@ -36,8 +36,9 @@ static void usage(FILE *out)
             "Record every vantage of the TCP exchanges of a process into DIR (created 0700):\n"
             "server.pcap and client.pcap (the socket reads and writes traced with eBPF, as\n"
             "synthesized TCP/IP packets stamped with their syscall instant, CLOCK_MONOTONIC),\n"
-            "wire.pcap (captured with libpcap on IFACE, wall clock), tls.pcap (the TLS\n"
-            "plaintext of OpenSSL's SSL_read/SSL_write, uprobes; only when some was seen)\n"
+            "wire.pcap (captured with libpcap on IFACE, wall clock), server_tls.pcap and\n"
+            "client_tls.pcap (the TLS plaintext at each end: uprobes on OpenSSL and Go's\n"
+            "crypto/tls; each only when some was seen)\n"
             "and manifest.json (pids, clock offsets, drop counts). Runs until SIGINT/SIGTERM\n"
             "or the duration. Read the result with `tokentap analyze DIR`. Needs root.\n"
             "\n"
@@ -212,33 +213,38 @@ int tt_cmd_record(int argc, char **argv)
         free(comms);
         return TT_EXIT_OUTPUT;
     }
-    char path[4][4096], manifest_path[4096], err[PCAP_ERRBUF_SIZE + 256];
-    static const char *const names[4] = {"server.pcap", "client.pcap", "wire.pcap", "tls.pcap"};
-    for (int i = 0; i < 4; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+    char path[5][4096], manifest_path[4096], err[PCAP_ERRBUF_SIZE + 256];
+    static const char *const names[5] = {"server.pcap", "client.pcap", "wire.pcap", "server_tls.pcap",
+                                         "client_tls.pcap"};
+    for (int i = 0; i < 5; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
     snprintf(manifest_path, sizeof manifest_path, "%s/manifest.json", dir);
 
     tt_synth *server = tt_synth_open(path[0], err, sizeof err);
     tt_synth *client = server ? tt_synth_open(path[1], err, sizeof err) : NULL;
-    tt_synth *tls = client ? tt_synth_open(path[3], err, sizeof err) : NULL;
-    if (!tls) {
+    tt_synth *server_tls = client ? tt_synth_open(path[3], err, sizeof err) : NULL;
+    tt_synth *client_tls = server_tls ? tt_synth_open(path[4], err, sizeof err) : NULL;
+    if (!client_tls) {
         fprintf(stderr, "tokentap record: %s\n", err);
         tt_synth_close(server);
         tt_synth_close(client);
+        tt_synth_close(server_tls);
         free(comms);
         return TT_EXIT_OUTPUT;
     }
     tt_bpf_source *src = tt_bpf_source_new(tt_synth_chunk, server, tt_synth_chunk, client);
-    if (src) tt_bpf_source_route_tls(src, tt_synth_chunk, tls);
+    if (src) tt_bpf_source_route_tls(src, tt_synth_chunk, server_tls, tt_synth_chunk, client_tls);
     if (!src || tt_bpf_source_start(src, &bopt, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap record: %s\n", src ? err : "out of memory");
         tt_bpf_source_free(src);
         tt_synth_close(server);
         tt_synth_close(client);
-        tt_synth_close(tls);
+        tt_synth_close(server_tls);
+        tt_synth_close(client_tls);
         /* Nothing was recorded: leave no half-made directory behind. */
         unlink(path[0]);
         unlink(path[1]);
         unlink(path[3]);
+        unlink(path[4]);
         rmdir(dir);
         free(comms);
         return TT_EXIT_INPUT;
@@ -279,10 +285,13 @@ int tt_cmd_record(int argc, char **argv)
     m.client_packets = tt_synth_packets(client);
     bool failed = tt_synth_close(server) < 0;
     failed |= tt_synth_close(client) < 0;
-    /* the TLS plaintext vantage, kept when some was seen */
-    bool any_tls = tt_synth_packets(tls) > 0;
-    failed |= tt_synth_close(tls) < 0;
-    if (!any_tls) unlink(path[3]);
+    /* the TLS plaintext vantages, each kept when some was seen */
+    tt_synth *tls[2] = {server_tls, client_tls};
+    for (int k = 0; k < 2; k++) {
+        bool any = tt_synth_packets(tls[k]) > 0;
+        failed |= tt_synth_close(tls[k]) < 0;
+        if (!any) unlink(path[3 + k]);
+    }
     failed |= wire_failed;
     m.wire = &wire;
     m.bs = &bs;
@@ -297,7 +306,8 @@ int tt_cmd_record(int argc, char **argv)
             wire.skipped[0] ? "skipped" : "captured", wire.have_stats ? wire.stats.ps_recv : 0,
             wire.have_stats ? wire.stats.ps_drop : 0, tt_bpf_ready_note(&bs, ready, sizeof ready));
     if (bs.tls_note)
-        fprintf(stderr, "tokentap record: %s; %llu TLS records on %llu connections (tls.pcap), %llu SSL calls whose "
+        fprintf(stderr, "tokentap record: %s; %llu TLS records on %llu connections (server_tls.pcap, client_tls.pcap), "
+                        "%llu SSL calls whose "
                         "socket was not known\n",
                 bs.tls_note, (unsigned long long)bs.tls_records, (unsigned long long)bs.tls_connections,
                 (unsigned long long)bs.tls_unpaired);

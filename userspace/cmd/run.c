@@ -54,14 +54,16 @@ static void usage(FILE *out)
             "read and write CMD, its threads and the processes it forks or execs make on a\n"
             "TCP socket is recorded with its CLOCK_MONOTONIC instant, and when CMD exits the\n"
             "report of its streams is printed at the client vantage (sockets it connected;\n"
-            "tls: the plaintext of OpenSSL's SSL_read/SSL_write; server: sockets it accepted).\n"
+            "client_tls: their plaintext, OpenSSL's SSL_read/SSL_write; server and server_tls:\n"
+            "sockets it accepted).\n"
             "As root, --server-pid/--server-port also take the server vantage with eBPF and\n"
             "the wire with libpcap; otherwise one line says which vantages were not taken.\n"
             "See docs/probe.md.\n"
             "\n"
             "options:\n"
             "  -o, --output DIR     also record the run into DIR like `tokentap record`\n"
-            "                       (client.pcap, server.pcap, tls.pcap, wire.pcap, manifest.json),\n"
+            "                       (client.pcap, server.pcap, client_tls.pcap, server_tls.pcap,\n"
+            "                       wire.pcap, manifest.json),\n"
             "                       for `tokentap analyze DIR`\n"
             "  --server-pid PID     (root) the server's process: its vantage from eBPF\n"
             "  --server-port PORT   (root) the server's port: eBPF server vantage and wire filter\n"
@@ -201,7 +203,7 @@ typedef struct run_options {
 
 /* Everything collected during the run. */
 typedef struct run_state {
-    vantage_sink client, server, tls, ebpf_server;
+    vantage_sink client, server, client_tls, server_tls, ebpf_server;
     tt_probe_source *probe;
     tt_bpf_source *bpf;
     tt_ready_bridge *bridge; /* eBPF ready instants onto the probe's client connections */
@@ -299,7 +301,8 @@ static int write_run_manifest(const char *dir, const run_state *st, const tt_rec
     tt_jw_str_or_null(&w, "client", st->client.synth_path[0] && access(st->client.synth_path, F_OK) == 0 ? "client.pcap" : NULL);
     bool server_file = access(st->ebpf_server.synth_path, F_OK) == 0 || access(st->server.synth_path, F_OK) == 0;
     tt_jw_str_or_null(&w, "server", server_file ? "server.pcap" : NULL);
-    tt_jw_str_or_null(&w, "tls", access(st->tls.synth_path, F_OK) == 0 ? "tls.pcap" : NULL);
+    tt_jw_str_or_null(&w, "client_tls", access(st->client_tls.synth_path, F_OK) == 0 ? "client_tls.pcap" : NULL);
+    tt_jw_str_or_null(&w, "server_tls", access(st->server_tls.synth_path, F_OK) == 0 ? "server_tls.pcap" : NULL);
     tt_jw_str_or_null(&w, "wire", st->wire.skipped[0] ? NULL : "wire.pcap");
     tt_jw_str_or_null(&w, "wire_skipped", st->wire.skipped[0] ? st->wire.skipped : NULL);
     tt_jw_str_or_null(&w, "server_skipped", st->bpf_skipped);
@@ -562,18 +565,19 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
     for (int i = 0; cmd_argv[i] && used < sizeof input - 1; i++)
         used += (size_t)snprintf(input + used, sizeof input - used, "%s%s", i ? " " : "", cmd_argv[i]);
     if (used >= sizeof input) used = sizeof input - 1;
-    run_analysis ra[5];
+    run_analysis ra[6];
     memset(ra, 0, sizeof ra);
-    const tt_analysis *as[5];
+    const tt_analysis *as[6];
     size_t n = 0, n_reqs = 0;
     bool ok = true;
-    struct { vantage_sink *sink; tt_vantage v; bool always; } order[4] = {
+    struct { vantage_sink *sink; tt_vantage v; bool always; } order[5] = {
         {&st->ebpf_server, TT_VANTAGE_SERVER, false},
         {&st->server, TT_VANTAGE_SERVER, false},
         {&st->client, TT_VANTAGE_CLIENT, true},
-        {&st->tls, TT_VANTAGE_TLS, false},
+        {&st->client_tls, TT_VANTAGE_CLIENT_TLS, false},
+        {&st->server_tls, TT_VANTAGE_SERVER_TLS, false},
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         size_t nr;
         tt_tracker_requests(order[i].sink->tracker, &nr);
         if (!nr && !order[i].always) continue;
@@ -633,7 +637,7 @@ static bool write_report(const run_options *o, run_state *st, char **cmd_argv, c
     if (built && o->perfetto_path && !write_perfetto(o->perfetto_path, &b)) ok = false;
     if (built) tt_breakdown_free(&b);
     if (have_bench) tt_bench_result_free(&bench);
-    for (size_t k = 0; k < 5; k++) analysis_free(&ra[k]);
+    for (size_t k = 0; k < 6; k++) analysis_free(&ra[k]);
     tt_cmd_input_free(&wire_in);
     return ok;
 }
@@ -665,7 +669,8 @@ int tt_cmd_run(int argc, char **argv)
     memset(&st, 0, sizeof st);
     if (!preload || sink_init(&st.client, o.text, o.record_dir, "client.pcap") < 0 ||
         sink_init(&st.server, o.text, o.record_dir, "server.pcap") < 0 ||
-        sink_init(&st.tls, o.text, o.record_dir, "tls.pcap") < 0 ||
+        sink_init(&st.client_tls, o.text, o.record_dir, "client_tls.pcap") < 0 ||
+        sink_init(&st.server_tls, o.text, o.record_dir, "server_tls.pcap") < 0 ||
         sink_init(&st.ebpf_server, o.text, o.record_dir, "server.pcap") < 0) {
         fprintf(stderr, "tokentap run: out of memory\n");
         remove_ring_dir(ring_dir);
@@ -673,7 +678,8 @@ int tt_cmd_run(int argc, char **argv)
     }
     start_root_vantages(&st, &o, ring_dir, o.text);
     /* With the eBPF server vantage, a server socket of CMD's is that vantage's. */
-    st.probe = tt_probe_source_new(sink_chunk, &st.client, st.bpf ? NULL : sink_chunk, &st.server, sink_chunk, &st.tls);
+    st.probe = tt_probe_source_new(sink_chunk, &st.client, st.bpf ? NULL : sink_chunk, &st.server, sink_chunk, &st.client_tls,
+                                   sink_chunk, &st.server_tls);
     char err[512];
     if (!st.probe || tt_probe_source_open_dir(st.probe, ring_dir, true, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap run: %s\n", st.probe ? err : "out of memory");
@@ -742,7 +748,7 @@ int tt_cmd_run(int argc, char **argv)
                 (unsigned long long)ps.unfinished_bytes);
 
     if (!write_report(&o, &st, cmd_argv, &ps, st.bpf ? &bs : NULL, clock.start_offset)) failed = true;
-    bool synth_ok = sink_close(&st.client) & sink_close(&st.server) & sink_close(&st.tls) & sink_close(&st.ebpf_server);
+    bool synth_ok = sink_close(&st.client) & sink_close(&st.server) & sink_close(&st.client_tls) & sink_close(&st.server_tls) & sink_close(&st.ebpf_server);
     if (o.record_dir) {
         if (!synth_ok ||
             write_run_manifest(o.record_dir, &st, &clock, cmd_argv, child, status, &ps, st.bpf ? &bs : NULL) < 0) {
@@ -756,7 +762,8 @@ int tt_cmd_run(int argc, char **argv)
     remove_ring_dir(ring_dir);
     tt_tracker_free(st.client.tracker);
     tt_tracker_free(st.server.tracker);
-    tt_tracker_free(st.tls.tracker);
+    tt_tracker_free(st.client_tls.tracker);
+    tt_tracker_free(st.server_tls.tracker);
     tt_tracker_free(st.ebpf_server.tracker);
     (void)failed;
     return status;

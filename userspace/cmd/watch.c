@@ -36,9 +36,11 @@ static void usage(FILE *out)
             "ring buffer is read on a timer, not on every record), a summary line every\n"
             "--interval seconds; the full report when the duration is over or on Ctrl-C.\n"
             "TLS: uprobes on OpenSSL (every libssl the traced processes map, the system's,\n"
-            "or OpenSSL linked into their executable) give the plaintext of SSL_read and\n"
-            "SSL_write as a third vantage, tls, beside the socket's ciphertext; the processes\n"
-            "are not restarted (TOKENTAP_NO_TLS=1: none; bpf/README.md).\n"
+            "or OpenSSL linked into their executable) and on Go's crypto/tls give the\n"
+            "plaintext of each read and write as the vantages server_tls and client_tls\n"
+            "(the end that accepted, the end that connected) beside the socket's\n"
+            "ciphertext; the processes are not restarted (TOKENTAP_NO_TLS=1: none;\n"
+            "bpf/README.md).\n"
             "\n"
             "filters (applied in the kernel before any byte is copied; all given must match;\n"
             "default: every process, every TCP socket):\n"
@@ -303,10 +305,12 @@ int tt_cmd_watch(int argc, char **argv)
     bopt.tgids = pids;
 
     tt_tracker_options topt = {.keep_text = text};
-    tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt), *tls = tt_tracker_new(&topt);
-    tt_bpf_source *src = server && client && tls ? tt_bpf_source_new(tt_tracker_chunk, server, tt_tracker_chunk, client)
-                                                 : NULL;
-    if (src) tt_bpf_source_route_tls(src, tt_tracker_chunk, tls);
+    tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt);
+    tt_tracker *server_tls = tt_tracker_new(&topt), *client_tls = tt_tracker_new(&topt);
+    tt_bpf_source *src = server && client && server_tls && client_tls
+                             ? tt_bpf_source_new(tt_tracker_chunk, server, tt_tracker_chunk, client)
+                             : NULL;
+    if (src) tt_bpf_source_route_tls(src, tt_tracker_chunk, server_tls, tt_tracker_chunk, client_tls);
     if (!src) {
         fprintf(stderr, "tokentap watch: out of memory\n");
         return TT_EXIT_INTERNAL;
@@ -317,7 +321,8 @@ int tt_cmd_watch(int argc, char **argv)
         tt_bpf_source_free(src);
         tt_tracker_free(server);
         tt_tracker_free(client);
-        tt_tracker_free(tls);
+        tt_tracker_free(server_tls);
+        tt_tracker_free(client_tls);
         return TT_EXIT_INPUT;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -337,7 +342,7 @@ int tt_cmd_watch(int argc, char **argv)
     uint64_t deadline = duration_s > 0 ? start + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
     uint64_t interval_ns = (uint64_t)(interval_s * 1e9);
     uint64_t next_summary = interval_ns ? start + interval_ns : UINT64_MAX;
-    watch_tally tally_server = {0}, tally_client = {0}, tally_tls = {0};
+    watch_tally tally_server = {0}, tally_client = {0}, tally_server_tls = {0}, tally_client_tls = {0};
     size_t tls_said = 0;
     say_new_tls_libraries(src, &tls_said, true); /* those of the start are in the last line */
     int status = TT_EXIT_OK;
@@ -355,12 +360,14 @@ int tt_cmd_watch(int argc, char **argv)
         }
         take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet);
         take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet);
-        take_new_requests(tls, TT_VANTAGE_TLS, &tally_tls, quiet);
+        take_new_requests(server_tls, TT_VANTAGE_SERVER_TLS, &tally_server_tls, quiet);
+        take_new_requests(client_tls, TT_VANTAGE_CLIENT_TLS, &tally_client_tls, quiet);
         say_new_tls_libraries(src, &tls_said, quiet);
     }
     tally_free(&tally_server);
     tally_free(&tally_client);
-    tally_free(&tally_tls);
+    tally_free(&tally_server_tls);
+    tally_free(&tally_client_tls);
     tt_bpf_source_poll(src, 0, err, sizeof err);
     tt_bpf_source_finish(src);
     tt_bpf_stats bs;
@@ -391,16 +398,18 @@ int tt_cmd_watch(int argc, char **argv)
         fprintf(stderr, "tokentap watch: cannot write %s: %s\n", output, strerror(errno));
         status = TT_EXIT_OUTPUT;
     } else {
-        size_t ns = 0, nc = 0, nt = 0;
+        size_t ns = 0, nc = 0, nst = 0, nct = 0;
         tt_tracker_requests(server, &ns);
         tt_tracker_requests(client, &nc);
-        tt_tracker_requests(tls, &nt);
+        tt_tracker_requests(server_tls, &nst);
+        tt_tracker_requests(client_tls, &nct);
         /* The server vantage always; the client vantage when it saw anything
          * (or when it alone was asked for). */
         if (want_server) n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
         if (want_client && (nc || !want_server)) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
-        /* TLS plaintext, when some was seen (either end: the vantage says which) */
-        if (nt) n += report_vantage(out, tls, TT_VANTAGE_TLS, &bs, json, events, text, &failed);
+        /* TLS plaintext at either end, when some was seen */
+        if (nst) n += report_vantage(out, server_tls, TT_VANTAGE_SERVER_TLS, &bs, json, events, text, &failed);
+        if (nct) n += report_vantage(out, client_tls, TT_VANTAGE_CLIENT_TLS, &bs, json, events, text, &failed);
         if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
             fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
             status = TT_EXIT_OUTPUT;
@@ -411,6 +420,7 @@ int tt_cmd_watch(int argc, char **argv)
     tt_bpf_source_free(src);
     tt_tracker_free(server);
     tt_tracker_free(client);
-    tt_tracker_free(tls);
+    tt_tracker_free(server_tls);
+    tt_tracker_free(client_tls);
     return status;
 }

@@ -15,7 +15,11 @@ typedef enum tt_vantage {
     TT_VANTAGE_WIRE = 0,
     TT_VANTAGE_SERVER,
     TT_VANTAGE_CLIENT,
-    TT_VANTAGE_TLS,
+    /* TLS plaintext (bpf/README.md, "TLS plaintext"; the probe's, in
+     * probe/): at the server's end (SSL_read returned the request, SSL_write
+     * was handed the response) and at the client's. */
+    TT_VANTAGE_SERVER_TLS,
+    TT_VANTAGE_CLIENT_TLS,
     /* The client host's wire, when recordings of two hosts each brought a
      * wire (`analyze DIR DIR...`): WIRE is then the server host's. Never
      * a source's vantage. */

@@ -295,7 +295,7 @@ static int by_start(const void *pa, const void *pb)
 static const char *group_request_id(const tt_join *j, const tt_joined *g)
 {
     static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER,
-                                       TT_VANTAGE_TLS};
+                                       TT_VANTAGE_CLIENT_TLS, TT_VANTAGE_SERVER_TLS};
     for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
         const tt_request *r = tt_join_request(j, g, order[k]);
         if (r && r->request_id[0]) return r->request_id;

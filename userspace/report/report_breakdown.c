@@ -18,8 +18,8 @@
 _Static_assert(TT_LINT_COUNT <= 32, "a request's finding ids are kept as bits of a uint32_t");
 
 /* The order vantages are named in, as in the side-by-side columns. */
-static const tt_vantage column_order[] = {TT_VANTAGE_TLS, TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_WIRE,
-                                          TT_VANTAGE_SERVER};
+static const tt_vantage column_order[] = {TT_VANTAGE_CLIENT_TLS, TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE,
+                                          TT_VANTAGE_WIRE,       TT_VANTAGE_SERVER, TT_VANTAGE_SERVER_TLS};
 #define N_COLUMN_VANTAGES (sizeof column_order / sizeof *column_order)
 
 typedef struct column {

@@ -13,7 +13,8 @@ const char *tt_vantage_name(tt_vantage v)
     case TT_VANTAGE_WIRE: return "wire";
     case TT_VANTAGE_SERVER: return "server";
     case TT_VANTAGE_CLIENT: return "client";
-    case TT_VANTAGE_TLS: return "tls";
+    case TT_VANTAGE_SERVER_TLS: return "server_tls";
+    case TT_VANTAGE_CLIENT_TLS: return "client_tls";
     case TT_VANTAGE_CLIENT_WIRE: return "client_wire";
     default: return "?";
     }

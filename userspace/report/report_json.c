@@ -709,8 +709,8 @@ void tt_report_json_breakdown(FILE *out, const char *input, const tt_breakdown *
 {
     const tt_analysis *as[TT_VANTAGE_COUNT];
     size_t n = 0;
-    static const tt_vantage order[] = {TT_VANTAGE_SERVER, TT_VANTAGE_CLIENT, TT_VANTAGE_WIRE, TT_VANTAGE_CLIENT_WIRE,
-                                       TT_VANTAGE_TLS};
+    static const tt_vantage order[] = {TT_VANTAGE_SERVER,     TT_VANTAGE_CLIENT,     TT_VANTAGE_WIRE,
+                                       TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_SERVER_TLS, TT_VANTAGE_CLIENT_TLS};
     for (size_t k = 0; k < sizeof order / sizeof *order; k++)
         if (b->join.by_vantage[order[k]]) as[n++] = b->join.by_vantage[order[k]];
     tt_jw w;

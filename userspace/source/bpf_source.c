@@ -59,9 +59,11 @@ const struct tt_tls_attach *tt_bpf_source_tls(const tt_bpf_source *s)
     return s->skel ? &s->tls : NULL;
 }
 
-void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn fn, void *ctx)
+void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn on_server, void *server_ctx, tt_chunk_fn on_client,
+                             void *client_ctx)
 {
-    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_TLS, fn, ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER_TLS, on_server, server_ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT_TLS, on_client, client_ctx);
 }
 
 static unsigned conn_bucket(uint32_t tgid, int32_t fd)
@@ -485,7 +487,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     skel->rodata->ready_wanted = s->st.ready_available;
     /* TLS plaintext only for a caller that takes it (tt_bpf_source_route_tls):
      * uprobes cost the processes they sit in */
-    bool tls_wanted = s->sinks.fn[TT_VANTAGE_TLS] && !getenv("TOKENTAP_NO_TLS");
+    bool tls_wanted = tt_bpf_source_takes_tls(s) && !getenv("TOKENTAP_NO_TLS");
     skel->rodata->tls_wanted = tls_wanted;
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
     int rc = socktap__load(skel);
@@ -521,7 +523,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     /* TLS plaintext: uprobes on the libraries of the traced processes (all
      * of them without a process filter) and the system's */
     if (!tls_wanted) {
-        if (s->sinks.fn[TT_VANTAGE_TLS])
+        if (tt_bpf_source_takes_tls(s))
             snprintf(s->tls_note, sizeof s->tls_note, "no TLS library attached: TOKENTAP_NO_TLS is set");
     } else {
         /* with --pid: every process of the traced set, the descendants alive

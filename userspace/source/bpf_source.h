@@ -69,10 +69,13 @@ typedef struct tt_bpf_stats {
     const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
 
-/* The TLS plaintext (TT_VANTAGE_TLS) goes to fn(ctx, chunk). Call before
+/* The TLS plaintext goes to on_server(server_ctx, chunk) at the server's
+ * end (TT_VANTAGE_SERVER_TLS) and on_client(client_ctx, chunk) at the
+ * client's (TT_VANTAGE_CLIENT_TLS); either may be NULL. Call before
  * tt_bpf_source_start: only then are uprobes put on TLS libraries (they
  * cost the processes they sit in); without it no TLS plaintext is read. */
-void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn fn, void *ctx);
+void tt_bpf_source_route_tls(tt_bpf_source *s, tt_chunk_fn on_server, void *server_ctx, tt_chunk_fn on_client,
+                             void *client_ctx);
 
 /* A source that delivers chunks to on_server (SERVER vantage) and on_client
  * (CLIENT vantage); either fn may be NULL to drop that vantage. Nothing is

@@ -98,6 +98,12 @@ int tt_bpf_tls_hold(tt_bpf_source *s, const struct tt_socktap_event *ev, const u
 /* TLS_PAIR: the held records of its thread go to its socket, in order. */
 int tt_bpf_tls_pair(tt_bpf_source *s, const struct tt_socktap_event *ev);
 
+/* Whether a caller takes TLS plaintext (at either end). */
+static inline bool tt_bpf_source_takes_tls(const tt_bpf_source *s)
+{
+    return s->sinks.fn[TT_VANTAGE_SERVER_TLS] || s->sinks.fn[TT_VANTAGE_CLIENT_TLS];
+}
+
 /* The source ends: records still held count unpaired. */
 void tt_bpf_tls_drop_held(tt_bpf_source *s);
 

@@ -36,7 +36,7 @@ void tt_chunk_conn_orient(tt_chunk_conn *c, const tt_endpoint *local, const tt_e
 
 tt_vantage tt_chunk_conn_vantage(const tt_chunk_conn *c)
 {
-    if (c->tls) return TT_VANTAGE_TLS;
+    if (c->tls) return c->local_is_server ? TT_VANTAGE_SERVER_TLS : TT_VANTAGE_CLIENT_TLS;
     return c->local_is_server ? TT_VANTAGE_SERVER : TT_VANTAGE_CLIENT;
 }
 

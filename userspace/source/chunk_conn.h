@@ -33,7 +33,7 @@ uint64_t tt_chunk_sinks_next_conn_id(tt_chunk_sinks *sinks);
 typedef struct tt_chunk_conn {
     tt_conn_info info;
     bool local_is_server; /* the local end answers: its chunks go to the server vantage */
-    bool tls;             /* bytes seen above TLS: its chunks go to the TLS vantage */
+    bool tls;             /* bytes seen above TLS: its chunks go to the server's or client's TLS vantage */
     uint64_t last_ns;     /* latest instant seen on the connection */
     uint64_t offset[2];   /* next stream offset per tt_direction */
     bool ended[2];        /* FIN already delivered, per tt_direction */

@@ -64,13 +64,15 @@ struct tt_probe_source {
 };
 
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
-                                     void *server_ctx, tt_chunk_fn on_tls, void *tls_ctx)
+                                     void *server_ctx, tt_chunk_fn on_client_tls, void *client_tls_ctx,
+                                     tt_chunk_fn on_server_tls, void *server_tls_ctx)
 {
     tt_probe_source *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT, on_client, client_ctx);
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER, on_server, server_ctx);
-    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_TLS, on_tls, tls_ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT_TLS, on_client_tls, client_tls_ctx);
+    tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER_TLS, on_server_tls, server_tls_ctx);
     return s;
 }
 

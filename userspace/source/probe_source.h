@@ -50,10 +50,12 @@ typedef struct tt_probe_stats {
 } tt_probe_stats;
 
 /* A source delivering CLIENT chunks to on_client, SERVER chunks to
- * on_server and TLS chunks to on_tls; any fn may be NULL to drop that
- * vantage. NULL when out of memory. */
+ * on_server, and the TLS plaintext of connections it connected to
+ * on_client_tls and of connections it accepted to on_server_tls; any fn
+ * may be NULL to drop that vantage. NULL when out of memory. */
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
-                                     void *server_ctx, tt_chunk_fn on_tls, void *tls_ctx);
+                                     void *server_ctx, tt_chunk_fn on_client_tls, void *client_tls_ctx,
+                                     tt_chunk_fn on_server_tls, void *server_tls_ctx);
 
 /* Read the ring files of dir (each poll looks for new ones). With
  * remove_done, a ring whose process is gone is deleted once drained (the
