@@ -52,13 +52,14 @@ struct call_args {
     /* An SSL call in progress on this thread (socktap_tls.bpf.h): its
      * arguments, and the socket the library moved bytes on inside it. */
     __u64 tls_ssl, tls_buf, tls_len_ptr, tls_enter_ns, tls_sk;
+    __u64 tls_socket_ns; /* the call's first socket write enter (SSL_write), last socket read exit (SSL_read) */
     __s32 tls_fd;
     __u8 tls_dir, tls_ex, tls_active;
     /* For libraries that move their ciphertext outside the SSL calls
      * (memory BIOs, Node.js): the thread's last socket read, and an SSL
      * object whose plaintext writes wait for the thread's next socket
      * write (with the pending bytes the ring buffer refused). */
-    __u64 last_recv_sk;
+    __u64 last_recv_sk, last_recv_exit_ns;
     __s32 last_recv_fd;
     __u8 tls_pending;
     __u64 tls_pending_ssl, tls_pending_lost;
@@ -235,6 +236,12 @@ static __always_inline bool is_role_syscall(__u32 syscall)
     return syscall == TT_SOCKTAP_SYS_CONNECT || syscall == TT_SOCKTAP_SYS_ACCEPT || syscall == TT_SOCKTAP_SYS_ACCEPT4;
 }
 
+static __always_inline bool is_recv_syscall(__u32 syscall)
+{
+    return syscall == TT_SOCKTAP_SYS_READ || syscall == TT_SOCKTAP_SYS_RECVFROM || syscall == TT_SOCKTAP_SYS_READV ||
+           syscall == TT_SOCKTAP_SYS_RECVMSG || syscall == TT_SOCKTAP_SYS_RECVMMSG;
+}
+
 /* The current thread's call_args, made on first use; NULL (counted) when
  * task storage is out of memory. */
 static __always_inline struct call_args *thread_args(void)
@@ -266,13 +273,18 @@ static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32
     a->enter_ns = bpf_ktime_get_ns();
     a->peek = peek;
     a->pending = 1;
-    if (a->tls_active && !a->tls_sk && !is_role_syscall(syscall)) {
-        /* the TLS library moving its own bytes: the SSL call's socket */
-        a->tls_sk = (__u64)sk;
-        a->tls_fd = fd;
+    bool recv = is_recv_syscall(syscall);
+    if (a->tls_active && !is_role_syscall(syscall) && syscall != TT_SOCKTAP_SYS_CLOSE) {
+        /* the TLS library moving its own bytes: the SSL call's socket, and
+         * for a write the instant its ciphertext was handed to the socket */
+        if (!a->tls_sk) {
+            a->tls_sk = (__u64)sk;
+            a->tls_fd = fd;
+        }
+        if (!recv && a->tls_dir == TT_SOCKTAP_DIR_SEND && !a->tls_socket_ns && a->tls_sk == (__u64)sk)
+            a->tls_socket_ns = a->enter_ns;
     }
-    if (syscall == TT_SOCKTAP_SYS_READ || syscall == TT_SOCKTAP_SYS_RECVFROM || syscall == TT_SOCKTAP_SYS_READV ||
-        syscall == TT_SOCKTAP_SYS_RECVMSG || syscall == TT_SOCKTAP_SYS_RECVMMSG) {
+    if (recv) {
         a->last_recv_sk = (__u64)sk;
         a->last_recv_fd = fd;
     } else if (a->tls_pending && !a->tls_active && !is_role_syscall(syscall) && syscall != TT_SOCKTAP_SYS_CLOSE) {
@@ -289,15 +301,15 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
 #define TT_MSG_PEEK 2
 
 /* The arguments the enter of `syscall` left for this thread, taken (the
- * copy in *out), or false. */
-static __always_inline bool take_args(__u32 syscall, struct call_args *out)
+ * copy in *out): the thread's live call_args, or NULL. */
+static __always_inline struct call_args *take_args(__u32 syscall, struct call_args *out)
 {
     struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
-    if (!a || !a->pending) return false;
+    if (!a || !a->pending) return NULL;
     a->pending = 0;
-    if (a->syscall != syscall) return false; /* a stale enter (attached between an enter and its exit) */
+    if (a->syscall != syscall) return NULL; /* a stale enter (attached between an enter and its exit) */
     *out = *a;
-    return true;
+    return a;
 }
 
 /* The common head of a record about sk, stamped by the caller. */
@@ -305,6 +317,7 @@ static __always_inline void fill_head(struct tt_socktap_event *ev, struct sock *
                                       __u32 syscall, __u8 kind)
 {
     ev->flags = 0;
+    ev->socket_ns = 0;
     fill_tuple(ev, sk);
     ev->sock_id = (__u64)sk;
     ev->tgid = id >> 32;
@@ -368,7 +381,8 @@ static __always_inline bool takes_iovec(__u32 syscall)
 static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
 {
     struct call_args args;
-    if (!take_args(syscall, &args)) return 0;
+    struct call_args *live = take_args(syscall, &args);
+    if (!live) return 0;
     /* MSG_PEEK consumed nothing: the next read returns the same bytes */
     if (args.peek) return 0;
     __u64 id = bpf_get_current_pid_tgid();
@@ -383,6 +397,12 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
 
     struct sock *sk = (struct sock *)args.sk; /* classified at enter */
     if (!sk) return 0;
+    if (dir == TT_SOCKTAP_DIR_RECV) {
+        /* for a TLS library: when the ciphertext it decrypts was read */
+        live->last_recv_exit_ns = exit_ns;
+        if (live->tls_active && live->tls_dir == TT_SOCKTAP_DIR_RECV && live->tls_sk == (__u64)sk)
+            live->tls_socket_ns = exit_ns;
+    }
     __u32 zero = 0;
     struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
     if (!rec) return 0;

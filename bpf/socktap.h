@@ -173,6 +173,10 @@ struct tt_socktap_event {
     tt_u8 dir, syscall, flags, kind; /* kind: enum tt_socktap_kind */
     tt_u8 laddr[16], raddr[16]; /* network order */
     tt_u32 seq;         /* TCP sequence number, valid with TT_SOCKTAP_F_SEQ (see the flag) */
+    tt_u32 pad;
+    tt_u64 socket_ns;   /* F_TLS records: the instant the socket moved this plaintext's ciphertext (the enter
+                           of the library's first socket write in the call, the exit of its last socket read
+                           that fed it); 0 when not known. Every other record: 0 */
 };
 
 #endif

@@ -41,6 +41,7 @@ struct tls_key {
 
 struct tls_sock {
     __u64 sk;
+    __u64 read_ns; /* the object's last socket read (exit): the ciphertext of reads served from its buffer */
     __s32 fd;
     __u32 pad;
 };
@@ -85,6 +86,7 @@ static __always_inline int tls_enter(__u64 ssl, __u64 buf, __u64 len_ptr, __u8 d
     a->tls_len_ptr = len_ptr;
     a->tls_enter_ns = bpf_ktime_get_ns();
     a->tls_sk = 0;
+    a->tls_socket_ns = 0;
     a->tls_fd = -1;
     a->tls_dir = dir;
     a->tls_ex = ex;
@@ -95,9 +97,11 @@ static __always_inline int tls_enter(__u64 ssl, __u64 buf, __u64 len_ptr, __u8 d
 /* The plaintext of one TLS call, total bytes at buf, as DATA records of
  * sk's TLS stream (or, pending, of no socket yet: the thread's TLS_PAIR
  * record names it; its lost bytes add up in *pending_lost). SEND is
- * stamped at enter_ns, RECV at now. */
+ * stamped at enter_ns, RECV at now; socket_ns: when its ciphertext crossed
+ * the socket (0: not known). */
 static __always_inline void tls_emit(__u64 id, struct sock *sk, __s32 fd, __u8 dir, __u64 total, __u64 buf,
-                                     __u64 enter_ns, __u64 now, long ret, bool pending, __u64 *pending_lost)
+                                     __u64 enter_ns, __u64 now, __u64 socket_ns, long ret, bool pending,
+                                     __u64 *pending_lost)
 {
     __u32 zero = 0;
     struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
@@ -118,6 +122,7 @@ static __always_inline void tls_emit(__u64 id, struct sock *sk, __s32 fd, __u8 d
         if (port_rejected(ev)) return;
     }
     ev->flags |= TT_SOCKTAP_F_TLS;
+    ev->socket_ns = socket_ns;
     ev->enter_ns = enter_ns;
     ev->exit_ns = now;
     ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? enter_ns : now;
@@ -177,22 +182,26 @@ static __always_inline int tls_exit(long ret)
     struct tls_key key = {.ssl = a->tls_ssl, .tgid = id >> 32};
     struct sock *sk = (struct sock *)a->tls_sk;
     __s32 fd = a->tls_fd;
+    /* the socket instant: the call's own syscall's, else (a read served
+     * from the library's buffer) the object's last socket read */
+    __u64 socket_ns = sk ? a->tls_socket_ns : 0;
+    struct tls_sock *known = bpf_map_lookup_elem(&tls_socks, &key);
     if (sk) {
-        struct tls_sock v = {.sk = (__u64)sk, .fd = fd};
+        struct tls_sock v = {.sk = (__u64)sk, .fd = fd, .read_ns = known ? known->read_ns : 0};
+        if (dir == TT_SOCKTAP_DIR_RECV && socket_ns) v.read_ns = socket_ns;
         bpf_map_update_elem(&tls_socks, &key, &v, BPF_ANY);
-    } else {
-        struct tls_sock *v = bpf_map_lookup_elem(&tls_socks, &key);
-        if (v) {
-            sk = (struct sock *)v->sk;
-            fd = v->fd;
-        }
+    } else if (known) {
+        sk = (struct sock *)known->sk;
+        fd = known->fd;
+        if (dir == TT_SOCKTAP_DIR_RECV) socket_ns = known->read_ns;
     }
     bool pending = false;
     if (!sk && dir == TT_SOCKTAP_DIR_RECV && a->last_recv_sk) {
         /* a memory BIO: the ciphertext came from the thread's last socket read */
         sk = (struct sock *)a->last_recv_sk;
         fd = a->last_recv_fd;
-        struct tls_sock v = {.sk = (__u64)sk, .fd = fd};
+        socket_ns = a->last_recv_exit_ns;
+        struct tls_sock v = {.sk = (__u64)sk, .fd = fd, .read_ns = socket_ns};
         bpf_map_update_elem(&tls_socks, &key, &v, BPF_ANY);
         stat_add(TT_SOCKTAP_STAT_TLS_BY_LAST_READ, 1);
     } else if (!sk && dir == TT_SOCKTAP_DIR_SEND && (!a->tls_pending || a->tls_pending_ssl == a->tls_ssl)) {
@@ -207,7 +216,7 @@ static __always_inline int tls_exit(long ret)
         stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, total);
         return 0;
     }
-    tls_emit(id, sk, fd, dir, total, a->tls_buf, a->tls_enter_ns, now, ret, pending, &a->tls_pending_lost);
+    tls_emit(id, sk, fd, dir, total, a->tls_buf, a->tls_enter_ns, now, socket_ns, ret, pending, &a->tls_pending_lost);
     return 0;
 }
 
@@ -319,7 +328,8 @@ int tt_go_tls_write(struct pt_regs *ctx)
         return 0;
     }
     __u64 unused = 0;
-    tls_emit(id, sk, fd, TT_SOCKTAP_DIR_SEND, len, ctx->bx, now, now, (long)len, false, &unused);
+    /* the socket write comes after the entry, unseen here: no socket instant */
+    tls_emit(id, sk, fd, TT_SOCKTAP_DIR_SEND, len, ctx->bx, now, now, 0, (long)len, false, &unused);
     return 0;
 }
 
@@ -355,9 +365,15 @@ int tt_go_tls_read_return(struct pt_regs *ctx)
         stat_add(TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES, (__u64)n);
         return 0;
     }
+    /* the socket read inside this Read, when this thread made it (a
+     * goroutine that moved threads, or a Read served from the Conn's own
+     * buffer, has none) */
+    __u64 socket_ns = 0;
+    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    if (a && a->last_recv_sk == r.sk && a->last_recv_exit_ns >= r.enter_ns) socket_ns = a->last_recv_exit_ns;
     __u64 unused = 0;
-    tls_emit(id, (struct sock *)r.sk, r.fd, TT_SOCKTAP_DIR_RECV, (__u64)n, r.buf, r.enter_ns, bpf_ktime_get_ns(), n,
-             false, &unused);
+    tls_emit(id, (struct sock *)r.sk, r.fd, TT_SOCKTAP_DIR_RECV, (__u64)n, r.buf, r.enter_ns, bpf_ktime_get_ns(),
+             socket_ns, n, false, &unused);
     return 0;
 }
 

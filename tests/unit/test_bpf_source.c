@@ -636,12 +636,16 @@ static void test_tls_plaintext_stream(void **state)
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 10, "POST / HTTP/1.1\r\n\r\n", 0, 0, TT_SOCKTAP_F_TLS, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    /* a response read: 12 bytes lost before it, then 9 copied of 20 */
+    /* a response read: 12 bytes lost before it, then 9 copied of 20; its
+     * ciphertext read from the socket at 35 */
     n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0x51, 40, "HTTP/1.1 ", 20, 0, TT_SOCKTAP_F_TLS | TT_SOCKTAP_F_TRUNCATED, 12);
+    memcpy(&ev, buf, sizeof ev);
+    ev.socket_ns = 35;
+    memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 1);
     assert_int_equal(cli.items[0].kind, TT_CHUNK_DATA);
-    assert_int_equal(tls.n, 4);
+    assert_int_equal(tls.n, 5);
     assert_int_equal(tls.items[0].vantage, TT_VANTAGE_CLIENT_TLS); /* the local end connected */
     assert_int_equal(tls.items[0].kind, TT_CHUNK_DATA);
     assert_int_equal(tls.items[0].dir, TT_DIR_C2S);
@@ -657,9 +661,14 @@ static void test_tls_plaintext_stream(void **state)
     assert_int_equal(tls.items[1].len, 12);
     assert_int_equal(tls.items[2].kind, TT_CHUNK_DATA);
     assert_int_equal(tls.items[2].offset, 12);
-    assert_int_equal(tls.items[3].kind, TT_CHUNK_GAP);
-    assert_int_equal(tls.items[3].offset, 21);
-    assert_int_equal(tls.items[3].len, 11);
+    /* the socket instant: a mark on exactly the bytes copied, after them */
+    assert_int_equal(tls.items[3].kind, TT_CHUNK_READY);
+    assert_int_equal(tls.items[3].mono_ns, 35);
+    assert_int_equal(tls.items[3].offset, 12);
+    assert_int_equal(tls.items[3].len, 9);
+    assert_int_equal(tls.items[4].kind, TT_CHUNK_GAP);
+    assert_int_equal(tls.items[4].offset, 21);
+    assert_int_equal(tls.items[4].len, 11);
     /* end of file on the socket: the plaintext's receive direction ends (FIN) */
     n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 6, 0x51, 50);
     memcpy(&ev, buf, sizeof ev);
@@ -679,6 +688,7 @@ static void test_tls_plaintext_stream(void **state)
     tt_bpf_source_stats(s, &st);
     assert_int_equal(st.tls_connections, 1);
     assert_int_equal(st.tls_records, 2);
+    assert_int_equal(st.tls_socket_instants, 1);
     tt_bpf_source_free(s);
 }
 
@@ -715,16 +725,24 @@ static void test_tls_pending_writes(void **state)
     ev.lost_before = 3;
     memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(tls.n, 3);
+    /* each paired record with a mark: its ciphertext crossed the socket at the pairing write (20) */
+    assert_int_equal(tls.n, 5);
     assert_int_equal(tls.items[0].kind, TT_CHUNK_GAP);
     assert_int_equal(tls.items[0].len, 3);
     assert_int_equal(tls.items[1].kind, TT_CHUNK_DATA);
     assert_int_equal(tls.items[1].mono_ns, 10);
     assert_int_equal(tls.items[1].offset, 3);
     assert_string_equal(tls.items[1].data, "POST / HTTP/1.1\r\n");
-    assert_int_equal(tls.items[2].mono_ns, 11);
-    assert_int_equal(tls.items[2].dir, TT_DIR_C2S);
-    assert_int_equal(tls.items[2].client_port, 8000); /* connected: the local end, port 8000, is the client */
+    assert_int_equal(tls.items[2].kind, TT_CHUNK_READY);
+    assert_int_equal(tls.items[2].mono_ns, 20);
+    assert_int_equal(tls.items[2].offset, 3);
+    assert_int_equal(tls.items[2].len, 17);
+    assert_int_equal(tls.items[3].mono_ns, 11);
+    assert_int_equal(tls.items[3].dir, TT_DIR_C2S);
+    assert_int_equal(tls.items[3].client_port, 8000); /* connected: the local end, port 8000, is the client */
+    assert_int_equal(tls.items[4].kind, TT_CHUNK_READY);
+    assert_int_equal(tls.items[4].offset, 20);
+    assert_int_equal(tls.items[4].len, 2);
     /* a pending record that is not DATA+TLS is bad */
     n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 30, "x", 0, 0, TT_SOCKTAP_F_TLS_PENDING, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);

@@ -66,6 +66,7 @@ typedef struct tt_bpf_stats {
      * records that no TLS_PAIR claimed (held past the bound, or at the end) */
     uint64_t kernel_tls_by_last_read, kernel_tls_pending, tls_unpaired_held, tls_unpaired_held_bytes;
     uint64_t exec_queue_full; /* execs of traced processes not looked at for TLS libraries: queue full */
+    uint64_t tls_socket_instants; /* TLS records whose ciphertext's socket instant was known (a mark each) */
     const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
 

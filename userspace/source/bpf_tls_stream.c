@@ -46,7 +46,16 @@ int tt_bpf_tls_feed(tt_bpf_source *s, const struct tt_socktap_event *ev, const u
     tt_direction dir = ev->dir == TT_SOCKTAP_DIR_SEND ? tt_chunk_conn_send_dir(t) : tt_chunk_conn_recv_dir(t);
     if (t->ended[dir]) return 0;
     if (ev->lost_before) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_GAP, ev->ts_ns, NULL, ev->lost_before);
-    if (ev->copied) tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_DATA, ev->ts_ns, data, ev->copied);
+    if (ev->copied) {
+        uint64_t from = t->offset[dir];
+        tt_chunk_conn_emit(&s->sinks, t, dir, TT_CHUNK_DATA, ev->ts_ns, data, ev->copied);
+        /* when its ciphertext crossed the socket: a mark on the bytes just
+         * given (after them, so that a recording places it) */
+        if (ev->socket_ns) {
+            tt_chunk_conn_mark(&s->sinks, t, dir, ev->socket_ns, from, t->offset[dir]);
+            s->st.tls_socket_instants++;
+        }
+    }
     uint64_t missing = 0;
     if (ev->flags & (TT_SOCKTAP_F_TRUNCATED | TT_SOCKTAP_F_COPY_FAILED))
         missing = (uint64_t)ev->total_len - ev->piece_off - ev->copied;
@@ -105,6 +114,7 @@ int tt_bpf_tls_pair(tt_bpf_source *s, const struct tt_socktap_event *ev)
         memcpy(paired.laddr, ev->laddr, sizeof paired.laddr);
         memcpy(paired.raddr, ev->raddr, sizeof paired.raddr);
         paired.flags = (uint8_t)((paired.flags & ~TT_SOCKTAP_F_TLS_PENDING) | (ev->flags & TT_SOCKTAP_F_IPV6));
+        paired.socket_ns = ev->ts_ns; /* the socket write that paired it carried its ciphertext */
         if (rc == 0) rc = tt_bpf_tls_feed(s, &paired, p->data);
         free(p->data);
     }

@@ -75,8 +75,14 @@ void tt_chunk_conn_emit(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction di
 void tt_chunk_conn_ready(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns, uint64_t from_off,
                          uint64_t end_off)
 {
-    tt_vantage v = tt_chunk_conn_vantage(c);
     sinks->ready_marks++;
+    tt_chunk_conn_mark(sinks, c, dir, ns, from_off, end_off);
+}
+
+void tt_chunk_conn_mark(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns, uint64_t from_off,
+                        uint64_t end_off)
+{
+    tt_vantage v = tt_chunk_conn_vantage(c);
     if (!sinks->fn[v] || end_off < from_off) return;
     tt_chunk ch = {
         .conn = &c->info,

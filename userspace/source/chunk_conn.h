@@ -63,9 +63,13 @@ void tt_chunk_conn_emit(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction di
                         uint64_t ns, const uint8_t *data, size_t len);
 
 /* A READY mark (tt_types.h): bytes [from_off, end_off) of dir became
- * readable at ns. Does not move the stream offset. */
+ * readable at ns, counted in sinks->ready_marks. Does not move the stream
+ * offset. tt_chunk_conn_mark: the same mark, not counted (a TLS stream's
+ * socket instants, bpf_tls_stream.c). */
 void tt_chunk_conn_ready(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns, uint64_t from_off,
                          uint64_t end_off);
+void tt_chunk_conn_mark(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns, uint64_t from_off,
+                        uint64_t end_off);
 
 /* FIN on dir at ns, once: nothing when dir already ended. */
 void tt_chunk_conn_fin(tt_chunk_sinks *sinks, tt_chunk_conn *c, tt_direction dir, uint64_t ns);
