@@ -62,11 +62,12 @@ static void test_all_seen(void **state)
     assert_int_equal(s.n_runs, 9);
     assert_int_equal(run_sum(&s), 12000);
     /* send lag, uplink, server queue, server, downlink, client queue, client lag */
-    int64_t want[TT_PART_COUNT] = {100, 80, 20, 10000, 100, 100, 1600};
-    for (int p = 0; p < TT_PART_COUNT; p++) {
+    int64_t want[TT_PART_TLS] = {100, 80, 20, 10000, 100, 100, 1600};
+    for (int p = 0; p < TT_PART_TLS; p++) {
         assert_true(s.has_part[p]);
         assert_int_equal(s.part_ns[p], want[p]);
     }
+    assert_false(s.has_part[TT_PART_TLS]); /* not a TLS chain */
     assert_int_equal(s.seg_ns[TT_SEG_UP_CLIENT_WIRE], 30);
     assert_int_equal(s.seg_ns[TT_SEG_UP_WIRE_SERVER], 50);
     assert_int_equal(s.seg_ns[TT_SEG_DOWN_SERVER_WIRE], 30);
@@ -147,7 +148,7 @@ static void test_wire_missing_keeps_parts(void **state)
     tt_split s;
     tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
     assert_int_equal(s.n_runs, 7);
-    for (int k = 0; k < TT_PART_COUNT; k++) assert_true(s.has_part[k]);
+    for (int k = 0; k < TT_PART_TLS; k++) assert_true(s.has_part[k]);
     assert_int_equal(s.part_ns[TT_PART_UPLINK], 80);
     assert_false(s.has_seg[TT_SEG_UP_CLIENT_WIRE]);
     names_are(&s, 1, "uplink");
@@ -281,13 +282,18 @@ static void test_random_chains_sum_exactly(void **state)
             if (!(seen & (1u << q))) p[pairs[q][0]] = p[pairs[q][1]] = N;
         if (!(seen & 16) || p[TT_PT_SERVER_REQ] == N) p[TT_PT_SERVER_READY] = N;
         if (!(seen & 32) || p[TT_PT_CLIENT_MARK] == N) p[TT_PT_CLIENT_READY] = N;
-        bool two_wires = next_random() % 2;
+        bool two_wires = next_random() % 2, tls = next_random() % 2;
         if (!(seen & 64)) p[TT_PT_CLIENT_WIRE_REQ] = p[TT_PT_CLIENT_WIRE_MARK] = N;
-        tt_reference ref = (tt_reference)(1 + next_random() % 4);
+        if (!(seen & 128)) p[TT_PT_CLIENT_TLS_REQ] = p[TT_PT_CLIENT_TLS_MARK] = N;
+        if (!(seen & 256)) p[TT_PT_SERVER_TLS_REQ] = p[TT_PT_SERVER_TLS_MARK] = N;
+        if (!tls) /* outside a TLS chain the TLS points are ignored, whatever they hold */
+            p[TT_PT_CLIENT_TLS_REQ] = p[TT_PT_CLIENT_TLS_MARK] = p[TT_PT_SERVER_TLS_REQ] = p[TT_PT_SERVER_TLS_MARK] = N;
+        tt_reference ref = (tt_reference)(1 + next_random() % 6);
         int64_t total = p[TT_PT_REPORTED_START] != N ? p[TT_PT_REPORTED_MARK] - p[TT_PT_REPORTED_START]
                                                      : (int64_t)(next_random() % 100000000);
         tt_split s;
-        tt_split_compute_chain(&s, ref, total, p, two_wires ? TT_SEGS_TWO_WIRES : TT_SEGS_ONE_WIRE);
+        uint16_t segs = (uint16_t)((two_wires ? TT_SEGS_TWO_WIRES : TT_SEGS_ONE_WIRE) | (tls ? TT_SEGS_TLS : 0));
+        tt_split_compute_chain(&s, ref, total, p, segs);
         if (s.reference == TT_REF_NONE) {
             assert_true(ref != TT_REF_REPORTED);
             continue;
@@ -300,18 +306,97 @@ static void test_random_chains_sum_exactly(void **state)
             cover |= s.runs[r].segs;
         }
         assert_int_equal(cover, s.scope);
-        /* a part measured on its own is the difference of its own instants */
-        static const int bounds[TT_PART_COUNT][2] = {
+        /* a part measured on its own is the difference of its own instants
+         * (with TLS, the library's instants bound send lag, server and
+         * client lag, and the tls part is the sum of its four stretches) */
+        static const int plain[TT_PART_TLS][2] = {
             {TT_PT_REPORTED_START, TT_PT_CLIENT_REQ}, {TT_PT_CLIENT_REQ, TT_PT_SERVER_READY},
             {TT_PT_SERVER_READY, TT_PT_SERVER_REQ},   {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK},
             {TT_PT_SERVER_MARK, TT_PT_CLIENT_READY},  {TT_PT_CLIENT_READY, TT_PT_CLIENT_MARK},
             {TT_PT_CLIENT_MARK, TT_PT_REPORTED_MARK}};
-        for (int q = 0; q < TT_PART_COUNT; q++)
+        static const int with_tls[TT_PART_TLS][2] = {
+            {TT_PT_REPORTED_START, TT_PT_CLIENT_TLS_REQ}, {TT_PT_CLIENT_REQ, TT_PT_SERVER_READY},
+            {TT_PT_SERVER_READY, TT_PT_SERVER_REQ},       {TT_PT_SERVER_TLS_REQ, TT_PT_SERVER_TLS_MARK},
+            {TT_PT_SERVER_MARK, TT_PT_CLIENT_READY},      {TT_PT_CLIENT_READY, TT_PT_CLIENT_MARK},
+            {TT_PT_CLIENT_TLS_MARK, TT_PT_REPORTED_MARK}};
+        const int (*bounds)[2] = tls ? with_tls : plain;
+        for (int q = 0; q < TT_PART_TLS; q++)
             if (s.has_part[q]) {
                 assert_true(p[bounds[q][0]] != N && p[bounds[q][1]] != N);
                 assert_int_equal(s.part_ns[q], p[bounds[q][1]] - p[bounds[q][0]]);
             }
+        assert_true(tls || !s.has_part[TT_PART_TLS]);
+        if (s.has_part[TT_PART_TLS]) {
+            static const int ends[4][2] = {{TT_PT_CLIENT_TLS_REQ, TT_PT_CLIENT_REQ},
+                                           {TT_PT_SERVER_REQ, TT_PT_SERVER_TLS_REQ},
+                                           {TT_PT_SERVER_TLS_MARK, TT_PT_SERVER_MARK},
+                                           {TT_PT_CLIENT_MARK, TT_PT_CLIENT_TLS_MARK}};
+            int64_t sum = 0;
+            for (int k = 0; k < 4; k++) {
+                assert_true(p[ends[k][0]] != N && p[ends[k][1]] != N);
+                sum += p[ends[k][1]] - p[ends[k][0]];
+            }
+            assert_int_equal(s.part_ns[TT_PART_TLS], sum);
+        }
     }
+}
+
+/* A request seen above TLS at both ends: the libraries' four stretches
+ * are the tls part, send lag ends at the client's SSL_write, server runs
+ * between the server's plaintext instants, client lag starts at the
+ * client's SSL_read; without the client's TLS instants its two stretches
+ * merge into send lag and client lag; the same instants outside a TLS
+ * chain are ignored. */
+static void test_tls_chain(void **state)
+{
+    int64_t p[TT_PT_COUNT];
+    memcpy(p, chain, sizeof p);
+    p[TT_PT_CLIENT_TLS_REQ] = 50;
+    p[TT_PT_SERVER_TLS_REQ] = 230;
+    p[TT_PT_SERVER_TLS_MARK] = 10190;
+    p[TT_PT_CLIENT_TLS_MARK] = 10450;
+    tt_split s;
+    tt_split_compute_chain(&s, TT_REF_REPORTED, 12000, p, TT_SEGS_ONE_WIRE | TT_SEGS_TLS);
+    assert_int_equal(run_sum(&s), 12000);
+    assert_int_equal(s.n_runs, 13);
+    int64_t want[TT_PART_COUNT] = {
+        [TT_PART_SEND_LAG] = 50,      [TT_PART_UPLINK] = 80,       [TT_PART_SERVER_QUEUE] = 20,
+        [TT_PART_SERVER] = 10190 - 230, [TT_PART_DOWNLINK] = 100,  [TT_PART_CLIENT_QUEUE] = 100,
+        [TT_PART_CLIENT_LAG] = 1550,  [TT_PART_TLS] = 50 + 30 + 10 + 50};
+    for (int k = 0; k < TT_PART_COUNT; k++) {
+        assert_true(s.has_part[k]);
+        assert_int_equal(s.part_ns[k], want[k]);
+    }
+    assert_int_equal(s.seg_ns[TT_SEG_TLS_CLIENT_SEND], 50);
+    assert_int_equal(s.seg_ns[TT_SEG_TLS_SERVER_RECV], 30);
+    assert_int_equal(s.seg_ns[TT_SEG_TLS_SERVER_SEND], 10);
+    assert_int_equal(s.seg_ns[TT_SEG_TLS_CLIENT_RECV], 50);
+    names_are(&s, 1, "tls.client_send");
+    /* the client's library not seen: its stretches go with send and client lag */
+    p[TT_PT_CLIENT_TLS_REQ] = p[TT_PT_CLIENT_TLS_MARK] = N;
+    tt_split_compute_chain(&s, TT_REF_REPORTED, 12000, p, TT_SEGS_ONE_WIRE | TT_SEGS_TLS);
+    assert_int_equal(run_sum(&s), 12000);
+    assert_false(s.has_part[TT_PART_TLS]);
+    assert_false(s.has_part[TT_PART_SEND_LAG]);
+    names_are(&s, 0, "send_lag,tls.client_send");
+    names_are(&s, s.n_runs - 1, "tls.client_recv,client_lag");
+    assert_true(s.has_seg[TT_SEG_TLS_SERVER_RECV] && s.has_seg[TT_SEG_TLS_SERVER_SEND]);
+    /* the client's plaintext as the reference: from its SSL_write to its SSL_read */
+    p[TT_PT_CLIENT_TLS_REQ] = 50;
+    p[TT_PT_CLIENT_TLS_MARK] = 10450;
+    tt_split_compute_chain(&s, TT_REF_CLIENT_TLS, 0, p, TT_SEGS_ONE_WIRE | TT_SEGS_TLS);
+    assert_int_equal(s.total_ns, 10400);
+    assert_int_equal(run_sum(&s), 10400);
+    assert_true(s.has_part[TT_PART_TLS]);
+    assert_false(s.has_part[TT_PART_SEND_LAG]);
+    /* not a TLS chain: the same instants change nothing */
+    tt_split plain;
+    tt_split_compute(&plain, TT_REF_REPORTED, 12000, chain);
+    tt_split_compute(&s, TT_REF_REPORTED, 12000, p);
+    assert_int_equal(s.n_runs, plain.n_runs);
+    for (size_t r = 0; r < s.n_runs; r++) assert_int_equal(s.runs[r].ns, plain.runs[r].ns);
+    assert_string_equal(tt_part_name(TT_PART_TLS, false), "tls");
+    assert_string_equal(tt_reference_name(TT_REF_CLIENT_TLS), "client_tls");
 }
 
 /* ---- whole breakdowns over in-memory analyses ---- */
@@ -589,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_client_reference),
         cmocka_unit_test(test_two_wires),
         cmocka_unit_test(test_random_chains_sum_exactly),
+        cmocka_unit_test(test_tls_chain),
         cmocka_unit_test(test_ready_missing_merges_queue),
         cmocka_unit_test(test_breakdown_recovers_client_lag),
         cmocka_unit_test(test_disagreements),

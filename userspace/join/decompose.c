@@ -13,6 +13,7 @@ static const uint16_t part_segs[TT_PART_COUNT] = {
         (1u << TT_SEG_DOWN_SERVER_WIRE) | (1u << TT_SEG_DOWN_WIRE_WIRE) | (1u << TT_SEG_DOWN_WIRE_CLIENT),
     [TT_PART_CLIENT_QUEUE] = 1u << TT_SEG_CLIENT_QUEUE,
     [TT_PART_CLIENT_LAG] = 1u << TT_SEG_CLIENT_LAG,
+    [TT_PART_TLS] = TT_SEGS_TLS,
 };
 
 const char *tt_part_name(tt_part p, bool e2el)
@@ -25,6 +26,7 @@ const char *tt_part_name(tt_part p, bool e2el)
     case TT_PART_DOWNLINK: return "downlink";
     case TT_PART_CLIENT_QUEUE: return "client_queue";
     case TT_PART_CLIENT_LAG: return "client_lag";
+    case TT_PART_TLS: return "tls";
     default: return "?";
     }
 }
@@ -33,6 +35,10 @@ const char *tt_seg_name(int seg, bool e2el)
 {
     switch (seg) {
     case TT_SEG_SEND_LAG: return "send_lag";
+    case TT_SEG_TLS_CLIENT_SEND: return "tls.client_send";
+    case TT_SEG_TLS_SERVER_RECV: return "tls.server_recv";
+    case TT_SEG_TLS_SERVER_SEND: return "tls.server_send";
+    case TT_SEG_TLS_CLIENT_RECV: return "tls.client_recv";
     case TT_SEG_UP_CLIENT_WIRE: return "uplink.client_to_wire";
     case TT_SEG_UP_WIRE_WIRE: return "uplink.wire_to_wire";
     case TT_SEG_UP_WIRE_SERVER: return "uplink.wire_to_server";
@@ -54,13 +60,21 @@ const char *tt_reference_name(tt_reference r)
     case TT_REF_CLIENT: return "client";
     case TT_REF_WIRE: return "wire";
     case TT_REF_SERVER: return "server";
+    case TT_REF_CLIENT_TLS: return "client_tls";
+    case TT_REF_SERVER_TLS: return "server_tls";
     default: return "none";
     }
 }
 
 static const uint8_t part_of_seg[TT_SEG_COUNT] = {
-    TT_PART_SEND_LAG, TT_PART_UPLINK,   TT_PART_UPLINK,   TT_PART_UPLINK,       TT_PART_SERVER_QUEUE, TT_PART_SERVER,
-    TT_PART_DOWNLINK, TT_PART_DOWNLINK, TT_PART_DOWNLINK, TT_PART_CLIENT_QUEUE, TT_PART_CLIENT_LAG};
+    [TT_SEG_SEND_LAG] = TT_PART_SEND_LAG,         [TT_SEG_TLS_CLIENT_SEND] = TT_PART_TLS,
+    [TT_SEG_UP_CLIENT_WIRE] = TT_PART_UPLINK,     [TT_SEG_UP_WIRE_WIRE] = TT_PART_UPLINK,
+    [TT_SEG_UP_WIRE_SERVER] = TT_PART_UPLINK,     [TT_SEG_SERVER_QUEUE] = TT_PART_SERVER_QUEUE,
+    [TT_SEG_TLS_SERVER_RECV] = TT_PART_TLS,       [TT_SEG_SERVER] = TT_PART_SERVER,
+    [TT_SEG_TLS_SERVER_SEND] = TT_PART_TLS,       [TT_SEG_DOWN_SERVER_WIRE] = TT_PART_DOWNLINK,
+    [TT_SEG_DOWN_WIRE_WIRE] = TT_PART_DOWNLINK,   [TT_SEG_DOWN_WIRE_CLIENT] = TT_PART_DOWNLINK,
+    [TT_SEG_CLIENT_QUEUE] = TT_PART_CLIENT_QUEUE, [TT_SEG_TLS_CLIENT_RECV] = TT_PART_TLS,
+    [TT_SEG_CLIENT_LAG] = TT_PART_CLIENT_LAG};
 
 size_t tt_run_names(const tt_split *s, const tt_run *run, bool e2el, const char *names[TT_SEG_COUNT])
 {
@@ -101,12 +115,17 @@ void tt_split_compute_chain(tt_split *s, tt_reference ref, int64_t total_ns, con
     memcpy(points, in_points, sizeof points);
     if (!(chain_segs & (1u << TT_SEG_UP_WIRE_WIRE))) points[TT_PT_CLIENT_WIRE_REQ] = TT_DECOMP_NONE;
     if (!(chain_segs & (1u << TT_SEG_DOWN_WIRE_WIRE))) points[TT_PT_CLIENT_WIRE_MARK] = TT_DECOMP_NONE;
+    if (!(chain_segs & TT_SEGS_TLS))
+        points[TT_PT_CLIENT_TLS_REQ] = points[TT_PT_SERVER_TLS_REQ] = points[TT_PT_SERVER_TLS_MARK] =
+            points[TT_PT_CLIENT_TLS_MARK] = TT_DECOMP_NONE;
     int lo, hi;
     switch (ref) {
     case TT_REF_REPORTED: lo = TT_PT_REPORTED_START, hi = TT_PT_REPORTED_MARK; break;
     case TT_REF_CLIENT: lo = TT_PT_CLIENT_REQ, hi = TT_PT_CLIENT_MARK; break;
     case TT_REF_WIRE: lo = TT_PT_WIRE_REQ, hi = TT_PT_WIRE_MARK; break;
     case TT_REF_SERVER: lo = TT_PT_SERVER_REQ, hi = TT_PT_SERVER_MARK; break;
+    case TT_REF_CLIENT_TLS: lo = TT_PT_CLIENT_TLS_REQ, hi = TT_PT_CLIENT_TLS_MARK; break;
+    case TT_REF_SERVER_TLS: lo = TT_PT_SERVER_TLS_REQ, hi = TT_PT_SERVER_TLS_MARK; break;
     default: return;
     }
     bool ends_seen = points[lo] != TT_DECOMP_NONE && points[hi] != TT_DECOMP_NONE;
@@ -140,7 +159,7 @@ void tt_split_compute_chain(tt_split *s, tt_reference ref, int64_t total_ns, con
                                         .from_ns = points[seen[k - 1]]};
     for (int p = 0; p < TT_PART_COUNT; p++) {
         uint16_t m = part_segs[p] & chain_segs;
-        if ((m & s->scope) != m) continue;
+        if (!m || (m & s->scope) != m) continue; /* not in this chain, or not all inside the reference */
         bool alone = true;
         int64_t sum = 0;
         for (size_t r = 0; r < s->n_runs && alone; r++) {
@@ -186,7 +205,8 @@ void tt_distribution_of(double *v, size_t n, const double *pct, size_t n_pct, tt
 
 static const tt_request *near_request(const tt_join *j, const tt_joined *g, tt_vantage *which)
 {
-    static const tt_vantage order[] = {TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_WIRE, TT_VANTAGE_SERVER};
+    static const tt_vantage order[] = {TT_VANTAGE_CLIENT_TLS, TT_VANTAGE_CLIENT, TT_VANTAGE_CLIENT_WIRE,
+                                       TT_VANTAGE_WIRE,       TT_VANTAGE_SERVER, TT_VANTAGE_SERVER_TLS};
     for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
         const tt_request *r = tt_join_request(j, g, order[k]);
         if (r) {
@@ -199,7 +219,8 @@ static const tt_request *near_request(const tt_join *j, const tt_joined *g, tt_v
 
 static const tt_request *wire_side_request(const tt_join *j, const tt_joined *g, tt_vantage *which)
 {
-    static const tt_vantage order[] = {TT_VANTAGE_WIRE, TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_CLIENT, TT_VANTAGE_SERVER};
+    static const tt_vantage order[] = {TT_VANTAGE_WIRE,   TT_VANTAGE_CLIENT_WIRE, TT_VANTAGE_CLIENT,
+                                       TT_VANTAGE_SERVER, TT_VANTAGE_CLIENT_TLS,  TT_VANTAGE_SERVER_TLS};
     for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
         const tt_request *r = tt_join_request(j, g, order[k]);
         if (r) {
@@ -216,6 +237,37 @@ static bool reported_value(const tt_bench_request *b, bool e2el, int64_t *v)
     int64_t x = e2el ? b->e2el_ns : b->ttft_ns;
     if (x == TT_BENCH_NONE) return false;
     *v = x;
+    return true;
+}
+
+/* The instants a TLS vantage adds for one request: its own (the request's
+ * first plaintext byte, the mark's) and, where the socket vantage could
+ * not read the ciphertext, the socket's from the TLS records (ready_ns at
+ * a TLS vantage: when each byte's ciphertext crossed the socket), each
+ * only in the order the chain needs. Returns whether it saw the request. */
+static bool tls_points(const tt_join *j, const tt_joined *g, bool server, bool e2el, int64_t pts[TT_PT_COUNT])
+{
+    tt_vantage v = server ? TT_VANTAGE_SERVER_TLS : TT_VANTAGE_CLIENT_TLS;
+    const tt_request *r = tt_join_request(j, g, v);
+    const tt_req_metrics *m = tt_join_metrics(j, g, v);
+    if (!r || !(e2el ? m->has_e2el : m->has_ttft)) return false;
+    uint64_t mark = e2el ? r->last_token_ns : r->first_token_ns;
+    uint64_t mark_socket = e2el ? r->last_token_ready_ns : r->first_token_ready_ns;
+    int req_pt = server ? TT_PT_SERVER_TLS_REQ : TT_PT_CLIENT_TLS_REQ;
+    int mark_pt = server ? TT_PT_SERVER_TLS_MARK : TT_PT_CLIENT_TLS_MARK;
+    int sock_req_pt = server ? TT_PT_SERVER_REQ : TT_PT_CLIENT_REQ;
+    int sock_mark_pt = server ? TT_PT_SERVER_MARK : TT_PT_CLIENT_MARK;
+    pts[req_pt] = (int64_t)r->req_first_ns;
+    pts[mark_pt] = (int64_t)mark;
+    /* the server reads its request's ciphertext before the plaintext comes
+     * out, and writes its mark's after it goes in; the client the reverse */
+    uint64_t req_socket = r->req_ready_ns;
+    bool req_in_order = server ? req_socket <= r->req_first_ns : req_socket >= r->req_first_ns;
+    bool mark_in_order = server ? mark_socket >= mark : mark_socket <= mark;
+    if (pts[sock_req_pt] == TT_DECOMP_NONE && req_socket != TT_NS_NONE && req_in_order)
+        pts[sock_req_pt] = (int64_t)req_socket;
+    if (pts[sock_mark_pt] == TT_DECOMP_NONE && mark_socket != TT_NS_NONE && mark_in_order)
+        pts[sock_mark_pt] = (int64_t)mark_socket;
     return true;
 }
 
@@ -250,7 +302,9 @@ static void split_request(const tt_join *j, const tt_joined *g, const tt_bench_r
             pts[TT_PT_CLIENT_READY] = (int64_t)ready;
         own_total[k] = e2el ? m->e2el_ns : m->ttft_ns;
     }
+    bool client_tls = tls_points(j, g, false, e2el, pts), server_tls = tls_points(j, g, true, e2el, pts);
     uint16_t chain = j->by_vantage[TT_VANTAGE_CLIENT_WIRE] ? TT_SEGS_TWO_WIRES : TT_SEGS_ONE_WIRE;
+    if (client_tls || server_tls) chain |= TT_SEGS_TLS;
     int64_t total;
     if (reported_value(b, e2el, &total)) {
         if (start != TT_DECOMP_NONE) {
@@ -258,12 +312,18 @@ static void split_request(const tt_join *j, const tt_joined *g, const tt_bench_r
             pts[TT_PT_REPORTED_MARK] = start + total;
         }
         tt_split_compute_chain(s, TT_REF_REPORTED, total, pts, chain);
+    } else if (client_tls) {
+        tt_split_compute_chain(s, TT_REF_CLIENT_TLS, pts[TT_PT_CLIENT_TLS_MARK] - pts[TT_PT_CLIENT_TLS_REQ], pts, chain);
     } else if (own[AT_CLIENT]) {
         tt_split_compute_chain(s, TT_REF_CLIENT, own_total[AT_CLIENT], pts, chain);
     } else if (own[AT_WIRE]) {
         tt_split_compute_chain(s, TT_REF_WIRE, own_total[AT_WIRE], pts, chain);
-    } else if (own[AT_SERVER]) {
-        tt_split_compute_chain(s, TT_REF_SERVER, own_total[AT_SERVER], pts, chain);
+    } else if (own[AT_SERVER] || (pts[TT_PT_SERVER_REQ] != TT_DECOMP_NONE && pts[TT_PT_SERVER_MARK] != TT_DECOMP_NONE)) {
+        /* the server's socket; above TLS its instants come from the TLS records */
+        int64_t own_server = own[AT_SERVER] ? own_total[AT_SERVER] : pts[TT_PT_SERVER_MARK] - pts[TT_PT_SERVER_REQ];
+        tt_split_compute_chain(s, TT_REF_SERVER, own_server, pts, chain);
+    } else if (server_tls) {
+        tt_split_compute_chain(s, TT_REF_SERVER_TLS, pts[TT_PT_SERVER_TLS_MARK] - pts[TT_PT_SERVER_TLS_REQ], pts, chain);
     } else {
         memset(s, 0, sizeof *s);
     }
@@ -301,9 +361,11 @@ static int split_itl(const tt_join *j, const tt_joined *g, tt_itl_split *s)
     if (metrics_whole(j, g, TT_VANTAGE_CLIENT)) near = TT_VANTAGE_CLIENT;
     else if (metrics_whole(j, g, TT_VANTAGE_CLIENT_WIRE)) near = TT_VANTAGE_CLIENT_WIRE;
     else if (metrics_whole(j, g, TT_VANTAGE_WIRE)) near = TT_VANTAGE_WIRE;
+    else if (metrics_whole(j, g, TT_VANTAGE_CLIENT_TLS)) near = TT_VANTAGE_CLIENT_TLS; /* above TLS, the only one */
     else return 0;
     if (metrics_whole(j, g, TT_VANTAGE_SERVER)) far = TT_VANTAGE_SERVER;
     else if (near != TT_VANTAGE_WIRE && metrics_whole(j, g, TT_VANTAGE_WIRE)) far = TT_VANTAGE_WIRE;
+    else if (metrics_whole(j, g, TT_VANTAGE_SERVER_TLS)) far = TT_VANTAGE_SERVER_TLS;
     else far = near;
     s->near = near;
     s->far = far;
@@ -422,7 +484,8 @@ static int summarise_splits(tt_breakdown *b, bool e2el, dvec *tmp)
         const tt_split *s = e2el ? &b->per[i].e2el : &b->per[i].ttft;
         if (s->reference == TT_REF_NONE) continue;
         for (int p = 0; p < TT_PART_COUNT; p++)
-            if ((part_segs[p] & s->chain & s->scope) == (part_segs[p] & s->chain) && !s->has_part[p]) {
+            if ((part_segs[p] & s->chain) && (part_segs[p] & s->chain & s->scope) == (part_segs[p] & s->chain) &&
+                !s->has_part[p]) {
                 (*merged)++;
                 break;
             }
@@ -521,7 +584,7 @@ int tt_breakdown_build(tt_breakdown *b, const tt_analysis *const *as, size_t n, 
     if (tt_join_build(&b->join, as, n, bench, opt) < 0) return -1;
     b->per = calloc(b->join.n + 1, sizeof *b->per);
     if (!b->per) goto fail;
-    size_t refs[TT_REF_SERVER + 1] = {0};
+    size_t refs[TT_REF_COUNT] = {0};
     for (size_t i = 0; i < b->join.n; i++) {
         const tt_joined *g = &b->join.reqs[i];
         tt_request_breakdown *pb = &b->per[i];
@@ -539,7 +602,7 @@ int tt_breakdown_build(tt_breakdown *b, const tt_analysis *const *as, size_t n, 
     }
     b->reference = TT_REF_NONE;
     size_t most = 0;
-    for (int r = TT_REF_REPORTED; r <= TT_REF_SERVER; r++)
+    for (int r = TT_REF_REPORTED; r < TT_REF_COUNT; r++)
         if (refs[r] > most) {
             most = refs[r];
             b->reference = (tt_reference)r;

@@ -4,9 +4,11 @@
  * A latency (TTFT, or E2EL) is split at a chain of instants, outermost
  * first:
  *
- *   reported.start  client.req_first  [client_wire.req_first]
- *   wire.req_first  server.req_ready  server.req_first  server.mark
- *   wire.mark  [client_wire.mark]  client.ready  client.mark  reported.mark
+ *   reported.start  {client_tls.req_first}  client.req_first
+ *   [client_wire.req_first]  wire.req_first  server.req_ready
+ *   server.req_first  {server_tls.req_first  server_tls.mark}  server.mark
+ *   wire.mark  [client_wire.mark]  client.ready  client.mark
+ *   {client_tls.mark}  reported.mark
  *
  * where mark is the first token (TTFT) or the last token (E2EL),
  * reported.mark = reported.start + the benchmark's value, server.req_ready
@@ -15,8 +17,14 @@
  * readable at the client's. The bracketed instants are the client host's
  * wire, there only when recordings of two hosts each brought a wire
  * (`wire` is then the server host's); with one wire they are not in the
- * chain and the segment between the wires does not exist. The nine (or
- * eleven) segments between neighbours make seven parts:
+ * chain and the segment between the wires does not exist. The braced
+ * instants are the TLS vantages (the plaintext the library was handed or
+ * handed out), in the chain only for a request seen above TLS; their
+ * socket instants (client.req_first, server.req_first, server.mark,
+ * client.mark) then come from the TLS records (the socket syscall that
+ * moved each one's ciphertext: docs/metrics.md) where the socket vantage
+ * could not read the ciphertext. The nine (or eleven; with TLS four more)
+ * segments between neighbours make seven parts (with TLS, eight):
  *
  *   send_lag     = client.req_first - reported.start
  *   uplink       = server.req_ready - client.req_first (client->wire, [wire->wire,] wire->server)
@@ -24,7 +32,13 @@
  *   server       = server.mark - server.req_first      (server TTFT or server E2EL)
  *   downlink     = client.ready - server.mark          (server->wire, [wire->wire,] wire->client)
  *   client_queue = client.mark - client.ready
- *   client_lag   = reported.mark - client.mark
+ *   client_lag   = reported.mark - client.mark       (client_tls.mark with TLS)
+ *   tls          = (client.req_first - client_tls.req_first) + (server_tls.req_first - server.req_first)
+ *                + (server.mark - server_tls.mark) + (client_tls.mark - client.mark)
+ *                  the library's own time at both ends: encrypting, decrypting, records it held
+ *
+ * (with TLS, send_lag ends at client_tls.req_first and server at
+ * server_tls.req_first .. server_tls.mark).
  *
  * A vantage that did not see the request drops its two instants, and a
  * ready instant that is not known (the probe, the wire, a kernel without
@@ -36,40 +50,53 @@
 
 #include "join/join.h"
 
+/* The chain's instants; segment k lies between instant k and instant k + 1. */
 enum {
     TT_PT_REPORTED_START = 0,
+    TT_PT_CLIENT_TLS_REQ,
     TT_PT_CLIENT_REQ,
     TT_PT_CLIENT_WIRE_REQ,
     TT_PT_WIRE_REQ,
     TT_PT_SERVER_READY,
     TT_PT_SERVER_REQ,
+    TT_PT_SERVER_TLS_REQ,
+    TT_PT_SERVER_TLS_MARK,
     TT_PT_SERVER_MARK,
     TT_PT_WIRE_MARK,
     TT_PT_CLIENT_WIRE_MARK,
     TT_PT_CLIENT_READY,
     TT_PT_CLIENT_MARK,
+    TT_PT_CLIENT_TLS_MARK,
     TT_PT_REPORTED_MARK,
     TT_PT_COUNT
 };
 
 enum {
     TT_SEG_SEND_LAG = 0,
+    TT_SEG_TLS_CLIENT_SEND, /* the client's library: plaintext handed in -> its ciphertext written */
     TT_SEG_UP_CLIENT_WIRE,  /* client -> the first wire */
     TT_SEG_UP_WIRE_WIRE,    /* the client host's wire -> the server host's (two wires only) */
     TT_SEG_UP_WIRE_SERVER,  /* the last wire -> server */
     TT_SEG_SERVER_QUEUE,
+    TT_SEG_TLS_SERVER_RECV, /* the server's library: ciphertext read -> its plaintext handed out */
     TT_SEG_SERVER,
+    TT_SEG_TLS_SERVER_SEND, /* the server's library: plaintext handed in -> its ciphertext written */
     TT_SEG_DOWN_SERVER_WIRE,
     TT_SEG_DOWN_WIRE_WIRE,
     TT_SEG_DOWN_WIRE_CLIENT,
     TT_SEG_CLIENT_QUEUE,
+    TT_SEG_TLS_CLIENT_RECV, /* the client's library: ciphertext read -> its plaintext handed out */
     TT_SEG_CLIENT_LAG,
     TT_SEG_COUNT
 };
 
-/* The segments of a chain: with two wires every one, with one wire all
- * but the two between the wires. */
-#define TT_SEGS_TWO_WIRES ((uint16_t)((1u << TT_SEG_COUNT) - 1))
+/* The segments of a chain: with two wires every one but the TLS ones, with
+ * one wire all but those and the two between the wires; a request seen
+ * above TLS adds TT_SEGS_TLS. */
+#define TT_SEGS_TLS                                                                                          \
+    ((uint16_t)((1u << TT_SEG_TLS_CLIENT_SEND) | (1u << TT_SEG_TLS_SERVER_RECV) | (1u << TT_SEG_TLS_SERVER_SEND) | \
+                (1u << TT_SEG_TLS_CLIENT_RECV)))
+#define TT_SEGS_TWO_WIRES ((uint16_t)(((1u << TT_SEG_COUNT) - 1) & ~TT_SEGS_TLS))
 #define TT_SEGS_ONE_WIRE \
     ((uint16_t)(TT_SEGS_TWO_WIRES & ~((1u << TT_SEG_UP_WIRE_WIRE) | (1u << TT_SEG_DOWN_WIRE_WIRE))))
 
@@ -81,6 +108,7 @@ typedef enum tt_part {
     TT_PART_DOWNLINK,
     TT_PART_CLIENT_QUEUE,
     TT_PART_CLIENT_LAG,
+    TT_PART_TLS, /* the TLS libraries at both ends (TT_SEGS_TLS) */
     TT_PART_COUNT
 } tt_part;
 
@@ -90,7 +118,10 @@ typedef enum tt_reference {
     TT_REF_REPORTED, /* the benchmark's value */
     TT_REF_CLIENT,   /* the client socket's (no benchmark record) */
     TT_REF_WIRE,     /* the wire's (no client either) */
-    TT_REF_SERVER,   /* the server's alone: one part */
+    TT_REF_SERVER,   /* the server's alone: one part (with TLS: the library's two on either side) */
+    TT_REF_CLIENT_TLS, /* the client's plaintext (no benchmark record; the client above TLS) */
+    TT_REF_SERVER_TLS, /* the server's plaintext alone: one part */
+    TT_REF_COUNT
 } tt_reference;
 
 #define TT_DECOMP_NONE INT64_MIN /* an instant not seen */
@@ -106,7 +137,7 @@ typedef struct tt_run {
 typedef struct tt_split {
     tt_reference reference;
     int64_t total_ns;
-    uint16_t chain;                   /* the chain's segments (TT_SEGS_ONE_WIRE or TT_SEGS_TWO_WIRES) */
+    uint16_t chain;                   /* the chain's segments (TT_SEGS_ONE_WIRE or TT_SEGS_TWO_WIRES, | TT_SEGS_TLS) */
     uint16_t scope;                   /* segments of it the reference covers */
     uint16_t seen;                    /* bit k: chain point k was seen and used */
     bool has_part[TT_PART_COUNT];     /* the part was measured on its own */
@@ -131,12 +162,13 @@ void tt_split_compute(tt_split *s, tt_reference ref, int64_t total_ns, const int
 
 /* The same over the chain whose segments are chain_segs: TT_SEGS_ONE_WIRE
  * (the client wire's points are ignored, and the stretch from the client
- * to the one wire is uplink.client_to_wire) or TT_SEGS_TWO_WIRES. */
+ * to the one wire is uplink.client_to_wire) or TT_SEGS_TWO_WIRES, either
+ * with TT_SEGS_TLS (without it the TLS vantages' points are ignored). */
 void tt_split_compute_chain(tt_split *s, tt_reference ref, int64_t total_ns, const int64_t points[TT_PT_COUNT],
                             uint16_t chain_segs);
 
 /* Names: "send_lag", "uplink", "server_queue", "server_ttft"|"server_e2el", "downlink",
- * "client_queue", "client_lag";
+ * "client_queue", "client_lag", "tls";
  * segments "send_lag", "uplink.client_to_wire", ...; "reported", "client", ... */
 const char *tt_part_name(tt_part p, bool e2el);
 const char *tt_seg_name(int seg, bool e2el);
@@ -171,7 +203,8 @@ typedef struct tt_disagreement {
 /* ITL at two vantages of one request, token event by token event. */
 typedef struct tt_itl_split {
     bool valid;
-    tt_vantage near, far;           /* near: the client (else wire); far: the server (else wire) */
+    tt_vantage near, far;           /* near: the client (else wire, else client_tls); far: the server (else wire,
+                                       else server_tls) */
     uint32_t n;                     /* gaps compared */
     int64_t *near_minus_far_ns;     /* n of them (owned) */
     uint32_t reads;                 /* reads (chunks) at `near` that completed token events */

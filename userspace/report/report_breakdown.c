@@ -234,6 +234,20 @@ static void overhead_table(FILE *out, const tt_breakdown *b, bool e2el, double c
     link_rows(out, "downlink", &parts[TT_PART_DOWNLINK], &segs[TT_SEG_DOWN_SERVER_WIRE], down, two_wires, clock_u);
     queue_row(out, "client queue", &parts[TT_PART_CLIENT_QUEUE]);
     stat_row(out, "client lag", &parts[TT_PART_CLIENT_LAG]);
+    /* the TLS libraries, when a request was seen above TLS */
+    static const struct { int seg; const char *name; } tls_rows[] = {
+        {TT_SEG_TLS_CLIENT_SEND, "  client: write -> socket"},
+        {TT_SEG_TLS_SERVER_RECV, "  server: socket -> read"},
+        {TT_SEG_TLS_SERVER_SEND, "  server: write -> socket"},
+        {TT_SEG_TLS_CLIENT_RECV, "  client: socket -> read"},
+    };
+    bool any_tls = parts[TT_PART_TLS].n > 0;
+    for (size_t k = 0; k < sizeof tls_rows / sizeof *tls_rows; k++) any_tls |= segs[tls_rows[k].seg].n > 0;
+    if (any_tls) {
+        stat_row(out, "tls (both libraries)", &parts[TT_PART_TLS]);
+        for (size_t k = 0; k < sizeof tls_rows / sizeof *tls_rows; k++)
+            if (segs[tls_rows[k].seg].n) stat_row(out, tls_rows[k].name, &segs[tls_rows[k].seg]);
+    }
     size_t merged = e2el ? b->e2el_merged : b->ttft_merged;
     if (merged) {
         fprintf(out, "%zu request%s had parts that could not be told apart (a vantage or the benchmark's start "

@@ -321,12 +321,37 @@ static void split_half(tt_jw *w, const half_segs *h, const tt_split *s, bool wir
     tt_jw_object_end(w);
 }
 
+/* The TLS libraries' four segments by name in tls_split_ns; null when the
+ * request was not seen above TLS or the reference does not cover them. */
+static void split_tls(tt_jw *w, const tt_split *s)
+{
+    static const struct { int seg; const char *name; } tls_segs[] = {
+        {TT_SEG_TLS_CLIENT_SEND, "client_send"},
+        {TT_SEG_TLS_SERVER_RECV, "server_recv"},
+        {TT_SEG_TLS_SERVER_SEND, "server_send"},
+        {TT_SEG_TLS_CLIENT_RECV, "client_recv"},
+    };
+    if (!(s->chain & TT_SEGS_TLS)) {
+        tt_jw_null(w, "tls_split_ns");
+        return;
+    }
+    tt_jw_object_begin(w, "tls_split_ns");
+    for (size_t k = 0; k < sizeof tls_segs / sizeof *tls_segs; k++) {
+        int seg = tls_segs[k].seg;
+        if (s->scope & (1u << seg)) int_or_null(w, tls_segs[k].name, s->has_seg[seg], s->seg_ns[seg]);
+        else tt_jw_null(w, tls_segs[k].name);
+    }
+    tt_jw_object_end(w);
+}
+
 /* The vantages whose instants sit inside a split, by the point of their request start. */
 static const struct { int req_pt, mark_pt; const char *name; } split_pairs[] = {
+    {TT_PT_CLIENT_TLS_REQ, TT_PT_CLIENT_TLS_MARK, "client_tls"},
     {TT_PT_CLIENT_REQ, TT_PT_CLIENT_MARK, "client"},
     {TT_PT_CLIENT_WIRE_REQ, TT_PT_CLIENT_WIRE_MARK, "client_wire"},
     {TT_PT_WIRE_REQ, TT_PT_WIRE_MARK, "wire"},
     {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK, "server"},
+    {TT_PT_SERVER_TLS_REQ, TT_PT_SERVER_TLS_MARK, "server_tls"},
 };
 
 static void split_fields(tt_jw *w, const tt_split *s, const tt_joined *g, bool e2el)
@@ -341,6 +366,7 @@ static void split_fields(tt_jw *w, const tt_split *s, const tt_joined *g, bool e
     bool wire_seen = g->at[TT_VANTAGE_WIRE] != TT_JOIN_ABSENT || g->at[TT_VANTAGE_CLIENT_WIRE] != TT_JOIN_ABSENT;
     split_half(w, &uplink_segs, s, wire_seen);
     split_half(w, &downlink_segs, s, wire_seen);
+    split_tls(w, s);
     tt_jw_array_begin(w, "missing");
     for (size_t k = 0; k < sizeof split_pairs / sizeof *split_pairs; k++) {
         bool in_scope = s->scope & (1u << split_pairs[k].req_pt) && s->scope & (1u << (split_pairs[k].mark_pt - 1));
