@@ -159,11 +159,12 @@ echo
 echo "Issue 13's targets (1.5 us per traced call, 100,000 TLS token events/s with"
 echo "no loss) are missed on this machine; the programs alone (1.5 us) would meet"
 echo "the first. OpenSSL's functions open with an instruction the kernel steps out"
-echo "of line (\`sub \$0x18,%rsp\` in Debian's libssl 3), two traps, and the"
-echo "uretprobe adds one; a probe on a return instruction would cost two as well"
-echo "(a return is stepped out of line too: see Go below), so the lever left is an"
-echo "entry probe on the first jump or call of each function, which the kernel"
-echo "emulates, where the arguments are still in their registers."
+echo "of line (\`sub \$0x18,%rsp\` in Debian's libssl 3): two traps at the entry,"
+echo "where the uretprobe must sit too (it takes the return address there), and one"
+echo "at the return. Moving the entry program to an instruction the kernel emulates"
+echo "would add a breakpoint, not remove one; probing the return instructions"
+echo "instead of the uretprobe costs two traps each (a return is stepped out of"
+echo "line: see Go below). Three traps per call is the floor for uprobes here."
 if [ -n "${gp:-}" ]; then
     echo
     echo "Go's crypto/tls (tests/e2e/go_tls_peer.go calls 15 2000: a Go TLS client and"

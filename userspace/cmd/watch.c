@@ -385,11 +385,11 @@ int tt_cmd_watch(int argc, char **argv)
             (unsigned long long)bs.not_copied, (unsigned long long)bs.not_copied_bytes,
             (unsigned long long)bs.children, tt_bpf_ready_note(&bs, ready, sizeof ready));
     if (bs.tls_note)
-        fprintf(stderr, "tokentap watch: %s; %llu SSL calls, %llu TLS records on %llu connections, %llu calls (%llu bytes) "
-                        "whose socket was not known\n",
+        fprintf(stderr, "tokentap watch: %s; %llu SSL calls, %llu TLS records on %llu connections (%llu with their "
+                        "socket instant), %llu calls (%llu bytes) whose socket was not known\n",
                 bs.tls_note, (unsigned long long)bs.kernel_tls_calls, (unsigned long long)bs.tls_records,
-                (unsigned long long)bs.tls_connections, (unsigned long long)bs.tls_unpaired,
-                (unsigned long long)bs.tls_unpaired_bytes);
+                (unsigned long long)bs.tls_connections, (unsigned long long)bs.tls_socket_instants,
+                (unsigned long long)bs.tls_unpaired, (unsigned long long)bs.tls_unpaired_bytes);
 
     FILE *out = tt_open_output(output);
     bool failed = false;

@@ -321,16 +321,18 @@ static void split_half(tt_jw *w, const half_segs *h, const tt_split *s, bool wir
     tt_jw_object_end(w);
 }
 
-/* The TLS libraries' four segments by name in tls_split_ns; null when the
- * request was not seen above TLS or the reference does not cover them. */
+/* The TLS libraries' four segments, by their names in tls_split_ns. */
+static const struct { int seg; const char *name; } tls_segs[] = {
+    {TT_SEG_TLS_CLIENT_SEND, "client_send"},
+    {TT_SEG_TLS_SERVER_RECV, "server_recv"},
+    {TT_SEG_TLS_SERVER_SEND, "server_send"},
+    {TT_SEG_TLS_CLIENT_RECV, "client_recv"},
+};
+
+/* tls_split_ns of one request; null when it was not seen above TLS (a
+ * stretch the reference does not cover is null). */
 static void split_tls(tt_jw *w, const tt_split *s)
 {
-    static const struct { int seg; const char *name; } tls_segs[] = {
-        {TT_SEG_TLS_CLIENT_SEND, "client_send"},
-        {TT_SEG_TLS_SERVER_RECV, "server_recv"},
-        {TT_SEG_TLS_SERVER_SEND, "server_send"},
-        {TT_SEG_TLS_CLIENT_RECV, "client_recv"},
-    };
     if (!(s->chain & TT_SEGS_TLS)) {
         tt_jw_null(w, "tls_split_ns");
         return;
@@ -344,14 +346,17 @@ static void split_tls(tt_jw *w, const tt_split *s)
     tt_jw_object_end(w);
 }
 
-/* The vantages whose instants sit inside a split, by the point of their request start. */
-static const struct { int req_pt, mark_pt; const char *name; } split_pairs[] = {
-    {TT_PT_CLIENT_TLS_REQ, TT_PT_CLIENT_TLS_MARK, "client_tls"},
-    {TT_PT_CLIENT_REQ, TT_PT_CLIENT_MARK, "client"},
-    {TT_PT_CLIENT_WIRE_REQ, TT_PT_CLIENT_WIRE_MARK, "client_wire"},
-    {TT_PT_WIRE_REQ, TT_PT_WIRE_MARK, "wire"},
-    {TT_PT_SERVER_REQ, TT_PT_SERVER_MARK, "server"},
-    {TT_PT_SERVER_TLS_REQ, TT_PT_SERVER_TLS_MARK, "server_tls"},
+/* The vantages whose instants sit inside a split: the point of their
+ * request start, and a segment beside each of their two instants that is
+ * in the chain exactly when the vantage is (the client wire's only with
+ * two wires, the TLS vantages' only above TLS). */
+static const struct { int req_pt, near_req_seg, near_mark_seg; const char *name; } split_pairs[] = {
+    {TT_PT_CLIENT_TLS_REQ, TT_SEG_TLS_CLIENT_SEND, TT_SEG_TLS_CLIENT_RECV, "client_tls"},
+    {TT_PT_CLIENT_REQ, TT_SEG_UP_CLIENT_WIRE, TT_SEG_CLIENT_QUEUE, "client"},
+    {TT_PT_CLIENT_WIRE_REQ, TT_SEG_UP_WIRE_WIRE, TT_SEG_DOWN_WIRE_WIRE, "client_wire"},
+    {TT_PT_WIRE_REQ, TT_SEG_UP_WIRE_SERVER, TT_SEG_DOWN_SERVER_WIRE, "wire"},
+    {TT_PT_SERVER_REQ, TT_SEG_SERVER_QUEUE, TT_SEG_DOWN_SERVER_WIRE, "server"},
+    {TT_PT_SERVER_TLS_REQ, TT_SEG_TLS_SERVER_RECV, TT_SEG_TLS_SERVER_SEND, "server_tls"},
 };
 
 static void split_fields(tt_jw *w, const tt_split *s, const tt_joined *g, bool e2el)
@@ -369,7 +374,7 @@ static void split_fields(tt_jw *w, const tt_split *s, const tt_joined *g, bool e
     split_tls(w, s);
     tt_jw_array_begin(w, "missing");
     for (size_t k = 0; k < sizeof split_pairs / sizeof *split_pairs; k++) {
-        bool in_scope = s->scope & (1u << split_pairs[k].req_pt) && s->scope & (1u << (split_pairs[k].mark_pt - 1));
+        bool in_scope = s->scope & (1u << split_pairs[k].near_req_seg) && s->scope & (1u << split_pairs[k].near_mark_seg);
         if (in_scope && split_pairs[k].req_pt != 0 && !(s->seen & (1u << split_pairs[k].req_pt)))
             tt_jw_str(w, NULL, split_pairs[k].name);
     }
@@ -611,6 +616,10 @@ static void overhead(tt_jw *w, const tt_breakdown *b, bool e2el)
             if (k != 1 || two_wires) overhead_stat(w, halves[h]->name[k], &segs[halves[h]->seg[k]]);
         tt_jw_object_end(w);
     }
+    tt_jw_object_begin(w, "tls_split_ns");
+    for (size_t k = 0; k < sizeof tls_segs / sizeof *tls_segs; k++)
+        overhead_stat(w, tls_segs[k].name, &segs[tls_segs[k].seg]);
+    tt_jw_object_end(w);
     tt_jw_uint(w, "requests_with_merged_parts", e2el ? b->e2el_merged : b->ttft_merged);
 }
 
