@@ -21,7 +21,9 @@
 # of the TTFT it reported is printed (send lag, uplink, server, downlink,
 # client lag).
 # Then an HTTPS exchange: `tokentap serve --tls` and curl, the TLS
-# plaintext read by eBPF uprobes on OpenSSL as root (else by the probe).
+# plaintext of both ends read by eBPF uprobes on OpenSSL as root and the
+# TTFT split with the TLS libraries' own time (else curl's plaintext read
+# by the probe).
 # Last, `tokentap audit` (docs/audit.md) grades the same client with a
 # framing defect switched on under the vllm and tabby profiles at
 # concurrency 1 and 4, and prints its report card (the HTML page too).
@@ -107,15 +109,16 @@ https_demo() {
     local get="for i in 1 2 3; do curl -sS -N -k -o /dev/null -H 'content-type: application/json' -H \"x-request-id: https-\$i\" -d '$body' https://127.0.0.1:$tport/v1/chat/completions & done; wait"
     echo
     if [ "$(id -u)" = 0 ] && [ -z "${DEMO_NO_BPF:-}" ]; then
-        echo "demo: HTTPS: tokentap serve --tls, 3 curl streams; tokentap watch --pid $spid reads the server's TLS plaintext (uprobes on OpenSSL):"
-        "$TT" watch --pid "$spid" -q -o "$out/tls-watch.txt" 2> "$out/tls-watch.err" &
-        local wpid=$!
-        for _ in $(seq 100); do grep -q '^tokentap watch: tracing' "$out/tls-watch.err" 2>/dev/null && break; sleep 0.05; done
+        echo "demo: HTTPS: tokentap serve --tls, 3 curl streams; tokentap record --port $tport reads both ends' TLS plaintext (uprobes on OpenSSL), analyze splits the TTFT with the libraries' own time (tls):"
+        "$TT" record -o "$out/tls-rec" --port "$tport" 2> "$out/tls-rec.err" &
+        local rpid=$!
+        for _ in $(seq 100); do grep -q 'recording into' "$out/tls-rec.err" 2>/dev/null && break; sleep 0.05; done
         bash -c "$get"
         sleep 0.3
-        kill -INT $wpid; wait $wpid || true
-        grep 'TLS plaintext' "$out/tls-watch.err" | sed 's/^tokentap watch: /demo: /'
-        awk '/^vantage: server_tls/ {p=1} p && /^=+ Findings/ {exit} p {print}' "$out/tls-watch.txt"
+        kill -INT $rpid; wait $rpid || true
+        grep 'TLS plaintext' "$out/tls-rec.err" | sed 's/^tokentap record: /demo: /'
+        "$TT" analyze -o "$out/tls-analyze.txt" "$out/tls-rec" 2> /dev/null || true
+        awk '/TTFT breakdown/ {p=1} p && /^$/ {exit} p {print}' "$out/tls-analyze.txt"
     else
         echo "demo: HTTPS: tokentap serve --tls, 3 curl streams under tokentap run (the probe reads curl's TLS plaintext):"
         "$TT" run -o "$out/tls-run" --report "$out/tls-run.txt" -- bash -c "$get" 2> "$out/tls-run.err" || true

@@ -2,9 +2,9 @@
 # watch, TLS plaintext of the openai npm SDK (v4, Node.js: OpenSSL linked
 # into node, memory BIOs) against `tokentap serve --tls` (issue 13): a
 # benchmark written with the SDK (openai_node_bench.js: 8 streamed chat
-# completions, 4 at a time on keep-alive connections) started after
-# `watch --comm node`, so its executable is attached at its exec; nothing
-# restarted or changed. Skipped when node, npm or the registry is missing.
+# completions, 4 at a time on keep-alive connections), already running
+# (waiting for a file) when `watch --pid` starts on it; nothing restarted or
+# changed. Skipped when node, npm or the registry is missing.
 #  - every request whole at the tls vantage, its token events as many as
 #    serve's token writes (its own log), none stamped before serve's
 #    logged instant of the write, the median SSL_read return under 2 ms
@@ -26,16 +26,27 @@ need_bpf "$work"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
     > /dev/null 2>&1 || fail "openssl could not make a certificate"
 start_serve "$work" --profile vllm --tls "$work/c.pem" "$work/k.pem" --ttft-ms 8 --itl-ms 3 --seed 5
-"$TT" watch --comm node --json --events -o "$work/w.json" > /dev/null 2> "$work/w.err" &
+# the benchmark's own script, run once GO exists (so that watch attaches to a running node first)
+cat > "$work/after_go.js" <<'JS'
+const fs = require("fs");
+const [goFile, script, ...args] = process.argv.slice(2);
+process.argv = [process.argv[0], script, ...args];
+(function wait() { if (fs.existsSync(goFile)) require(script); else setTimeout(wait, 20); })();
+JS
+NODE_TLS_REJECT_UNAUTHORIZED=0 NODE_PATH="$work/node_modules" \
+    node "$work/after_go.js" "$work/go" "$(cd "$(dirname "$0")" && pwd)/openai_node_bench.js" \
+    "https://127.0.0.1:$SERVE_PORT" 4 8 "$work/result.json" sdk- > "$work/node.out" 2> "$work/node.err" &
+npid=$!
+sleep 0.5
+"$TT" watch --pid "$npid" --json --events -o "$work/w.json" > /dev/null 2> "$work/w.err" &
 wpid=$!
 wait_tracing "$work/w.err"
-NODE_TLS_REJECT_UNAUTHORIZED=0 NODE_PATH="$work/node_modules" \
-    node "$(dirname "$0")/openai_node_bench.js" "https://127.0.0.1:$SERVE_PORT" 4 8 "$work/result.json" sdk- \
-    > "$work/node.out" 2> "$work/node.err" || fail "the SDK benchmark exit $?: $(cat "$work/node.err")"
+touch "$work/go"
+wait $npid || fail "the SDK benchmark exit $?: $(cat "$work/node.err")"
 sleep 0.3
-kill -INT $wpid; wait $wpid || fail "watch --comm node exit $?: $(cat "$work/w.err")"
+kill -INT $wpid; wait $wpid || fail "watch --pid node exit $?: $(cat "$work/w.err")"
 kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || fail "serve --tls exit $?: $(cat "$work/serve.err")"
-grep -q "TLS library attached (pid [0-9]*): .*/exe" "$work/w.err" || fail "node's executable not attached: $(cat "$work/w.err")"
+grep -q "TLS plaintext from [1-9].*/exe" "$work/w.err" || fail "node's executable not attached: $(cat "$work/w.err")"
 grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/w.err" \
     || fail "the SDK's SSL calls not all paired: $(tail -1 "$work/w.err")"
 
@@ -70,4 +81,4 @@ print("openai SDK over TLS: 8/8 requests whole, %d token events; SSL_read return
       "(max %.1f us); the SDK's first chunk %.1f us (median) after the tls vantage's first event"
       % (len(lags), med / 1e3, max(lags) / 1e3, statistics.median(sdk_after) / 1e3))
 PY
-echo "watch TLS: the openai npm SDK over HTTPS, attached at its exec, every token event against serve's log"
+echo "watch TLS: the openai npm SDK over HTTPS, a running node traced, every token event against serve's log"
