@@ -539,7 +539,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
                 pids[n_pids++] = next;
             }
         }
-        int attached = by_tgid && !pids ? -1 : tt_tls_attach_libraries(skel, pids, n_pids, &s->tls);
+        int attached = by_tgid && !pids ? -1 : tt_tls_attach_libraries(skel, pids, n_pids, opt ? opt->comm : NULL, &s->tls);
         free(pids);
         if (attached < 0) {
             set_err(err, errlen, "out of memory attaching to the TLS libraries");

@@ -88,7 +88,23 @@ static bool scan_process(tt_tls_attach *t, uint32_t pid)
     return found;
 }
 
-static void scan_processes(tt_tls_attach *t, const uint32_t *pids, size_t n_pids)
+/* Whether process pid's name (its comm, as the kernel filter compares it) is comm. */
+static bool comm_is(uint32_t pid, const char *comm)
+{
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/%u/comm", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    bool got = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    name[strcspn(name, "\n")] = 0;
+    return got && strcmp(name, comm) == 0;
+}
+
+/* The processes pids[0..n_pids), else every process (only those named
+ * comm when comm is given: the others are not traced, and their
+ * executables need not be parsed). */
+static void scan_processes(tt_tls_attach *t, const uint32_t *pids, size_t n_pids, const char *comm)
 {
     if (n_pids) {
         for (size_t i = 0; i < n_pids; i++) t->processes_seen += scan_process(t, pids[i]);
@@ -98,7 +114,9 @@ static void scan_processes(tt_tls_attach *t, const uint32_t *pids, size_t n_pids
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));) {
         if (!isdigit((unsigned char)e->d_name[0])) continue;
-        t->processes_seen += scan_process(t, (uint32_t)strtoul(e->d_name, NULL, 10));
+        uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
+        if (comm && !comm_is(pid, comm)) continue;
+        t->processes_seen += scan_process(t, pid);
     }
     closedir(d);
 }
@@ -366,11 +384,12 @@ static void drop_plain_executables(tt_tls_attach *t)
     t->n_pairs = kept;
 }
 
-int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t)
+int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, const char *comm,
+                            tt_tls_attach *t)
 {
     memset(t, 0, sizeof *t);
     t->per_pid = n_pids > 0;
-    scan_processes(t, pids, n_pids);
+    scan_processes(t, pids, n_pids, comm);
     for (size_t i = 0; i < sizeof system_libssl / sizeof *system_libssl; i++) lib_add(t, system_libssl[i], 0, false);
     if (t->per_pid) {
         for (size_t i = 0; i < n_pids; i++)
@@ -420,10 +439,11 @@ void tt_tls_attach_free(tt_tls_attach *t)
 
 #else
 
-int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t)
+int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, const char *comm,
+                            tt_tls_attach *t)
 {
     memset(t, 0, sizeof *t);
-    scan_processes(t, pids, n_pids);
+    scan_processes(t, pids, n_pids, comm);
     return 0;
 }
 

@@ -73,10 +73,12 @@ struct socktap;
 
 /* Find the libssl files of the processes pids[0..n_pids) and attach the
  * skeleton's TLS programs to each for each of those processes; n_pids 0:
- * the libraries of every process and the system's, attached file-wide.
- * Returns the number of libraries attached (0 is not an error: t says why
- * per library); -1 only when out of memory. */
-int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, tt_tls_attach *t);
+ * the libraries of every process (of those named comm, when comm is not
+ * NULL) and the system's, attached file-wide. Returns the number of
+ * libraries attached (0 is not an error: t says why per library); -1 only
+ * when out of memory. */
+int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n_pids, const char *comm,
+                            tt_tls_attach *t);
 
 /* A traced process started a new program (or may have mapped a library
  * since): look again at its maps and executable and attach to what is new.
