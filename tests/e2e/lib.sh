@@ -92,3 +92,22 @@ netns_pair_del() {
     ip netns del "$1" 2>/dev/null || true
     ip link del "$2" 2>/dev/null || true
 }
+
+# self_signed_cert DIR: DIR/c.pem and DIR/k.pem, a certificate and key for
+# localhost valid one day (fails the test when openssl cannot make them).
+self_signed_cert() {
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1/k.pem" -out "$1/c.pem" -days 1 -subj /CN=localhost \
+        > /dev/null 2>&1 || fail "openssl could not make a certificate"
+}
+
+# wait_tls_attached ERRFILE PID: wait (5 s at most) for watch's line saying
+# a TLS library was attached in PID (a program started after watch).
+wait_tls_attached() {
+    for _ in $(seq 100); do grep -q "TLS library attached (pid $2)" "$1" 2>/dev/null && return 0; sleep 0.05; done
+}
+
+# expect_whole VANTAGE ERRFILE WHAT: watch's live line of a whole request
+# (200, 8 tokens) at VANTAGE in ERRFILE, else fail naming WHAT.
+expect_whole() {
+    grep -q "^$1 .* status=200 tokens=8 ttft=[0-9.]*ms e2el=" "$2" || fail "$3's TLS request not whole: $(cat "$2")"
+}

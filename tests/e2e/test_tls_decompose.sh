@@ -23,8 +23,7 @@ curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 need_bpf "$work"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
-    > /dev/null 2>&1 || fail "openssl could not make a certificate"
+self_signed_cert "$work"
 start_serve "$work" --profile vllm --tls "$work/c.pem" "$work/k.pem" --ttft-ms 20 --itl-ms 3 --tokens 6 --seed 4
 "$TT" record -o "$work/rec" --port "$SERVE_PORT" > /dev/null 2> "$work/rec.err" &
 rpid=$!

@@ -57,8 +57,7 @@ curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 need_bpf "$work"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
-    > /dev/null 2>&1 || fail "openssl could not make a certificate"
+self_signed_cert "$work"
 /usr/bin/python3 "$(dirname "$0")/tls_sse_server.py" 8 10 "$work/c.pem" "$work/k.pem" "$work/server.log" \
     > "$work/port" 2> "$work/srv.err" &
 spid=$!
@@ -90,8 +89,7 @@ wait_tracing "$work/cli.watch"
 get tw-3 > "$work/curl.out"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --comm curl exit $?: $(cat "$work/cli.watch")"
-grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
-    || fail "curl's TLS request not whole: $(cat "$work/cli.watch")"
+expect_whole client_tls "$work/cli.watch" "curl"
 
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "TLS vantages: see above"
 import json, statistics, sys
@@ -172,8 +170,7 @@ if command -v node > /dev/null; then
     sleep 0.3
     kill -INT $wpid; wait $wpid || fail "watch --pid node exit $?: $(cat "$work/node.watch")"
     grep -q 'TLS plaintext from [1-9].*/exe' "$work/node.watch" || fail "node's executable not attached: $(cat "$work/node.watch")"
-    grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/node.watch" \
-        || fail "node's TLS request not whole: $(cat "$work/node.watch")"
+    expect_whole client_tls "$work/node.watch" "node"
     grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/node.watch" \
         || fail "node's SSL calls not all paired: $(tail -1 "$work/node.watch")"
     PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "node at the tls vantage: see above"
@@ -206,15 +203,14 @@ if command -v node > /dev/null; then
     wait_tracing "$work/late.watch"
     node "$(dirname "$0")/node_https_client.js" "$port" tw-late "$work/go" > "$work/late.out" 2> "$work/late.err" &
     npid=$!
-    for _ in $(seq 100); do grep -q "TLS library attached (pid $npid)" "$work/late.watch" && break; sleep 0.05; done
+    wait_tls_attached "$work/late.watch" $npid
     grep -q "TLS library attached (pid $npid): .*/exe" "$work/late.watch" \
         || fail "node started after watch not attached: $(cat "$work/late.watch")"
     touch "$work/go"
     wait $npid || fail "node client: $(cat "$work/late.err")"
     sleep 0.3
     kill -INT $wpid; wait $wpid || fail "watch --comm node exit $?: $(cat "$work/late.watch")"
-    grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
-        || fail "the late node's TLS request not whole: $(cat "$work/late.watch")"
+    expect_whole client_tls "$work/late.watch" "the late node"
 fi
 
 # 7.
@@ -230,8 +226,7 @@ touch "$work/go"
 wait $shpid || fail "the shell's curl failed"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid shell exit $?: $(cat "$work/fork.watch")"
-grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/fork.watch" \
-    || fail "the forked curl's TLS request not whole: $(cat "$work/fork.watch")"
+expect_whole client_tls "$work/fork.watch" "the forked curl"
 grep -qE "no TLS library in pid ([0-9]+,)*$shpid[,;]" "$work/fork.watch" \
     || fail "the shell not named: $(tail -1 "$work/fork.watch")"
 
@@ -263,8 +258,7 @@ touch "$work/go"
 wait $apid || fail "aiohttp client: $(cat "$work/aio.err")"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid aiohttp exit $?: $(cat "$work/aio.watch")"
-grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/aio.watch" \
-    || fail "aiohttp's TLS request not whole: $(cat "$work/aio.watch")"
+expect_whole client_tls "$work/aio.watch" "aiohttp"
 kill -TERM $svpid; wait $svpid || fail "serve --tls exit $?: $(cat "$work/serve.err")"
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "serve --tls against its log: see above"
 import json, statistics, sys
@@ -317,8 +311,7 @@ if /usr/bin/python3 -c 'import uvicorn, fastapi' 2> /dev/null; then
     sleep 0.3
     kill -INT $wpid; wait $wpid || fail "watch --pid uvicorn exit $?: $(cat "$work/uv.watch")"
     kill $uvpid; wait $uvpid 2> /dev/null || true
-    grep -q '^server_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/uv.watch" \
-        || fail "uvicorn's TLS request not whole: $(cat "$work/uv.watch")"
+    expect_whole server_tls "$work/uv.watch" "uvicorn"
     PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY' || fail "uvicorn against its log: see above"
 import json, statistics, sys
 from json_docs import by_vantage
@@ -349,6 +342,5 @@ curl -sS -N -k --max-time 10 -o /dev/null -H 'x-request-id: tw-desc' -d '{}' "ht
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid parent exit $?: $(cat "$work/desc.watch")"
 pkill -P "$dpid" 2> /dev/null || true
-grep -q '^server_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/desc.watch" \
-    || fail "the child server's TLS request not whole: $(cat "$work/desc.watch")"
+expect_whole server_tls "$work/desc.watch" "the child server"
 echo "watch TLS: plaintext of a running server and of curl, each token event after the server's own stamp; node's through its memory BIOs, also when started after watch; a forked curl under a traced shell; serve --tls against its own log; aiohttp's and uvicorn's asyncio TLS; a server started under a traced parent"

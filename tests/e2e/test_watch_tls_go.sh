@@ -32,8 +32,7 @@ need_bpf "$work"
 tests/tools/build_go_peer.sh "$BUILD" > "$work/go.err" 2>&1 || fail "go build failed: $(cat "$work/go.err")"
 gobuild="$BUILD/go"
 peer="$gobuild/go_tls_peer"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
-    > /dev/null 2>&1 || fail "openssl could not make a certificate"
+self_signed_cert "$work"
 
 # 1.
 "$peer" server "$work/c.pem" "$work/k.pem" "$work/gosrv.log" 8 10 > "$work/gosrv.port" 2> "$work/gosrv.err" &
@@ -77,8 +76,7 @@ touch "$work/go"
 wait $cpid || fail "the Go client: $(cat "$work/cli.err")"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --pid on the Go client exit $?: $(cat "$work/cli.watch")"
-grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/cli.watch" \
-    || fail "the Go client's TLS request not whole: $(cat "$work/cli.watch")"
+expect_whole client_tls "$work/cli.watch" "the Go client"
 grep -q ', 0 calls (0 bytes) whose socket was not known' "$work/cli.watch" \
     || fail "the Go client's calls not all paired: $(tail -1 "$work/cli.watch")"
 
@@ -89,15 +87,14 @@ wpid=$!
 wait_tracing "$work/late.watch"
 "$peer" client "$svport" tg-late "$work/go" > "$work/late.out" 2> "$work/late.err" &
 lpid=$!
-for _ in $(seq 100); do grep -q "TLS library attached (pid $lpid)" "$work/late.watch" && break; sleep 0.05; done
+wait_tls_attached "$work/late.watch" $lpid
 grep -q "TLS library attached (pid $lpid): .*/exe: Go go1" "$work/late.watch" \
     || fail "the Go client started after watch not attached: $(cat "$work/late.watch")"
 touch "$work/go"
 wait $lpid || fail "the late Go client: $(cat "$work/late.err")"
 sleep 0.3
 kill -INT $wpid; wait $wpid || fail "watch --comm go_tls_peer exit $?: $(cat "$work/late.watch")"
-grep -q '^client_tls .* status=200 tokens=8 ttft=[0-9.]*ms e2el=' "$work/late.watch" \
-    || fail "the late Go client's TLS request not whole: $(cat "$work/late.watch")"
+expect_whole client_tls "$work/late.watch" "the late Go client"
 
 # 4.
 rm -f "$work/go"

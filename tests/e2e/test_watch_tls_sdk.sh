@@ -23,8 +23,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEE
 need_bpf "$work"
 (cd "$work" && timeout 180 $npm install --no-audit --no-fund --silent --prefer-offline openai@4 > npm.log 2>&1) \
     || skip "npm cannot install openai here: $(tail -1 "$work/npm.log")"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
-    > /dev/null 2>&1 || fail "openssl could not make a certificate"
+self_signed_cert "$work"
 start_serve "$work" --profile vllm --tls "$work/c.pem" "$work/k.pem" --ttft-ms 8 --itl-ms 3 --seed 5
 # the benchmark's own script, run once GO exists (so that watch attaches to a running node first)
 cat > "$work/after_go.js" <<'JS'
