@@ -5,9 +5,9 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libpcap libcjson zlib openssl
+PKGS     := libpcap libcjson zlib openssl libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz -lssl -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz -lssl -lcrypto -lmicrohttpd)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 OPT      ?= -O2 -g

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "golden.h"
-#include "serve/serve_buf.h"
+#include "core/sbuf.h"
 #include "serve/serve_metrics.h"
 #include "serve/serve_profile.h"
 #include "serve/serve_sched.h"

@@ -15,6 +15,7 @@
 #include "metrics/metrics.h"
 #include "report/report.h"
 #include "source/bpf_source.h"
+#include "export/metrics_http.h"
 #include "source/tls_attach.h"
 #include "timeline/conn_tracker.h"
 
@@ -59,6 +60,10 @@ static void usage(FILE *out)
             "  --events             list every framed event with its instant (with --json: JSON)\n"
             "  --text               include generated text\n"
             "  -o, --output FILE    write the report to FILE (mode 0600) instead of stdout\n"
+            "  --metrics HOST:PORT  serve /metrics for Prometheus (text 0.0.4, or OpenMetrics\n"
+            "                       1.0 when asked) on HOST:PORT (PORT alone: 127.0.0.1);\n"
+            "                       OpenTelemetry GenAI histograms per vantage and model,\n"
+            "                       tokentap's own counters (docs/metrics.md)\n"
             "  -q, --quiet          no per-request or summary lines while watching\n"
             "  -h, --help           this help\n"
             "\n"
@@ -113,12 +118,13 @@ static double median_ns(int64_t *v, size_t n)
 
 /* Handle the requests the tracker filed since the last call: tally them,
  * and print one line each unless quiet. */
-static void take_new_requests(tt_tracker *t, tt_vantage v, watch_tally *tally, bool quiet)
+static void take_new_requests(tt_tracker *t, tt_vantage v, watch_tally *tally, bool quiet, tt_mreg *reg)
 {
     size_t n;
     tt_request *reqs = tt_tracker_requests(t, &n);
     for (; tally->shown < n; tally->shown++) {
         const tt_request *r = &reqs[tally->shown];
+        if (reg) tt_mreg_observe(reg, v, r);
         tt_req_metrics m;
         if (tt_req_metrics_compute(r, &m) < 0) return;
         tally->done++;
@@ -145,6 +151,23 @@ static void print_tally(const char *name, watch_tally *t)
     fprintf(stderr, " | %s: %zu requests done (%zu incomplete)", name, t->done, t->incomplete);
     if (t->n_ttft) fprintf(stderr, ", TTFT median %.3f ms", median_ns(t->ttft, t->n_ttft) / 1e6);
     if (t->n_itl) fprintf(stderr, ", ITL median %.3f ms", median_ns(t->itl, t->n_itl) / 1e6);
+}
+
+/* The tracer's running totals into the metrics registry. */
+static void export_tracer(tt_bpf_source *src, tt_mreg *reg)
+{
+    tt_bpf_stats bs;
+    tt_bpf_source_stats(src, &bs);
+    tt_mreg_tracer t = {
+        .ring_drops = bs.rb_fail,
+        .ring_drop_bytes = bs.rb_fail_bytes,
+        .gaps = bs.gaps,
+        .gap_bytes = bs.gap_bytes,
+        .bytes_traced = bs.data_bytes,
+        .records = bs.records,
+        .connections_open = bs.connections >= bs.closes ? bs.connections - bs.closes : 0,
+    };
+    tt_mreg_set_tracer(reg, &t);
 }
 
 /* The rolling summary: requests done and medians so far at the server
@@ -214,14 +237,14 @@ int tt_cmd_watch(int argc, char **argv)
         {"vantage", required_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
         {"comm", required_argument, NULL, 'c'},  {"cgroup", required_argument, NULL, 'g'},
         {"interval", required_argument, NULL, 'I'}, {"ring-kb", required_argument, NULL, 'R'},
-        {NULL, 0, NULL, 0},
+        {"metrics", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
     };
     tt_bpf_options bopt = {0};
     uint32_t pids[WATCH_MAX_PIDS];
     double duration_s = 0, interval_s = 5;
     bool json = false, events = false, text = false, quiet = false;
     bool want_server = true, want_client = true;
-    const char *output = NULL;
+    const char *output = NULL, *metrics_listen = NULL;
     uint32_t v;
     int c;
     optind = 1;
@@ -284,6 +307,7 @@ int tt_cmd_watch(int argc, char **argv)
                 return TT_EXIT_USAGE;
             }
             break;
+        case 'M': metrics_listen = optarg; break;
         case 'j': json = true; break;
         case 'e': events = true; break;
         case 't': text = true; break;
@@ -325,6 +349,24 @@ int tt_cmd_watch(int argc, char **argv)
         tt_tracker_free(client_tls);
         return TT_EXIT_INPUT;
     }
+    /* the metrics endpoint, once tracing is set up */
+    tt_mreg *reg = NULL;
+    tt_metrics_http *http = NULL;
+    if (metrics_listen) {
+        reg = tt_mreg_new(NULL);
+        http = reg ? tt_metrics_http_start(reg, metrics_listen, err, sizeof err) : NULL;
+        if (!http) {
+            fprintf(stderr, "tokentap watch: %s\n", reg ? err : "out of memory");
+            tt_mreg_free(reg);
+            tt_bpf_source_free(src);
+            tt_tracker_free(server);
+            tt_tracker_free(client);
+            tt_tracker_free(server_tls);
+            tt_tracker_free(client_tls);
+            return TT_EXIT_USAGE;
+        }
+        fprintf(stderr, "tokentap watch: metrics on port %u, path /metrics\n", (unsigned)tt_metrics_http_port(http));
+    }
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -358,12 +400,15 @@ int tt_cmd_watch(int argc, char **argv)
             status = TT_EXIT_INPUT;
             break;
         }
-        take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet);
-        take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet);
-        take_new_requests(server_tls, TT_VANTAGE_SERVER_TLS, &tally_server_tls, quiet);
-        take_new_requests(client_tls, TT_VANTAGE_CLIENT_TLS, &tally_client_tls, quiet);
+        take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet, reg);
+        take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet, reg);
+        take_new_requests(server_tls, TT_VANTAGE_SERVER_TLS, &tally_server_tls, quiet, reg);
+        take_new_requests(client_tls, TT_VANTAGE_CLIENT_TLS, &tally_client_tls, quiet, reg);
+        if (reg) export_tracer(src, reg);
         say_new_tls_libraries(src, &tls_said, quiet);
     }
+    tt_metrics_http_stop(http);
+    tt_mreg_free(reg);
     tally_free(&tally_server);
     tally_free(&tally_client);
     tally_free(&tally_server_tls);

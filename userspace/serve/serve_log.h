@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "serve/serve_buf.h"
+#include "core/sbuf.h"
 
 typedef struct tt_serve_log {
     int fd;          /* -1: no log */

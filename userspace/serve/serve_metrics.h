@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "serve/serve_buf.h"
+#include "core/sbuf.h"
 
 #define TT_SERVE_HIST_MAX_BUCKETS 24
 

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "serve/serve_buf.h"
+#include "core/sbuf.h"
 #include "serve/serve_profile.h"
 
 /* Lifecycle steps: tt_serve_event.token of the META events in a plan. */

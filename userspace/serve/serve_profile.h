@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "serve/serve_buf.h"
+#include "core/sbuf.h"
 
 typedef enum tt_serve_profile_id {
     TT_PROFILE_VLLM = 0,

@@ -1,9 +1,9 @@
-/* serve_buf.h - a growable byte buffer for tokentap serve: response frames,
- * the pending output of a connection, request bodies and log lines.
+/* sbuf.h - a growable byte buffer: serve's response frames, the pending output
+ * of a connection, request bodies and log lines; the metrics export's pages.
  * Allocation failure is sticky: `oom` is set and later appends are dropped,
  * so callers check it once after building a message. */
-#ifndef TT_SERVE_BUF_H
-#define TT_SERVE_BUF_H
+#ifndef TT_SBUF_H
+#define TT_SBUF_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* serve_buf.c - growable byte buffer; see serve_buf.h. */
-#include "serve/serve_buf.h"
+/* sbuf.c - growable byte buffer; see sbuf.h. */
+#include "core/sbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
