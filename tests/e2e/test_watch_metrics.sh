@@ -10,7 +10,8 @@
 #    the width of the bucket that holds tokentap's own value (the median
 #    and p90 of the per-request server TTFTs in watch's JSON report);
 #  - the page passes `promtool check metrics`, the OpenMetrics form ends
-#    with # EOF, another path is 404, a bad --metrics address is exit 2.
+#    with # EOF, another path is 404, a POST 405, a bad --metrics address
+#    is exit 2.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF"
@@ -70,8 +71,10 @@ q90=$(query 'histogram_quantile(0.9, sum by (le) (gen_ai_server_time_to_first_to
 curl -sS "http://127.0.0.1:$mport/metrics" > "$work/page.txt"
 curl -sS -H 'Accept: application/openmetrics-text; version=1.0.0' "http://127.0.0.1:$mport/metrics" > "$work/page.om"
 code=$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/nope")
+post=$(curl -sS -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$mport/metrics")
 kill -INT $wpid; wait $wpid || fail "watch exit $?: $(cat "$work/watch.err")"
 [ "$code" = 404 ] || fail "another path answered $code"
+[ "$post" = 405 ] || fail "a POST answered $post"
 [ "$(tail -1 "$work/page.om")" = "# EOF" ] || fail "the OpenMetrics page does not end with # EOF"
 promtool check metrics < "$work/page.txt" > "$work/promtool.out" 2>&1 || fail "promtool: $(cat "$work/promtool.out")"
 
