@@ -102,6 +102,21 @@ static void test_histograms(void **state)
     assert_true(sample(page, "gen_ai_client_operation_time_per_output_chunk_seconds_count{vantage=\"client\"") == 4);
     assert_true(sample(page, "gen_ai_client_operation_time_to_first_chunk_seconds_count{vantage=\"client\"") == 1);
     assert_true(sample(page, "gen_ai_client_token_usage_count{vantage=\"client\"") == 1);
+    /* a second request with usage (input tokens too): the client's other families keep one series each */
+    tt_request again = request("m1", 200, 30, 5, 10);
+    again.usage_prompt_tokens = 12;
+    again.first_token_ready_ns = again.first_token_ns - 1000;
+    tt_mreg_observe(m, TT_VANTAGE_CLIENT, &again);
+    ok.first_token_ready_ns = ok.first_token_ns - 2000;
+    tt_mreg_observe(m, TT_VANTAGE_CLIENT, &ok);
+    free(again.events);
+    free(page);
+    page = render(m, TT_MREG_PROMETHEUS);
+    assert_true(sample(page, "tokentap_client_queue_seconds_count{vantage=\"client\"") == 2);
+    assert_true(sample(page, "gen_ai_client_operation_time_to_first_chunk_seconds_count{vantage=\"client\"") == 3);
+    const char *q = strstr(page, "tokentap_client_queue_seconds_count{");
+    assert_non_null(q);
+    assert_null(strstr(q + 1, "tokentap_client_queue_seconds_count{")); /* one series, not two alike */
     /* the 503: no TTFT, its duration with error_type="503" */
     assert_non_null(strstr(page, "gen_ai_server_request_duration_seconds_count{vantage=\"server\",gen_ai_operation_name="
                                  "\"chat\",gen_ai_request_model=\"m1\",server_address=\"10.0.0.7\",server_port=\"8000\","

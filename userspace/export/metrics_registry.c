@@ -277,7 +277,7 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r)
             snprintf(label[L_TOKEN_TYPE], LABEL_MAX, "input");
             observe(m, F_CLIENT_TOKENS, label, (double)r->usage_prompt_tokens);
         }
-        label[L_TOKEN_TYPE][0] = 0;
+        memset(label[L_TOKEN_TYPE], 0, LABEL_MAX); /* series are told apart by the whole label bytes */
     }
     /* tokentap's own stretches, where this vantage alone gives them */
     if (v == TT_VANTAGE_SERVER && r->req_ready_ns != TT_NS_NONE && r->req_ready_ns <= r->req_first_ns)
