@@ -66,6 +66,14 @@ const char *tt_reference_name(tt_reference r)
     }
 }
 
+const char *tt_disagreement_name(int k)
+{
+    static const char *const names[TT_DIS_COUNT_BITS] = {
+        "output-tokens", "ttft-at-non-token-event", "failed-but-completed", "completed-but-failed", "text-length",
+    };
+    return k >= 0 && k < TT_DIS_COUNT_BITS ? names[k] : "?";
+}
+
 static const uint8_t part_of_seg[TT_SEG_COUNT] = {
     [TT_SEG_SEND_LAG] = TT_PART_SEND_LAG,         [TT_SEG_TLS_CLIENT_SEND] = TT_PART_TLS,
     [TT_SEG_UP_CLIENT_WIRE] = TT_PART_UPLINK,     [TT_SEG_UP_WIRE_WIRE] = TT_PART_UPLINK,

@@ -173,6 +173,8 @@ void tt_split_compute_chain(tt_split *s, tt_reference ref, int64_t total_ns, con
 const char *tt_part_name(tt_part p, bool e2el);
 const char *tt_seg_name(int seg, bool e2el);
 const char *tt_reference_name(tt_reference r);
+/* The JSON name of disagreement bit k (TT_DIS_*): "output-tokens", ... */
+const char *tt_disagreement_name(int k);
 
 /* The names of what run covers, in chain order, into names[]: a part it
  * covers whole by its part name, a part it covers in part by the segment

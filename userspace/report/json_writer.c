@@ -100,6 +100,12 @@ void tt_jw_int(tt_jw *w, const char *key, int64_t v)
     fprintf(w->out, "%" PRId64, v);
 }
 
+void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v)
+{
+    if (has) tt_jw_int(w, key, v);
+    else tt_jw_null(w, key);
+}
+
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v)
 {
     prefix(w, key);

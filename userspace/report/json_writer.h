@@ -27,6 +27,8 @@ void tt_jw_str(tt_jw *w, const char *key, const char *s);
 void tt_jw_strn(tt_jw *w, const char *key, const char *s, size_t n);
 void tt_jw_str_or_null(tt_jw *w, const char *key, const char *s); /* null when s is NULL or "" */
 void tt_jw_int(tt_jw *w, const char *key, int64_t v);
+/* v when has, else null. */
+void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v);
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v);
 void tt_jw_double(tt_jw *w, const char *key, double v); /* null when not finite */
 void tt_jw_bool(tt_jw *w, const char *key, bool v);
