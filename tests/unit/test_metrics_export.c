@@ -3,8 +3,9 @@
  * +Inf equal to the count, sum in seconds) at a server and a client
  * vantage; a failed one only in the duration, with its error_type; the
  * model label bounded (past the limit: _overflow, counted); label values
- * escaped; the Prometheus text and OpenMetrics forms (counter names, UNIT,
- * # EOF) and the Accept negotiation. */
+ * escaped; framing findings counted by id; the Prometheus text and
+ * OpenMetrics forms (counter names, UNIT, # EOF) and the Accept
+ * negotiation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,6 +126,8 @@ static void test_histograms(void **state)
                              "\"chat\",gen_ai_request_model=\"m1\",server_address=\"10.0.0.7\",server_port=\"8000\","
                              "error_type=\"503\"}"));
     assert_true(sample(page, "tokentap_requests_total{vantage=\"server\",outcome=\"complete\"}") == 2);
+    /* the 503 is a framing finding (lint's catalogue) */
+    assert_true(sample(page, "tokentap_framing_findings_total{vantage=\"server\",id=\"http-error-status\"}") == 1);
     assert_non_null(strstr(page, "# TYPE tokentap_requests_total counter\n"));
     assert_null(strstr(page, "# EOF"));
     assert_null(strstr(page, "# UNIT"));

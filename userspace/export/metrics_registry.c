@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/sbuf.h"
+#include "lint/lint.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
 
@@ -107,6 +108,7 @@ struct tt_mreg {
     size_t n_servers;
     uint64_t overflow_models, overflow_servers;
     counter *requests, *incomplete; /* vantage x outcome, vantage x reason */
+    uint64_t findings[TT_VANTAGE_COUNT][TT_LINT_COUNT]; /* requests showing each framing finding */
     size_t n_requests, n_incomplete, cap_requests, cap_incomplete;
     tt_mreg_tracer tracer;
 };
@@ -231,8 +233,12 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r)
     snprintf(server_key, sizeof server_key, "%s:%u", address, (unsigned)r->server.port);
     bool complete = tt_request_complete(r);
     bool ok = complete && r->status >= 200 && r->status < 300 && !r->error_message[0];
+    tt_lint_result lint;
+    bool linted = tt_lint_run(r, 1, &lint) == 0;
 
     pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; linted && i < lint.n; i++)
+        if ((unsigned)lint.findings[i].id < TT_LINT_COUNT && (unsigned)v < TT_VANTAGE_COUNT) m->findings[v][lint.findings[i].id]++;
     snprintf(label[L_VANTAGE], LABEL_MAX, "%s", tt_vantage_name(v));
     snprintf(label[L_OPERATION], LABEL_MAX, "%s", operation_of(r->path));
     snprintf(label[L_MODEL], LABEL_MAX, "%s",
@@ -293,6 +299,7 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r)
         if (held >= 0) observe(m, F_TLS_LIBRARY, label, (double)held / 1e9);
     }
     pthread_mutex_unlock(&m->lock);
+    tt_lint_result_free(&lint);
     tt_req_metrics_free(&rm);
 }
 
@@ -389,6 +396,13 @@ char *tt_mreg_render(tt_mreg *m, tt_mreg_format f, size_t *len)
     for (size_t i = 0; i < m->n_incomplete; i++)
         tt_sbuf_printf(&b, "tokentap_incomplete_requests_total{vantage=\"%s\",reason=\"%s\"} %llu\n",
                        m->incomplete[i].vantage, m->incomplete[i].key, (unsigned long long)m->incomplete[i].n);
+    put_counter(&b, f, "tokentap_framing_findings", "Requests showing a framing finding (docs/framing.md), by id.");
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++)
+        for (int id = 0; id < TT_LINT_COUNT; id++)
+            if (m->findings[v][id])
+                tt_sbuf_printf(&b, "tokentap_framing_findings_total{vantage=\"%s\",id=\"%s\"} %llu\n",
+                               tt_vantage_name((tt_vantage)v), tt_lint_entry_of((tt_lint_id)id)->name,
+                               (unsigned long long)m->findings[v][id]);
     put_counter(&b, f, "tokentap_label_overflow", "Observations whose label value was past the bound (_overflow).");
     tt_sbuf_printf(&b, "tokentap_label_overflow_total{label=\"gen_ai_request_model\"} %llu\n",
                    (unsigned long long)m->overflow_models);
