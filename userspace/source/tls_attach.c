@@ -279,42 +279,29 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
     return 0;
 }
 
-/* The files a process maps (their inodes, as /proc/PID/maps gives them)
- * and its executable: read once, asked about each library. */
-typedef struct process_files {
-    uint64_t ino[512];
-    size_t n;
-    uint64_t exe_dev, exe_ino;
-} process_files;
-
-static void read_process_files(uint32_t pid, process_files *pf)
+/* The known libraries process pid maps (by inode, from one read of
+ * /proc/PID/maps) or runs as its executable: bit i for t->libs[i]. */
+static uint32_t libs_of_process(const tt_tls_attach *t, uint32_t pid)
 {
-    memset(pf, 0, sizeof *pf);
+    _Static_assert(TT_TLS_MAX_LIBS <= 32, "a bit per library");
+    uint32_t mask = 0;
     char path[64], line[1024];
     snprintf(path, sizeof path, "/proc/%u/maps", pid);
     FILE *f = fopen(path, "r");
     while (f && fgets(line, sizeof line, f)) {
         unsigned long ino = 0;
         if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1 || !ino) continue;
-        bool known = false;
-        for (size_t i = 0; i < pf->n && !known; i++) known = pf->ino[i] == ino;
-        if (!known && pf->n < sizeof pf->ino / sizeof *pf->ino) pf->ino[pf->n++] = ino;
+        for (size_t i = 0; i < t->n_libs; i++)
+            if (t->libs[i].ino == ino) mask |= 1u << i;
     }
     if (f) fclose(f);
     struct stat st;
     snprintf(path, sizeof path, "/proc/%u/exe", pid);
-    if (stat(path, &st) == 0) {
-        pf->exe_dev = (uint64_t)st.st_dev;
-        pf->exe_ino = (uint64_t)st.st_ino;
-    }
-}
-
-/* Whether the process maps the file of lib (by inode), or runs it. */
-static bool process_has(const process_files *pf, const tt_tls_lib *lib)
-{
-    for (size_t i = 0; i < pf->n; i++)
-        if (pf->ino[i] == lib->ino) return true;
-    return lib->executable && pf->exe_ino == lib->ino && pf->exe_dev == lib->dev;
+    if (stat(path, &st) != 0) return mask;
+    for (size_t i = 0; i < t->n_libs; i++)
+        if (t->libs[i].executable && (uint64_t)st.st_ino == t->libs[i].ino && (uint64_t)st.st_dev == t->libs[i].dev)
+            mask |= 1u << i;
+    return mask;
 }
 
 /* Per process (a --pid list), once each: every shared library known,
@@ -323,13 +310,12 @@ static bool process_has(const process_files *pf, const tt_tls_lib *lib)
  * call), and an executable when the process runs it. */
 static int attach_for_pid(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
 {
-    process_files pf;
-    read_process_files(pid, &pf);
+    uint32_t mapped = libs_of_process(t, pid);
     for (size_t i = 0; i < t->n_libs; i++) {
         tt_tls_lib *lib = &t->libs[i];
         bool done = false;
         for (size_t k = 0; k < t->n_pairs && !done; k++) done = t->pairs[k].lib == i && t->pairs[k].pid == pid;
-        if (done || (lib->executable && !process_has(&pf, lib))) continue;
+        if (done || (lib->executable && !(mapped & (1u << i)))) continue;
         if (t->n_pairs == t->cap_pairs) {
             size_t cap = t->cap_pairs ? t->cap_pairs * 2 : 16;
             struct tt_tls_pair *v = realloc(t->pairs, cap * sizeof *v);
@@ -400,10 +386,9 @@ int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n
     }
     for (size_t i = 0; i < n_pids; i++) {
         if (!is_process(pids[i])) continue;
-        process_files pf;
-        read_process_files(pids[i], &pf);
+        uint32_t mapped = libs_of_process(t, pids[i]);
         bool covered = false;
-        for (size_t k = 0; k < t->n_libs && !covered; k++) covered = t->libs[k].counted && process_has(&pf, &t->libs[k]);
+        for (size_t k = 0; k < t->n_libs && !covered; k++) covered = t->libs[k].counted && (mapped & (1u << k));
         if (!covered && t->n_uncovered < TT_TLS_MAX_UNCOVERED) t->uncovered[t->n_uncovered++] = pids[i];
     }
     drop_plain_executables(t);
