@@ -18,6 +18,15 @@
 
 #include "export/metrics_registry.h"
 
+/* tt_mreg_observe with the request's own metrics, as watch calls it. */
+static void observe(tt_mreg *m, tt_vantage v, const tt_request *r)
+{
+    tt_req_metrics rm;
+    assert_int_equal(tt_req_metrics_compute(r, &rm), 0);
+    tt_mreg_observe(m, v, r, &rm);
+    tt_req_metrics_free(&rm);
+}
+
 static tt_request request(const char *model, int status, uint64_t ttft_ms, uint32_t tokens, uint64_t itl_ms)
 {
     tt_request r;
@@ -87,10 +96,10 @@ static void test_histograms(void **state)
     tt_mreg *m = tt_mreg_new(NULL);
     assert_non_null(m);
     tt_request ok = request("m1", 200, 30, 5, 10); /* TTFT 30 ms, ITL 10 ms */
-    tt_mreg_observe(m, TT_VANTAGE_SERVER, &ok);
-    tt_mreg_observe(m, TT_VANTAGE_CLIENT, &ok);
+    observe(m, TT_VANTAGE_SERVER, &ok);
+    observe(m, TT_VANTAGE_CLIENT, &ok);
     tt_request bad = request("m1", 503, 0, 0, 0);
-    tt_mreg_observe(m, TT_VANTAGE_SERVER, &bad);
+    observe(m, TT_VANTAGE_SERVER, &bad);
     char *page = render(m, TT_MREG_PROMETHEUS);
     /* cumulative buckets: 30 ms is above 0.02 and within 0.04 */
     assert_true(sample(page, "gen_ai_server_time_to_first_token_seconds_bucket" SERVER_LABELS ",le=\"0.02\"}") == 0);
@@ -107,9 +116,9 @@ static void test_histograms(void **state)
     tt_request again = request("m1", 200, 30, 5, 10);
     again.usage_prompt_tokens = 12;
     again.first_token_ready_ns = again.first_token_ns - 1000;
-    tt_mreg_observe(m, TT_VANTAGE_CLIENT, &again);
+    observe(m, TT_VANTAGE_CLIENT, &again);
     ok.first_token_ready_ns = ok.first_token_ns - 2000;
-    tt_mreg_observe(m, TT_VANTAGE_CLIENT, &ok);
+    observe(m, TT_VANTAGE_CLIENT, &ok);
     free(again.events);
     free(page);
     page = render(m, TT_MREG_PROMETHEUS);
@@ -145,7 +154,7 @@ static void test_bounded_labels_and_escaping(void **state)
     const char *models[] = {"a", "b\"q\\\n", "c", "d"};
     for (int i = 0; i < 4; i++) {
         tt_request r = request(models[i], 200, 10, 2, 5);
-        tt_mreg_observe(m, TT_VANTAGE_SERVER, &r);
+        observe(m, TT_VANTAGE_SERVER, &r);
         free(r.events);
     }
     char *page = render(m, TT_MREG_PROMETHEUS);
@@ -162,7 +171,7 @@ static void test_openmetrics(void **state)
 {
     tt_mreg *m = tt_mreg_new(NULL);
     tt_request r = request("m1", 200, 30, 3, 10);
-    tt_mreg_observe(m, TT_VANTAGE_SERVER, &r);
+    observe(m, TT_VANTAGE_SERVER, &r);
     free(r.events);
     tt_mreg_tracer t = {.ring_drops = 7, .bytes_traced = 1234, .connections_open = 2};
     tt_mreg_set_tracer(m, &t);

@@ -124,9 +124,9 @@ static void take_new_requests(tt_tracker *t, tt_vantage v, watch_tally *tally, b
     tt_request *reqs = tt_tracker_requests(t, &n);
     for (; tally->shown < n; tally->shown++) {
         const tt_request *r = &reqs[tally->shown];
-        if (reg) tt_mreg_observe(reg, v, r);
         tt_req_metrics m;
         if (tt_req_metrics_compute(r, &m) < 0) return;
+        if (reg) tt_mreg_observe(reg, v, r, &m);
         tally->done++;
         if (!tt_request_complete(r)) tally->incomplete++;
         if (m.has_ttft) push_ns(&tally->ttft, &tally->n_ttft, &tally->cap_ttft, m.ttft_ns);

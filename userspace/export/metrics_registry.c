@@ -220,10 +220,8 @@ static bool server_side(tt_vantage v)
     return v == TT_VANTAGE_SERVER || v == TT_VANTAGE_SERVER_TLS || v == TT_VANTAGE_WIRE;
 }
 
-void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r)
+void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req_metrics *rm)
 {
-    tt_req_metrics rm;
-    if (tt_req_metrics_compute(r, &rm) < 0) return;
     char label[L_COUNT][LABEL_MAX];
     memset(label, 0, sizeof label);
     char address[64] = "";
@@ -265,20 +263,20 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r)
 
     bool server = server_side(v);
     /* the latencies of successful responses; the duration of every whole one */
-    if (ok && rm.has_ttft) observe(m, server ? F_SERVER_TTFT : F_CLIENT_TTFC, label, (double)rm.ttft_ns / 1e9);
-    if (ok && server && rm.has_tpot) observe(m, F_SERVER_TPOT, label, rm.tpot_ns / 1e9);
+    if (ok && rm->has_ttft) observe(m, server ? F_SERVER_TTFT : F_CLIENT_TTFC, label, (double)rm->ttft_ns / 1e9);
+    if (ok && server && rm->has_tpot) observe(m, F_SERVER_TPOT, label, rm->tpot_ns / 1e9);
     if (ok && !server)
-        for (uint32_t i = 0; i < rm.n_itl; i++) observe(m, F_CLIENT_TPOC, label, (double)rm.itl_ns[i] / 1e9);
+        for (uint32_t i = 0; i < rm->n_itl; i++) observe(m, F_CLIENT_TPOC, label, (double)rm->itl_ns[i] / 1e9);
     /* duration: to the last token (E2EL), or for a whole response without
      * tokens (an error) to its last byte */
     int64_t duration = -1;
-    if (rm.has_e2el) duration = rm.e2el_ns;
+    if (rm->has_e2el) duration = rm->e2el_ns;
     else if (complete && r->req_first_ns != TT_NS_NONE && r->resp_last_ns != TT_NS_NONE && r->resp_last_ns >= r->req_first_ns)
         duration = (int64_t)(r->resp_last_ns - r->req_first_ns);
     if (duration >= 0) observe(m, server ? F_SERVER_DURATION : F_CLIENT_DURATION, label, (double)duration / 1e9);
     if (ok && !server) {
         snprintf(label[L_TOKEN_TYPE], LABEL_MAX, "output");
-        observe(m, F_CLIENT_TOKENS, label, (double)rm.output_tokens);
+        observe(m, F_CLIENT_TOKENS, label, (double)rm->output_tokens);
         if (r->usage_prompt_tokens >= 0) {
             snprintf(label[L_TOKEN_TYPE], LABEL_MAX, "input");
             observe(m, F_CLIENT_TOKENS, label, (double)r->usage_prompt_tokens);
@@ -300,7 +298,6 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r)
     }
     pthread_mutex_unlock(&m->lock);
     tt_lint_result_free(&lint);
-    tt_req_metrics_free(&rm);
 }
 
 void tt_mreg_set_tracer(tt_mreg *m, const tt_mreg_tracer *t)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/tt_types.h"
+#include "metrics/metrics.h"
 #include "timeline/request.h"
 
 typedef struct tt_mreg tt_mreg;
@@ -34,8 +35,9 @@ typedef struct tt_mreg_limits {
 tt_mreg *tt_mreg_new(const tt_mreg_limits *limits);
 void tt_mreg_free(tt_mreg *m);
 
-/* One finished request seen at vantage v: its histograms and counters. */
-void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r);
+/* One finished request seen at vantage v, with its metrics (rm, from
+ * tt_req_metrics_compute): its histograms and counters. */
+void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req_metrics *rm);
 
 /* The tracer's own running totals, replaced at each call (the watch loop
  * copies them in; a scrape reads the last copy). */
