@@ -247,6 +247,91 @@ static void test_gap_marks_incomplete(void **state)
     tt_tracker_free(f.t);
 }
 
+/* What a keep-alive round loses to a capture gap. */
+enum round_loss { LOSE_NOTHING, LOSE_BODY_CHUNK, LOSE_REQUEST, LOSE_RESPONSE };
+
+/* One request and its chunked SSE response at t0.., each event its own
+ * HTTP chunk at t0 + 100 + 10 i; what `loss` names becomes a GAP chunk. */
+static void keepalive_round(feeder *f, const char *id, uint64_t t0, enum round_loss loss)
+{
+    const char *req = chat_request(id);
+    if (loss == LOSE_REQUEST) chunk(f, TT_DIR_C2S, TT_CHUNK_GAP, NULL, strlen(req), t0);
+    else send_str(f, TT_DIR_C2S, req, t0);
+    static const char head[] = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    size_t lost = 0;
+    if (loss == LOSE_RESPONSE) lost += strlen(head);
+    else send_str(f, TT_DIR_S2C, head, t0 + 10);
+    for (size_t i = 0; i < N_CHAT; i++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%zx\r\n%s\r\n", strlen(chat_events[i]), chat_events[i]);
+        if (loss == LOSE_RESPONSE || (loss == LOSE_BODY_CHUNK && i == 2)) {
+            if (loss == LOSE_BODY_CHUNK) chunk(f, TT_DIR_S2C, TT_CHUNK_GAP, NULL, strlen(buf), t0 + 100 + 10 * i);
+            else lost += strlen(buf);
+            continue;
+        }
+        send_str(f, TT_DIR_S2C, buf, t0 + 100 + 10 * i);
+    }
+    if (loss == LOSE_RESPONSE) chunk(f, TT_DIR_S2C, TT_CHUNK_GAP, NULL, lost + 5, t0 + 200);
+    else send_str(f, TT_DIR_S2C, "0\r\n\r\n", t0 + 200);
+}
+
+static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(r[i].request_id, id)) return &r[i];
+    return NULL;
+}
+
+/* A gap costs only the request it falls in: the parser resynchronises at the
+ * next message and responses are paired by their instants after a loss, so
+ * a wholly lost request or response never shifts the pairs after it. */
+static void test_gap_costs_only_its_request(void **state)
+{
+    static const struct { const char *id; enum round_loss loss; } rounds[] = {
+        {"k1", LOSE_NOTHING}, {"k2", LOSE_BODY_CHUNK}, {"k3", LOSE_NOTHING}, {"k4", LOSE_REQUEST},
+        {"k5", LOSE_NOTHING}, {"k6", LOSE_RESPONSE},   {"k7", LOSE_NOTHING},
+    };
+    feeder f;
+    feeder_init(&f, 40);
+    for (size_t k = 0; k < sizeof rounds / sizeof rounds[0]; k++)
+        keepalive_round(&f, rounds[k].id, 1000 * (k + 1), rounds[k].loss);
+    finish(&f, 99000);
+    size_t n;
+    const tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 7); /* six requests seen, and the response of the lost one */
+    for (size_t k = 0; k < sizeof rounds / sizeof rounds[0]; k++) {
+        const tt_request *q = by_id(r, n, rounds[k].id);
+        uint64_t t0 = 1000 * (k + 1);
+        if (rounds[k].loss == LOSE_REQUEST) {
+            assert_null(q);
+            continue;
+        }
+        assert_non_null(q);
+        assert_int_equal(q->req_first_ns, t0);
+        if (rounds[k].loss == LOSE_NOTHING) {
+            assert_true(tt_request_complete(q));
+            assert_int_equal(q->token_events, 3);
+            assert_int_equal(q->first_token_ns, t0 + 110);
+            assert_int_equal(q->terminal_ns, t0 + 150);
+        } else if (rounds[k].loss == LOSE_BODY_CHUNK) {
+            assert_true(q->incomplete & TT_INC_GAP);
+            assert_true(q->incomplete & TT_INC_RESPONSE_CUT);
+            assert_int_equal(q->first_token_ns, t0 + 110);
+        } else {
+            assert_true(q->incomplete & TT_INC_NO_RESPONSE);
+            assert_true(q->incomplete & TT_INC_GAP);
+        }
+    }
+    const tt_request *orphan = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].incomplete & TT_INC_REQUEST_NOT_SEEN) orphan = &r[i];
+    assert_non_null(orphan);
+    assert_true(orphan->incomplete & TT_INC_GAP);
+    assert_int_equal(orphan->resp_first_ns, 4000 + 10);
+    assert_int_equal(orphan->first_token_ns, 4000 + 110);
+    tt_tracker_free(f.t);
+}
+
 static void test_truncated_stream(void **state)
 {
     feeder f;
@@ -535,7 +620,7 @@ int main(void)
         cmocka_unit_test(test_ready_instants),
         cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),
-        cmocka_unit_test(test_gap_marks_incomplete),   cmocka_unit_test(test_truncated_stream),
+        cmocka_unit_test(test_gap_marks_incomplete), cmocka_unit_test(test_gap_costs_only_its_request),   cmocka_unit_test(test_truncated_stream),
         cmocka_unit_test(test_request_body_cut_short), cmocka_unit_test(test_not_http),
         cmocka_unit_test(test_garbage_in_stream),      cmocka_unit_test(test_orphan_response),
         cmocka_unit_test(test_ollama_ndjson),          cmocka_unit_test(test_shared_and_split_chunks),

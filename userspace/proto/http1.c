@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "proto/content_decode.h"
+#include "proto/http1_head.h"
 
 #define CHUNK_SIZE_LIMIT ((uint64_t)1 << 62)
-#define CONTENT_LENGTH_LIMIT ((uint64_t)1 << 62)
 #define CHUNK_LINE_LIMIT 4096u
 #define TRAILER_LIMIT TT_HTTP1_MAX_HEAD
 #define METHOD_LIMIT 32u
@@ -28,6 +28,7 @@ enum parse_state {
     ST_TRAILER_START, /* start of a trailer line (or the final blank line) */
     ST_TRAILER_LINE,
     ST_TRAILER_END_LF,
+    ST_RESYNC,        /* bytes were lost: looking for the next start line */
     ST_DEAD,          /* error reported: input ignored */
     ST_CLOSED         /* eof seen: input ignored */
 };
@@ -44,6 +45,7 @@ struct tt_http1_parser {
     uint8_t *head_buf;
     size_t head_len, head_cap, line_start;
     bool start_checked;
+    bool head_from_resync; /* the head being buffered was found by resynchronising */
     tt_http_head head;
     tt_http_header headers[TT_HTTP1_MAX_HEADERS];
 
@@ -61,6 +63,18 @@ struct tt_http1_parser {
 
     uint8_t *expect;
     size_t expect_first, expect_count, expect_cap;
+
+    /* ST_RESYNC: the line being examined, where it began, and the run of
+     * capitals before each of its last two spaces (a request's method). */
+    struct resync_line {
+        uint8_t *buf;
+        size_t len;
+        bool line_start, overlong;
+        uint64_t off, ns;
+        size_t caps_pos;
+        uint64_t caps_ns;
+        struct { size_t pos; uint64_t ns; bool valid; } before_sp[2]; /* [1]: the last space */
+    } rs;
 
     char msg[128];
 };
@@ -89,20 +103,13 @@ void tt_http1_free(tt_http1_parser *p)
 {
     if (!p) return;
     free(p->head_buf);
+    free(p->rs.buf);
     tt_decoder_free(p->decoder);
     free(p->expect);
     free(p);
 }
 
-/* ---- character classes and small helpers ---- */
-
-static bool is_tchar(uint8_t c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool is_ctl(uint8_t c) { return c < 0x20 || c == 0x7f; }
+/* ---- small helpers ---- */
 
 static int hex_value(uint8_t c)
 {
@@ -112,41 +119,6 @@ static int hex_value(uint8_t c)
     return -1;
 }
 
-static bool equals_nocase(const char *s, size_t n, const char *lit)
-{
-    size_t ln = strlen(lit);
-    return n == ln && strncasecmp(s, lit, n) == 0;
-}
-
-static void trim_blanks(const char **s, size_t *n)
-{
-    while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
-    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
-}
-
-/* Next element of a comma-separated list in [*s, end); false when none left. */
-static bool next_list_item(const char **s, const char *end, const char **item, size_t *item_len)
-{
-    if (*s >= end) return false;
-    const char *comma = memchr(*s, ',', (size_t)(end - *s));
-    const char *stop = comma ? comma : end;
-    *item = *s;
-    *item_len = (size_t)(stop - *s);
-    trim_blanks(item, item_len);
-    *s = comma ? comma + 1 : end;
-    return true;
-}
-
-const tt_http_header *tt_http_find_header(const tt_http_head *head, const char *name)
-{
-    if (!head || !name) return NULL;
-    size_t n = strlen(name);
-    for (size_t i = 0; i < head->n_headers; i++) {
-        const tt_http_header *h = &head->headers[i];
-        if (h->name_len == n && strncasecmp(h->name, name, n) == 0) return h;
-    }
-    return NULL;
-}
 
 /* ---- ends and errors ---- */
 
@@ -172,6 +144,28 @@ static void fail(tt_http1_parser *p, tt_http_error code, const char *msg, uint64
     p->state = ST_DEAD;
     p->cb.on_error(p->ud, code, msg, off);
     if (p->in_message) end_message(p, TT_HTTP_END_ERROR, off, ns);
+}
+
+static void resync_line_reset(tt_http1_parser *p, bool line_start)
+{
+    struct resync_line *rs = &p->rs;
+    rs->len = 0;
+    rs->overlong = false;
+    rs->line_start = line_start;
+    rs->before_sp[0].valid = rs->before_sp[1].valid = false;
+}
+
+/* Bytes were lost where the framing cannot skip them: report it, end a
+ * message in progress (GAP), and look for the next start line. Responses
+ * expected before the loss are forgotten: which of them were lost is not
+ * known here. */
+static void lose_sync(tt_http1_parser *p, const char *msg, uint64_t at, uint64_t ns)
+{
+    p->cb.on_error(p->ud, TT_HTTP_ERR_GAP, msg, at);
+    if (p->in_message) end_message(p, TT_HTTP_END_GAP, at, ns);
+    p->state = ST_RESYNC;
+    p->expect_count = 0;
+    resync_line_reset(p, true);
 }
 
 static void took(tt_http1_parser *p, size_t n, uint64_t off_after, uint64_t ns)
@@ -320,7 +314,7 @@ static int check_start(tt_http1_parser *p)
         return -1;
     }
     size_t lim = n < METHOD_LIMIT + 1 ? n : METHOD_LIMIT + 1, i = 0;
-    while (i < lim && is_tchar(b[i])) i++;
+    while (i < lim && tt_http_is_tchar(b[i])) i++;
     if (i < lim) {
         if (b[i] != ' ' || i == 0) {
             fail(p, TT_HTTP_ERR_MALFORMED, "not an HTTP/1.x request", at, ns);
@@ -334,245 +328,6 @@ static int check_start(tt_http1_parser *p)
         return -1;
     }
     return 0;
-}
-
-/* The line at *pos (the head is known to end in LF): its start and length
- * without terminator. False when it holds a CR other than before its LF. */
-static bool next_line(const char *buf, size_t n, size_t *pos, const char **line, size_t *len)
-{
-    const char *s = buf + *pos;
-    const char *lf = memchr(s, '\n', n - *pos);
-    size_t l = (size_t)(lf - s);
-    *pos += l + 1;
-    if (l && s[l - 1] == '\r') l--;
-    *line = s;
-    *len = l;
-    return memchr(s, '\r', l) == NULL;
-}
-
-/* "HTTP/1.x": 0 and minor set, or an error code with *msg. */
-static tt_http_error parse_version(const char *s, size_t n, int *minor, const char **msg)
-{
-    if (n != 8 || memcmp(s, "HTTP/", 5) != 0 || s[6] != '.' || s[5] < '0' || s[5] > '9' ||
-        s[7] < '0' || s[7] > '9') {
-        *msg = "malformed HTTP version";
-        return TT_HTTP_ERR_MALFORMED;
-    }
-    if (s[5] == '2') {
-        *msg = "HTTP/2";
-        return TT_HTTP_ERR_UNSUPPORTED;
-    }
-    if (s[5] != '1') {
-        *msg = "HTTP version other than 1.x";
-        return TT_HTTP_ERR_UNSUPPORTED;
-    }
-    *minor = s[7] - '0';
-    return TT_HTTP_ERR_NONE;
-}
-
-static tt_http_error parse_request_line(tt_http_head *h, const char *s, size_t n, const char **msg)
-{
-    const char *sp1 = memchr(s, ' ', n);
-    if (!sp1 || sp1 == s) {
-        *msg = "malformed request line";
-        return TT_HTTP_ERR_MALFORMED;
-    }
-    for (const char *c = s; c < sp1; c++)
-        if (!is_tchar((uint8_t)*c)) {
-            *msg = "malformed request method";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-    const char *target = sp1 + 1, *end = s + n;
-    const char *sp2 = memchr(target, ' ', (size_t)(end - target));
-    if (!sp2) {
-        *msg = "HTTP/0.9 request";
-        return TT_HTTP_ERR_UNSUPPORTED;
-    }
-    if (sp2 == target) {
-        *msg = "empty request target";
-        return TT_HTTP_ERR_MALFORMED;
-    }
-    for (const char *c = target; c < sp2; c++)
-        if (is_ctl((uint8_t)*c)) {
-            *msg = "malformed request target";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-    h->method = s;
-    h->method_len = (size_t)(sp1 - s);
-    h->target = target;
-    h->target_len = (size_t)(sp2 - target);
-    return parse_version(sp2 + 1, (size_t)(end - sp2 - 1), &h->version_minor, msg);
-}
-
-static tt_http_error parse_status_line(tt_http_head *h, const char *s, size_t n, const char **msg)
-{
-    tt_http_error e = parse_version(s, n < 8 ? n : 8, &h->version_minor, msg);
-    if (e != TT_HTTP_ERR_NONE) return e;
-    if (n < 12 || s[8] != ' ' || s[9] < '1' || s[9] > '9' || s[10] < '0' || s[10] > '9' ||
-        s[11] < '0' || s[11] > '9' || (n > 12 && s[12] != ' ')) {
-        *msg = "malformed status line";
-        return TT_HTTP_ERR_MALFORMED;
-    }
-    h->status = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
-    h->reason = n > 12 ? s + 13 : s + n;
-    h->reason_len = n > 12 ? n - 13 : 0;
-    for (size_t i = 0; i < h->reason_len; i++)
-        if (is_ctl((uint8_t)h->reason[i]) && h->reason[i] != '\t') {
-            *msg = "malformed reason phrase";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-    return TT_HTTP_ERR_NONE;
-}
-
-/* Content-Length value(s); every element must agree with *cl (-1 = none yet). */
-static bool merge_content_length(const char *v, size_t n, int64_t *cl)
-{
-    const char *s = v, *end = v + n, *item;
-    size_t len;
-    bool any = false;
-    while (next_list_item(&s, end, &item, &len)) {
-        if (len == 0 || len > 19) return false;
-        uint64_t x = 0;
-        for (size_t i = 0; i < len; i++) {
-            if (item[i] < '0' || item[i] > '9') return false;
-            x = x * 10 + (uint64_t)(item[i] - '0');
-        }
-        if (x > CONTENT_LENGTH_LIMIT) return false;
-        if (*cl >= 0 && (uint64_t)*cl != x) return false;
-        *cl = (int64_t)x;
-        any = true;
-    }
-    return any;
-}
-
-typedef struct head_facts {
-    bool has_te, te_chunked;
-    bool conn_close, conn_keep_alive;
-    int n_codings;
-    tt_content_coding coding;
-    const tt_http_header *upgrade;
-} head_facts;
-
-static void note_transfer_encoding(head_facts *f, const char *v, size_t n)
-{
-    const char *s = v, *end = v + n, *item;
-    size_t len;
-    while (next_list_item(&s, end, &item, &len)) {
-        if (len == 0) continue;
-        f->has_te = true;
-        f->te_chunked = equals_nocase(item, len, "chunked");
-    }
-}
-
-static void note_content_encoding(head_facts *f, const char *v, size_t n)
-{
-    const char *s = v, *end = v + n, *item;
-    size_t len;
-    while (next_list_item(&s, end, &item, &len)) {
-        if (len == 0 || equals_nocase(item, len, "identity")) continue;
-        f->n_codings++;
-        if (equals_nocase(item, len, "gzip") || equals_nocase(item, len, "x-gzip"))
-            f->coding = TT_CODING_GZIP;
-        else if (equals_nocase(item, len, "deflate"))
-            f->coding = TT_CODING_DEFLATE;
-        else
-            f->coding = TT_CODING_OTHER;
-    }
-    if (f->n_codings > 1) f->coding = TT_CODING_OTHER;
-}
-
-static void note_connection(head_facts *f, const char *v, size_t n)
-{
-    const char *s = v, *end = v + n, *item;
-    size_t len;
-    while (next_list_item(&s, end, &item, &len)) {
-        if (equals_nocase(item, len, "close")) f->conn_close = true;
-        else if (equals_nocase(item, len, "keep-alive")) f->conn_keep_alive = true;
-    }
-}
-
-/* Parse the buffered head into p->head. */
-static tt_http_error parse_head(tt_http1_parser *p, head_facts *f, const char **msg)
-{
-    tt_http_head *h = &p->head;
-    const char *buf = (const char *)p->head_buf;
-    size_t n = p->head_len, pos = 0, len;
-    const char *line;
-    if (!next_line(buf, n, &pos, &line, &len)) {
-        *msg = "CR inside the start line";
-        return TT_HTTP_ERR_MALFORMED;
-    }
-    tt_http_error e = p->role == TT_HTTP_REQUEST ? parse_request_line(h, line, len, msg)
-                                                 : parse_status_line(h, line, len, msg);
-    if (e != TT_HTTP_ERR_NONE) return e;
-
-    memset(f, 0, sizeof *f);
-    h->content_length = -1;
-    h->n_headers = 0;
-    for (;;) {
-        if (!next_line(buf, n, &pos, &line, &len)) {
-            *msg = "CR inside a header line";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-        if (len == 0) break;
-        if (line[0] == ' ' || line[0] == '\t') {
-            *msg = "obsolete header line folding";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-        const char *colon = memchr(line, ':', len);
-        if (!colon || colon == line) {
-            *msg = "malformed header line";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-        for (const char *c = line; c < colon; c++)
-            if (!is_tchar((uint8_t)*c)) {
-                *msg = "malformed header name";
-                return TT_HTTP_ERR_MALFORMED;
-            }
-        const char *value = colon + 1;
-        size_t value_len = len - (size_t)(value - line);
-        trim_blanks(&value, &value_len);
-        for (size_t i = 0; i < value_len; i++)
-            if (is_ctl((uint8_t)value[i]) && value[i] != '\t') {
-                *msg = "control character in a header value";
-                return TT_HTTP_ERR_MALFORMED;
-            }
-        if (h->n_headers == TT_HTTP1_MAX_HEADERS) {
-            *msg = "more than 128 header fields";
-            return TT_HTTP_ERR_TOO_LARGE;
-        }
-        tt_http_header *hd = &p->headers[h->n_headers++];
-        hd->name = line;
-        hd->name_len = (size_t)(colon - line);
-        hd->value = value;
-        hd->value_len = value_len;
-        if (equals_nocase(hd->name, hd->name_len, "content-length")) {
-            if (!merge_content_length(value, value_len, &h->content_length)) {
-                *msg = h->content_length >= 0 ? "conflicting Content-Length" : "invalid Content-Length";
-                return TT_HTTP_ERR_MALFORMED;
-            }
-        } else if (equals_nocase(hd->name, hd->name_len, "transfer-encoding")) {
-            note_transfer_encoding(f, value, value_len);
-        } else if (equals_nocase(hd->name, hd->name_len, "content-encoding")) {
-            note_content_encoding(f, value, value_len);
-        } else if (equals_nocase(hd->name, hd->name_len, "connection")) {
-            note_connection(f, value, value_len);
-        } else if (equals_nocase(hd->name, hd->name_len, "upgrade")) {
-            f->upgrade = hd;
-        }
-    }
-    h->headers = p->headers;
-    h->chunked = f->has_te && f->te_chunked;
-    if (f->has_te) {
-        if (!f->te_chunked && p->role == TT_HTTP_REQUEST) {
-            *msg = "request Transfer-Encoding does not end in chunked";
-            return TT_HTTP_ERR_MALFORMED;
-        }
-        h->content_length = -1;
-    }
-    h->coding = f->n_codings ? f->coding : TT_CODING_IDENTITY;
-    h->keep_alive = !f->conn_close && (h->version_minor >= 1 || f->conn_keep_alive);
-    return TT_HTTP_ERR_NONE;
 }
 
 static void describe_upgrade(tt_http1_parser *p, const tt_http_header *up)
@@ -592,9 +347,15 @@ static void describe_upgrade(tt_http1_parser *p, const tt_http_header *up)
 static void complete_head(tt_http1_parser *p)
 {
     tt_http_head *h = &p->head;
-    head_facts f;
+    tt_http_head_facts f;
     const char *msg = NULL;
-    tt_http_error e = parse_head(p, &f, &msg);
+    tt_http_error e = tt_http1_parse_head(p->role, (const char *)p->head_buf, p->head_len, h, p->headers, &f, &msg);
+    if (e != TT_HTTP_ERR_NONE && p->head_from_resync) {
+        p->state = ST_RESYNC; /* not a message after all: the loss is already reported */
+        resync_line_reset(p, true);
+        return;
+    }
+    p->head_from_resync = false;
     if (e != TT_HTTP_ERR_NONE) {
         fail(p, e, msg, h->first_off, h->first_ns);
         return;
@@ -681,9 +442,71 @@ static size_t step_idle(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t
         p->head_len = 0;
         p->line_start = 0;
         p->start_checked = false;
+        p->head_from_resync = false;
         p->state = ST_HEAD;
     }
     return i;
+}
+
+/* The resync line just ended (its LF not stored): when it holds a start
+ * line, begin a head there and return true. */
+static bool resync_found_start(tt_http1_parser *p)
+{
+    struct resync_line *rs = &p->rs;
+    size_t len = rs->len;
+    if (len && rs->buf[len - 1] == '\r') len--;
+    long at = tt_http1_start_line_in(p->role, (const char *)rs->buf, len, rs->line_start);
+    if (at < 0) return false;
+    memset(&p->head, 0, sizeof p->head);
+    p->head.first_off = rs->off + (uint64_t)at;
+    p->head.first_ns = rs->ns;
+    if (at > 0 && rs->before_sp[0].valid && rs->before_sp[0].pos == (size_t)at) p->head.first_ns = rs->before_sp[0].ns;
+    p->head_len = 0;
+    static const uint8_t lf = '\n';
+    if (!head_append(p, rs->buf + at, rs->len - (size_t)at) || !head_append(p, &lf, 1)) return false;
+    p->line_start = p->head_len;
+    p->start_checked = true;
+    p->head_from_resync = true;
+    p->state = ST_HEAD;
+    return true;
+}
+
+/* After lost bytes: examine the stream line by line (up to
+ * TT_HTTP1_RESYNC_LINE_MAX bytes each) until one holds a start line. */
+static size_t step_resync(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    struct resync_line *rs = &p->rs;
+    if (!rs->buf && !(rs->buf = malloc(TT_HTTP1_RESYNC_LINE_MAX))) return n;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = d[i];
+        if (rs->len == 0 && !rs->overlong) {
+            rs->off = off + i;
+            rs->ns = ns;
+        }
+        if (c == '\n') {
+            if (!rs->overlong && resync_found_start(p)) return i + 1;
+            resync_line_reset(p, true);
+            continue;
+        }
+        if (rs->overlong) continue;
+        if (rs->len == TT_HTTP1_RESYNC_LINE_MAX) {
+            rs->overlong = true;
+            continue;
+        }
+        if (c >= 'A' && c <= 'Z' && (rs->len == 0 || rs->buf[rs->len - 1] < 'A' || rs->buf[rs->len - 1] > 'Z')) {
+            rs->caps_pos = rs->len;
+            rs->caps_ns = ns;
+        }
+        if (c == ' ') {
+            bool after_caps = rs->len && rs->buf[rs->len - 1] >= 'A' && rs->buf[rs->len - 1] <= 'Z';
+            rs->before_sp[0] = rs->before_sp[1];
+            rs->before_sp[1].valid = after_caps;
+            rs->before_sp[1].pos = rs->caps_pos;
+            rs->before_sp[1].ns = rs->caps_ns;
+        }
+        rs->buf[rs->len++] = c;
+    }
+    return n;
 }
 
 static size_t step_head(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
@@ -900,6 +723,7 @@ int tt_http1_feed(tt_http1_parser *p, const uint8_t *data, size_t len, uint64_t 
         case ST_CHUNK_EXT: pos += step_chunk_ext(p, d, n, off, mono_ns); break;
         case ST_CHUNK_DATA: pos += step_chunk_data(p, d, n, off, mono_ns); break;
         case ST_TRAILER_LINE: pos += step_trailer_line(p, d, n, off, mono_ns); break;
+        case ST_RESYNC: pos += step_resync(p, d, n, off, mono_ns); break;
         default: pos += step_one_byte(p, d[0], off, mono_ns); break;
         }
     }
@@ -915,11 +739,14 @@ void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns)
     case ST_DEAD:
     case ST_CLOSED:
         return;
+    case ST_RESYNC:
+        resync_line_reset(p, true); /* the byte after the loss may begin a message */
+        return;
     case ST_IDLE:
-        fail(p, TT_HTTP_ERR_GAP, "bytes lost between messages", at, mono_ns);
+        lose_sync(p, "bytes lost between messages", at, mono_ns);
         return;
     case ST_HEAD:
-        fail(p, TT_HTTP_ERR_GAP, "bytes lost inside a message head", at, mono_ns);
+        lose_sync(p, "bytes lost inside a message head", at, mono_ns);
         return;
     case ST_BODY_LENGTH: {
         uint64_t inside = missing < p->remaining ? missing : p->remaining;
@@ -930,16 +757,19 @@ void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns)
         p->last_off = at + inside;
         p->last_ns = mono_ns;
         if (p->remaining == 0) end_message(p, TT_HTTP_END_GAP, at + inside, mono_ns);
-        if (missing > inside) fail(p, TT_HTTP_ERR_GAP, "bytes lost past the end of a message", at + inside, mono_ns);
+        if (missing > inside) lose_sync(p, "bytes lost past the end of a message", at + inside, mono_ns);
         return;
     }
-    default:
+    case ST_BODY_CLOSE:
+        /* nothing can follow a close-delimited body on this connection */
         p->state = ST_DEAD;
         p->gap_bytes += missing;
-        p->cb.on_error(p->ud, TT_HTTP_ERR_GAP,
-                       p->head.chunked ? "bytes lost inside a chunked body" : "bytes lost inside a close-delimited body",
-                       at);
+        p->cb.on_error(p->ud, TT_HTTP_ERR_GAP, "bytes lost inside a close-delimited body", at);
         end_message(p, TT_HTTP_END_GAP, at, mono_ns);
+        return;
+    default:
+        p->gap_bytes += missing;
+        lose_sync(p, "bytes lost inside a chunked body", at, mono_ns);
         return;
     }
 }

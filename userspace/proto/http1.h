@@ -40,7 +40,19 @@
  *   framing and trailers included), lost bytes excluded.
  * - Errors inside a message: on_error, then that message's on_end (ERROR,
  *   or GAP for a gap). A gap running past the end of a Content-Length body
- *   ends the message (GAP) first, then on_error(GAP) abandons the direction.
+ *   ends the message (GAP) first, then on_error(GAP).
+ * - Lost bytes (tt_http1_gap) abandon only what they cut. Inside a
+ *   Content-Length body they are skipped. Anywhere else but a
+ *   close-delimited body (after which nothing can follow) the parser
+ *   reports on_error(GAP) and resynchronises: it examines the stream line by
+ *   line and starts a head at the next start line it recognises
+ *   (tt_http1_start_line_in, http1_head.h: a status line at the start of a
+ *   line; a request line with a registered method, also right after the
+ *   tail of a body). A head so found that then fails to parse was not one:
+ *   dropped without a report, the search goes on. Expected responses
+ *   queued before the loss are forgotten (a HEAD's or CONNECT's answer
+ *   after it is read as an ordinary response). on_error(GAP) comes once per
+ *   loss that cuts the framing, so more than once on one parser.
  * - tt_http1_eof: clean ends a close-delimited body with END_EOF, a reset
  *   with END_TRUNCATED; any other message in progress is TRUNCATED. A partly
  *   received head is dropped silently (no head was reported). Later feeds
@@ -111,7 +123,7 @@ typedef enum tt_http_error {
     TT_HTTP_ERR_UNSUPPORTED, /* HTTP/2 preface, TLS record, HTTP/0.9 ... */
     TT_HTTP_ERR_TOO_LARGE,   /* a head beyond the parser's limit */
     TT_HTTP_ERR_DECODE,      /* gzip/deflate stream corrupt */
-    TT_HTTP_ERR_GAP          /* lost bytes made the framing unrecoverable */
+    TT_HTTP_ERR_GAP          /* lost bytes cut the framing: resynchronising */
 } tt_http_error;
 
 typedef struct tt_http_callbacks {
@@ -121,7 +133,9 @@ typedef struct tt_http_callbacks {
     void (*on_body)(void *ud, const uint8_t *data, size_t len, uint64_t body_off, uint64_t mono_ns);
     /* The message ended (every message whose head was reported gets exactly one). */
     void (*on_end)(void *ud, const tt_http_msg_end *end);
-    /* The direction cannot be parsed further; called once, before any on_end it causes. */
+    /* Called before any on_end it causes. The direction cannot be parsed
+     * further (and no more calls come), except for TT_HTTP_ERR_GAP: the
+     * parser resynchronises (above) and may report later losses too. */
     void (*on_error)(void *ud, tt_http_error code, const char *msg, uint64_t stream_off);
 } tt_http_callbacks;
 
@@ -137,7 +151,9 @@ int tt_http1_feed(tt_http1_parser *p, const uint8_t *data, size_t len, uint64_t 
 
 /* `missing` bytes of the stream were lost here. A gap inside a body whose
  * length is known (Content-Length) is skipped and the message ends with
- * TT_HTTP_END_GAP; anywhere else the direction is abandoned. */
+ * TT_HTTP_END_GAP; anywhere else the message in progress ends GAP and the
+ * parser resynchronises at the next start line (above), except inside a
+ * close-delimited body, where the direction is abandoned. */
 void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns);
 
 /* The direction ended (FIN, RST or end of capture; `clean` true for FIN).

@@ -58,6 +58,11 @@ struct conn_state {
     uint32_t c2s_seq_base;
     bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
     bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
+    /* Lost bytes cut the framing of a direction, so whole messages may be
+     * missing from it: from then on a response is paired by its instant
+     * (response_owner), not by its place in the queue. */
+    bool messages_lost;
+    uint64_t response_lost_ns; /* instant of the last loss in the response direction (TT_NS_NONE: none) */
     char http_error[96];
     bool any_message;
 };
@@ -477,11 +482,18 @@ static void note_connection(conn_state *c, const char *reason)
     snprintf(nt->reason, sizeof nt->reason, "%s", reason);
 }
 
-static void on_http_error(conn_state *c, const char *side, tt_http_error code, const char *msg)
+/* cut: the request whose message that direction was reading, if any. */
+static void on_http_error(conn_state *c, const char *side, pending *cut, tt_http_error code, const char *msg)
 {
     char why[96];
     snprintf(why, sizeof why, "%s: %s", side, msg ? msg : "unparseable");
     if (!c->http_error[0]) snprintf(c->http_error, sizeof c->http_error, "%s", why);
+    if (code == TT_HTTP_ERR_GAP) {
+        /* the parser goes on at the next message: only the one cut is touched */
+        c->messages_lost = true;
+        if (cut && !cut->req.http_error[0]) snprintf(cut->req.http_error, sizeof cut->req.http_error, "%s", why);
+        return;
+    }
     if (!c->any_message || code == TT_HTTP_ERR_UNSUPPORTED) note_connection(c, why);
     for (size_t i = 0; i < c->queue_len; i++) {
         tt_request *r = &c->queue[i]->req;
@@ -492,7 +504,8 @@ static void on_http_error(conn_state *c, const char *side, tt_http_error code, c
 
 static void req_on_error(void *ud, tt_http_error code, const char *msg, uint64_t off)
 {
-    on_http_error(ud, "request", code, msg);
+    conn_state *c = ud;
+    on_http_error(c, "request", c->parsing_request, code, msg);
 }
 
 /* ---- HTTP callbacks: responses ---- */
@@ -510,21 +523,43 @@ static void keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t b
     r->body_len += len;
 }
 
+/* The queued request a response whose head began at head_ns answers, or
+ * NULL for none. In order while nothing was lost. After a loss the
+ * response answers the latest unanswered request that began before it
+ * (HTTP/1.1 clients do not pipeline in practice): requests before that one
+ * lost their responses (no-response, gap), and a response no queued request
+ * began before answers a request that was lost. */
+static pending *response_owner(conn_state *c, uint64_t head_ns)
+{
+    if (!c->messages_lost) {
+        for (size_t i = 0; i < c->queue_len; i++)
+            if (!c->queue[i]->response_started) return c->queue[i];
+        return NULL;
+    }
+    size_t owner = c->queue_len;
+    for (size_t i = 0; i < c->queue_len; i++) {
+        const tt_request *r = &c->queue[i]->req;
+        if (!c->queue[i]->response_started && r->req_first_ns != TT_NS_NONE && r->req_first_ns <= head_ns) owner = i;
+    }
+    if (owner == c->queue_len) return NULL;
+    for (size_t i = 0; i < owner; i++) {
+        pending *skipped = c->queue[i];
+        if (skipped->response_started) continue;
+        skipped->req.incomplete |= TT_INC_GAP;
+        skipped->response_done = true; /* filed as no-response */
+    }
+    return c->queue[owner];
+}
+
 static void resp_on_head(void *ud, const tt_http_head *h)
 {
     conn_state *c = ud;
     c->any_message = true;
     if (h->interim) return;
-    pending *p = NULL;
-    for (size_t i = 0; i < c->queue_len; i++) {
-        if (!c->queue[i]->response_started) {
-            p = c->queue[i];
-            break;
-        }
-    }
+    pending *p = response_owner(c, h->first_ns);
     if (!p) {
         p = pending_new(c);
-        p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
+        p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN | (c->messages_lost ? TT_INC_GAP : 0);
         p->request_done = true;
     }
     p->response_started = true;
@@ -602,7 +637,7 @@ static void resp_on_error(void *ud, tt_http_error code, const char *msg, uint64_
         note_connection(c, msg ? msg : "left HTTP");
         return;
     }
-    on_http_error(ud, "response", code, msg);
+    on_http_error(c, "response", c->parsing_response, code, msg);
 }
 
 static const tt_http_callbacks request_cb = {
@@ -624,6 +659,7 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info)
     c->request_parser = tt_http1_new(TT_HTTP_REQUEST, &request_cb, c);
     c->response_parser = tt_http1_new(TT_HTTP_RESPONSE, &response_cb, c);
     if (!c->request_parser || !c->response_parser) abort();
+    c->response_lost_ns = TT_NS_NONE;
     size_t b = bucket_of(t, c->conn_id);
     c->next_in_bucket = t->buckets[b];
     t->buckets[b] = c;
@@ -639,6 +675,10 @@ static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
         pending *p = c->queue[i];
         if (c->http_error[0] && !p->req.http_error[0])
             snprintf(p->req.http_error, sizeof p->req.http_error, "%s", c->http_error);
+        /* unanswered, and the response direction lost bytes after it began */
+        if (!p->response_started && c->response_lost_ns != TT_NS_NONE && p->req.req_first_ns != TT_NS_NONE &&
+            c->response_lost_ns >= p->req.req_first_ns)
+            p->req.incomplete |= TT_INC_GAP;
         file_request(t, p);
     }
     c->queue_len = 0;
@@ -686,6 +726,7 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
         break;
     case TT_CHUNK_GAP:
         c->parsed_end[ch->dir] = ch->offset + ch->len;
+        if (ch->dir == TT_DIR_S2C) c->response_lost_ns = ch->mono_ns;
         tt_http1_gap(hp, ch->len, ch->mono_ns);
         break;
     case TT_CHUNK_FIN:
