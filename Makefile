@@ -140,4 +140,33 @@ deps:
 clean:
 	rm -rf build
 
+# make install [PREFIX=/usr/local] [DESTDIR=] [BUILD=build]: the binary and
+# the probe library that $(BUILD) holds (never rebuilt here, so that
+# `sudo make install` after `make` compiles nothing as root), the systemd
+# unit with ExecStart on the installed binary, the docs (docs/production.md).
+# make uninstall removes those files and the tokentap directories once empty.
+PREFIX     ?= /usr/local
+INST_BIN   := $(DESTDIR)$(PREFIX)/bin/tokentap
+INST_PROBE := $(DESTDIR)$(PREFIX)/lib/tokentap/libtokentap-probe.so
+INST_UNIT  := $(DESTDIR)$(PREFIX)/lib/systemd/system/tokentap-watch.service
+INST_DOCS  := $(DESTDIR)$(PREFIX)/share/doc/tokentap
+DOC_NAMES  := $(notdir $(wildcard docs/*.md))
+
+.PHONY: install uninstall
+install:
+	@for f in $(BUILD)/tokentap $(PROBE_SO); do [ -f "$$f" ] || \
+		{ echo "make install: $$f is not built: run make BUILD=$(BUILD) first" >&2; exit 1; }; done
+	install -D -m 0755 $(BUILD)/tokentap "$(INST_BIN)"
+	install -D -m 0644 $(PROBE_SO) "$(INST_PROBE)"
+	sed -E '/^(ExecStart|Documentation)=/s|/usr/local/|$(PREFIX)/|' docs/deploy/tokentap-watch.service \
+		| install -D -m 0644 /dev/stdin "$(INST_UNIT)"
+	@grep -q '^ExecStart=$(PREFIX)/bin/tokentap ' "$(INST_UNIT)" || \
+		{ echo "make install: the unit's ExecStart is not $(PREFIX)/bin/tokentap" >&2; exit 1; }
+	install -D -m 0644 -t "$(INST_DOCS)" $(addprefix docs/,$(DOC_NAMES))
+
+uninstall:
+	rm -f "$(INST_BIN)" "$(INST_PROBE)" "$(INST_UNIT)" $(foreach d,$(DOC_NAMES),"$(INST_DOCS)/$(d)")
+	@for d in "$(DESTDIR)$(PREFIX)/lib/tokentap" "$(INST_DOCS)"; do [ ! -d "$$d" ] || rmdir "$$d" 2>/dev/null || \
+		echo "make uninstall: $$d is not empty: left in place" >&2; done
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -14,8 +14,10 @@ int tt_cmd_serve(int argc, char **argv);
 int tt_cmd_watch(int argc, char **argv);
 
 /* The LD_PRELOAD probe's path into out: $TOKENTAP_PROBE, else
- * libtokentap-probe.so next to this binary. 0 when it is readable, else -1
- * (out still names where it was looked for). Shared by run and audit. */
+ * libtokentap-probe.so next to this binary (the build tree), else
+ * ../lib/tokentap/libtokentap-probe.so from this binary's directory (the
+ * installed layout). 0 when it is readable, else -1 (out still names where
+ * it was looked for). Shared by run and audit. */
 int tt_probe_library_path(char *out, size_t cap);
 
 #endif

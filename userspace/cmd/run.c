@@ -88,8 +88,8 @@ static void usage(FILE *out)
             "With a benchmark file, or when more than one vantage was taken, the report is the\n"
             "joined breakdown of `tokentap analyze DIR` (vantages side by side, where the time\n"
             "went), then each vantage's own report.\n"
-            "The probe library is found next to the tokentap binary (libtokentap-probe.so)\n"
-            "or at $TOKENTAP_PROBE.\n"
+            "The probe library (libtokentap-probe.so) is $TOKENTAP_PROBE when set, else the one\n"
+            "next to the tokentap binary, else ../lib/tokentap/ from the binary's directory.\n"
             "\n"
             "exit status: CMD's own (128+N when a signal N killed it; 127 when it could not be\n"
             "started); 2 bad usage and 3 the probe or its directory could not be set up, both\n"
@@ -123,19 +123,42 @@ static void sink_chunk(void *ctx, const tt_chunk *c)
     if (v->synth) tt_synth_chunk(v->synth, c);
 }
 
+/* The length of the directory part of an absolute path's first len bytes
+ * (all before its last slash; 0 for a name in "/"). */
+static size_t directory_length(const char *path, size_t len)
+{
+    while (len > 0 && path[len - 1] != '/') len--;
+    return len > 0 ? len - 1 : 0;
+}
+
+/* The places looked in, in order (the contract is in commands.h):
+ * $TOKENTAP_PROBE alone when it is set; else beside the binary (the build
+ * tree), then in lib/tokentap/ beside the binary's directory (the layout
+ * of `make install`: PREFIX/bin/tokentap, PREFIX/lib/tokentap/). */
 int tt_probe_library_path(char *out, size_t cap)
 {
     const char *env = getenv("TOKENTAP_PROBE");
     if (env && *env) {
         snprintf(out, cap, "%s", env);
-    } else {
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) return -1;
-        self[n] = 0;
-        snprintf(out, cap, "%s/libtokentap-probe.so", dirname(self));
+        return access(out, R_OK) == 0 ? 0 : -1;
     }
-    return access(out, R_OK) == 0 ? 0 : -1;
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(out, cap, "libtokentap-probe.so (/proc/self/exe unreadable)");
+        return -1;
+    }
+    /* /proc/self/exe is absolute, without symbolic links or "..", so the
+     * binary's directory and that directory's parent are plain prefixes */
+    int bin_len = (int)directory_length(self, (size_t)n);
+    int prefix_len = (int)directory_length(self, (size_t)bin_len);
+    char beside[4200], installed[4200];
+    snprintf(beside, sizeof beside, "%.*s/libtokentap-probe.so", bin_len, self);
+    snprintf(installed, sizeof installed, "%.*s/lib/tokentap/libtokentap-probe.so", prefix_len, self);
+    const char *found = access(beside, R_OK) == 0 ? beside : access(installed, R_OK) == 0 ? installed : NULL;
+    if (found && (size_t)snprintf(out, cap, "%s", found) < cap) return 0;
+    snprintf(out, cap, "%s or %s", beside, installed);
+    return -1;
 }
 
 /* A fresh 0700 directory for the rings, in shared memory when there is one. */
