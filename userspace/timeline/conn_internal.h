@@ -1,0 +1,117 @@
+/* conn_internal.h - the connection tracker's state, shared by its two
+ * halves: conn_tracker.c (connections: the table, chunks in, eviction,
+ * what is kept) and conn_http.c (one connection's HTTP messages and framed
+ * events, turned into filed requests). Internal to timeline/. */
+#ifndef TT_CONN_INTERNAL_H
+#define TT_CONN_INTERNAL_H
+
+#include <stdlib.h>
+
+#include "proto/framer.h"
+#include "proto/http1.h"
+#include "timeline/conn_tracker.h"
+#include "timeline/ready_marks.h"
+
+#define MAX_REQUEST_BODY (1u << 20)
+#define MAX_EVENT_TYPES 1024
+#define TEXT_SCRATCH (64u << 10)
+
+typedef struct conn_state conn_state;
+
+/* A request the tracker is still building. */
+typedef struct pending {
+    tt_request req;
+    bool request_done, response_done, response_started;
+} pending;
+
+struct conn_state {
+    tt_tracker *t;
+    uint64_t conn_id;
+    tt_endpoint client, server;
+    conn_state *next_in_bucket;
+
+    tt_http1_parser *request_parser, *response_parser;
+    pending **queue; /* in request order; front entries leave as they finish */
+    size_t queue_len, queue_cap;
+    pending *parsing_request;  /* request whose head was seen, end not yet */
+    pending *parsing_response; /* request whose response is being read */
+    uint32_t next_ordinal;
+
+    char *body;
+    size_t body_len, body_cap;
+    bool body_overflow;
+
+    tt_framer *framer; /* the current response body's, when it is an event stream */
+    /* Decoded body bytes of the current source chunk, fed to the framer as
+     * one piece: a chunk (segment, syscall) is the unit of "split across"
+     * and "shared with", however many HTTP chunks it carried. */
+    uint8_t *body_piece;
+    size_t body_piece_len, body_piece_cap;
+    uint64_t body_piece_off, body_piece_ns;
+    /* Readable instants (TT_CHUNK_READY) per direction, and where the
+     * response body bytes of the DATA chunk being parsed sit in the stream:
+     * an event's instant of readability is that of its last byte. */
+    tt_ready_marks ready[2];
+    uint64_t parsed_end[2]; /* stream offset past the last DATA or GAP parsed, per direction */
+    const uint8_t *feed_data; /* the DATA chunk being parsed (NULL between chunks) */
+    size_t feed_len;
+    uint64_t feed_off;
+    struct body_slice { uint64_t body_off, stream_off, len; } *slices;
+    size_t n_slices, slices_cap;
+    bool c2s_seq_known; /* the request direction's TCP sequence numbers (tt_conn_info.seq_base) */
+    uint32_t c2s_seq_base;
+    bool sniff_framing; /* decide SSE/NDJSON/none on the first body bytes */
+    bool tunneled; /* upgraded or CONNECTed: no longer HTTP in either direction */
+    /* Lost bytes cut the framing of a direction, so whole messages may be
+     * missing from it: from then on a response is paired by its instant
+     * (response_owner), not by its place in the queue. */
+    bool messages_lost;
+    uint64_t response_lost_ns; /* instant of the last loss in the response direction (TT_NS_NONE: none) */
+    char http_error[96];
+    bool any_message;
+};
+
+struct tt_tracker {
+    tt_tracker_options opt;
+    conn_state **buckets;
+    size_t n_buckets, n_live;
+    uint64_t connections;
+
+    tt_request *reqs;
+    size_t n_reqs, cap_reqs;
+
+    tt_conn_note *notes;
+    size_t n_notes, cap_notes;
+
+    char *type_names[MAX_EVENT_TYPES];
+    uint16_t n_types;
+    uint16_t last_type;
+
+    char *text_scratch;
+};
+
+/* Grow *p (cap elements of elem bytes) to hold at least need; aborts when
+ * memory is exhausted. */
+static inline void *tt_conn_grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : 8;
+    while (c < need) c *= 2;
+    void *np = realloc(p, c * elem);
+    if (!np) abort();
+    *cap = c;
+    return np;
+}
+
+/* conn_http.c */
+extern const tt_http_callbacks tt_conn_request_cb, tt_conn_response_cb; /* ud: the conn_state */
+/* File p (finished or not) among the tracker's requests and free it. */
+void tt_conn_file_request(tt_tracker *t, pending *p);
+/* Hand the framer the body bytes the current chunk carried. */
+void tt_conn_flush_body_piece(conn_state *c);
+/* End the response body's framer (the connection ends). */
+void tt_conn_close_framer(conn_state *c, uint64_t mono_ns);
+/* A READY chunk: the readable instants of a direction's bytes. */
+void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch);
+
+#endif
