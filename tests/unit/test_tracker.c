@@ -332,6 +332,62 @@ static void test_gap_costs_only_its_request(void **state)
     tt_tracker_free(f.t);
 }
 
+/* max_connections: opening a third connection evicts the least recently
+ * active one; what it had begun is filed incomplete (evicted); its later
+ * bytes are picked up again at the next request. forget lets go of filed
+ * requests. */
+static void test_eviction_and_forget(void **state)
+{
+    tt_tracker_options opt = {.max_connections = 2};
+    feeder f[3];
+    for (int i = 0; i < 3; i++) {
+        feeder_init(&f[i], 100 + (uint64_t)i);
+        tt_tracker_free(f[i].t);
+        f[i].t = NULL;
+    }
+    tt_tracker *t = tt_tracker_new(&opt);
+    for (int i = 0; i < 3; i++) f[i].t = t;
+    send_str(&f[0], TT_DIR_C2S, chat_request("a1"), 10); /* a: least recently active after b's chunk */
+    send_str(&f[1], TT_DIR_C2S, chat_request("b1"), 20);
+    send_str(&f[1], TT_DIR_S2C, resp_head_cl(chat_body_len()), 30);
+    tt_tracker_stats st;
+    tt_tracker_stats_get(t, &st);
+    assert_int_equal(st.live_connections, 2);
+    assert_int_equal(st.in_flight, 2);
+    send_str(&f[2], TT_DIR_C2S, chat_request("c1"), 40); /* evicts a */
+    tt_tracker_stats_get(t, &st);
+    assert_int_equal(st.live_connections, 2);
+    assert_int_equal(st.evicted_connections, 1);
+    assert_int_equal(st.evicted_requests, 1);
+    size_t n;
+    tt_request *r = tt_tracker_requests(t, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(r[0].request_id, "a1");
+    assert_true(r[0].incomplete & TT_INC_EVICTED);
+    /* a's response to a1 arrives after the eviction (its head is lost with
+     * the state), then a2 on the same connection: a2 is measured */
+    for (size_t i = 0; i < N_CHAT; i++) send_str(&f[0], TT_DIR_S2C, chat_events[i], 50 + i);
+    send_str(&f[0], TT_DIR_C2S, chat_request("a2"), 1000);
+    send_str(&f[0], TT_DIR_S2C, resp_head_cl(chat_body_len()), 1010);
+    for (size_t i = 0; i < N_CHAT; i++) send_str(&f[0], TT_DIR_S2C, chat_events[i], 1100 + 10 * i);
+    r = tt_tracker_requests(t, &n);
+    const tt_request *a2 = by_id(r, n, "a2");
+    assert_non_null(a2);
+    assert_true(tt_request_complete(a2));
+    assert_int_equal(a2->first_token_ns, 1110);
+    tt_tracker_stats_get(t, &st);
+    assert_int_equal(st.evicted_connections, 2); /* reopening a evicted b, the least recent then */
+    size_t before = n;
+    tt_tracker_forget(t, 1);
+    r = tt_tracker_requests(t, &n);
+    assert_int_equal(n, before - 1);
+    assert_non_null(by_id(r, n, "a2"));
+    assert_null(by_id(r, n, "a1"));
+    tt_tracker_stats_get(t, &st);
+    assert_int_equal(st.forgotten, 1);
+    tt_tracker_free(t);
+}
+
 static void test_truncated_stream(void **state)
 {
     feeder f;
@@ -620,7 +676,7 @@ int main(void)
         cmocka_unit_test(test_ready_instants),
         cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),
-        cmocka_unit_test(test_gap_marks_incomplete), cmocka_unit_test(test_gap_costs_only_its_request),   cmocka_unit_test(test_truncated_stream),
+        cmocka_unit_test(test_gap_marks_incomplete), cmocka_unit_test(test_gap_costs_only_its_request), cmocka_unit_test(test_eviction_and_forget),   cmocka_unit_test(test_truncated_stream),
         cmocka_unit_test(test_request_body_cut_short), cmocka_unit_test(test_not_http),
         cmocka_unit_test(test_garbage_in_stream),      cmocka_unit_test(test_orphan_response),
         cmocka_unit_test(test_ollama_ndjson),          cmocka_unit_test(test_shared_and_split_chunks),

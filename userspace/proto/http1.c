@@ -774,6 +774,13 @@ void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns)
     }
 }
 
+void tt_http1_begin_midstream(tt_http1_parser *p)
+{
+    if (p->state != ST_IDLE || p->in_message) return;
+    p->state = ST_RESYNC;
+    resync_line_reset(p, true);
+}
+
 void tt_http1_eof(tt_http1_parser *p, bool clean, uint64_t mono_ns)
 {
     if (p->state == ST_DEAD || p->state == ST_CLOSED) return;

@@ -160,6 +160,11 @@ void tt_http1_gap(tt_http1_parser *p, uint64_t missing, uint64_t mono_ns);
  * Ends a close-delimited body, or truncates a message in progress. */
 void tt_http1_eof(tt_http1_parser *p, bool clean, uint64_t mono_ns);
 
+/* The bytes to come start somewhere inside the stream (its beginning was
+ * not seen, or was let go): look for the next start line as after lost
+ * bytes, without reporting a loss. Call before the first feed. */
+void tt_http1_begin_midstream(tt_http1_parser *p);
+
 /* Response parsers only: the next response answers a HEAD request (no body),
  * or a CONNECT. Call once per request, in request order, as requests are seen. */
 void tt_http1_expect_response(tt_http1_parser *p, bool head_request);

@@ -31,6 +31,7 @@ const char *tt_incomplete_reasons(const tt_request *r, char *buf, size_t cap)
         {TT_INC_REQUEST_NOT_SEEN, "request-not-captured"}, {TT_INC_REQUEST_CUT, "request-cut"},
         {TT_INC_NO_RESPONSE, "no-response"},               {TT_INC_RESPONSE_CUT, "response-cut"},
         {TT_INC_GAP, "gap"},                               {TT_INC_HTTP_ERROR, "http-error"},
+        {TT_INC_EVICTED, "evicted"},
     };
     size_t len = 0;
     buf[0] = 0;

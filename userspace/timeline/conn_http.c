@@ -342,6 +342,10 @@ static void req_on_end(void *ud, const tt_http_msg_end *end)
 static void note_connection(conn_state *c, const char *reason)
 {
     tt_tracker *t = c->t;
+    if (t->n_notes >= TT_TRACKER_NOTES_MAX) {
+        t->notes_over++;
+        return;
+    }
     t->notes = tt_conn_grow(t->notes, &t->cap_notes, t->n_notes + 1, sizeof *t->notes);
     tt_conn_note *nt = &t->notes[t->n_notes++];
     nt->client = c->client;

@@ -27,6 +27,7 @@ typedef struct pending {
 struct conn_state {
     tt_tracker *t;
     uint64_t conn_id;
+    conn_state *newer, *older; /* the tracker's activity order (most recent first) */
     tt_endpoint client, server;
     conn_state *next_in_bucket;
 
@@ -82,6 +83,13 @@ struct tt_tracker {
 
     tt_conn_note *notes;
     size_t n_notes, cap_notes;
+    uint64_t notes_over;
+
+    conn_state *most_recent, *least_recent; /* activity order */
+    uint64_t evicted_connections, evicted_requests, forgotten;
+    /* Ids of connections evicted lately (0: empty slot), so that their later
+     * bytes are read as after a loss; a fixed table, overwritten on collision. */
+    uint64_t *evicted_ids;
 
     char *type_names[MAX_EVENT_TYPES];
     uint16_t n_types;

@@ -51,10 +51,53 @@ static void table_remove(tt_tracker *t, conn_state *c)
 }
 
 
+/* ---- activity order ---- */
+
+static void activity_unlink(tt_tracker *t, conn_state *c)
+{
+    if (c->newer) c->newer->older = c->older;
+    else t->most_recent = c->older;
+    if (c->older) c->older->newer = c->newer;
+    else t->least_recent = c->newer;
+    c->newer = c->older = NULL;
+}
+
+static void activity_touch(tt_tracker *t, conn_state *c)
+{
+    if (t->most_recent == c) return;
+    if (c->newer || c->older || t->least_recent == c) activity_unlink(t, c);
+    c->older = t->most_recent;
+    if (t->most_recent) t->most_recent->newer = c;
+    t->most_recent = c;
+    if (!t->least_recent) t->least_recent = c;
+}
+
+/* ---- connections evicted lately ---- */
+
+#define EVICTED_IDS 4096u /* a power of two */
+
+static uint64_t *evicted_slot(tt_tracker *t, uint64_t conn_id)
+{
+    return &t->evicted_ids[(conn_id * 0x9E3779B97F4A7C15ull) >> 52 & (EVICTED_IDS - 1)];
+}
+
+/* True (and the id forgotten) when conn_id was evicted and not released since. */
+static bool take_evicted(tt_tracker *t, uint64_t conn_id)
+{
+    if (!t->evicted_ids || !conn_id) return false;
+    uint64_t *slot = evicted_slot(t, conn_id);
+    if (*slot != conn_id) return false;
+    *slot = 0;
+    return true;
+}
+
 /* ---- connections ---- */
 
-static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info)
+static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns);
+
+static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info, uint64_t mono_ns)
 {
+    if (t->opt.max_connections && t->n_live >= t->opt.max_connections) tt_tracker_evict(t, 1, mono_ns);
     if (t->n_live + 1 > t->n_buckets) table_grow(t);
     conn_state *c = calloc(1, sizeof *c);
     if (!c) abort();
@@ -66,6 +109,12 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info)
     c->response_parser = tt_http1_new(TT_HTTP_RESPONSE, &tt_conn_response_cb, c);
     if (!c->request_parser || !c->response_parser) abort();
     c->response_lost_ns = TT_NS_NONE;
+    if (take_evicted(t, c->conn_id)) {
+        /* its earlier bytes went with the eviction: pick the stream up again */
+        tt_http1_begin_midstream(c->request_parser);
+        tt_http1_begin_midstream(c->response_parser);
+    }
+    activity_touch(t, c);
     size_t b = bucket_of(t, c->conn_id);
     c->next_in_bucket = t->buckets[b];
     t->buckets[b] = c;
@@ -89,6 +138,7 @@ static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
     }
     c->queue_len = 0;
     table_remove(t, c);
+    activity_unlink(t, c);
     tt_http1_free(c->request_parser);
     tt_http1_free(c->response_parser);
     free(c->queue);
@@ -106,9 +156,11 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     conn_state *c = table_find(t, ch->conn->conn_id);
     if (ch->kind == TT_CHUNK_RELEASE) {
         if (c) conn_release(t, c, ch->mono_ns);
+        else take_evicted(t, ch->conn->conn_id); /* its id may come back as another connection */
         return;
     }
-    if (!c) c = conn_open(t, ch->conn);
+    if (!c) c = conn_open(t, ch->conn, ch->mono_ns);
+    else activity_touch(t, c);
     if (c->tunneled) return;
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
@@ -147,6 +199,26 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     }
 }
 
+size_t tt_tracker_evict(tt_tracker *t, size_t n, uint64_t mono_ns)
+{
+    size_t done = 0;
+    if (!t->evicted_ids && !(t->evicted_ids = calloc(EVICTED_IDS, sizeof *t->evicted_ids))) return 0;
+    while (done < n && t->least_recent) {
+        conn_state *c = t->least_recent;
+        for (size_t i = 0; i < c->queue_len; i++) {
+            tt_request *r = &c->queue[i]->req;
+            r->incomplete |= TT_INC_EVICTED;
+            if (!r->http_error[0]) snprintf(r->http_error, sizeof r->http_error, "evicted to bound memory");
+        }
+        t->evicted_requests += c->queue_len;
+        if (c->conn_id) *evicted_slot(t, c->conn_id) = c->conn_id;
+        conn_release(t, c, mono_ns);
+        t->evicted_connections++;
+        done++;
+    }
+    return done;
+}
+
 /* ---- tracker ---- */
 
 tt_tracker *tt_tracker_new(const tt_tracker_options *opt)
@@ -177,6 +249,7 @@ void tt_tracker_free(tt_tracker *t)
     }
     free(t->reqs);
     free(t->notes);
+    free(t->evicted_ids);
     for (uint16_t i = 0; i < t->n_types; i++) free(t->type_names[i]);
     free(t->buckets);
     free(t->text_scratch);
@@ -213,4 +286,37 @@ const tt_conn_note *tt_tracker_notes(const tt_tracker *t, size_t *n)
 uint64_t tt_tracker_connections(const tt_tracker *t)
 {
     return t->connections;
+}
+
+void tt_tracker_stats_get(const tt_tracker *t, tt_tracker_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->connections = t->connections;
+    st->live_connections = t->n_live;
+    for (const conn_state *c = t->most_recent; c; c = c->older) st->in_flight += c->queue_len;
+    st->evicted_connections = t->evicted_connections;
+    st->evicted_requests = t->evicted_requests;
+    st->forgotten = t->forgotten;
+    st->notes_over = t->notes_over;
+}
+
+void tt_tracker_forget(tt_tracker *t, size_t n)
+{
+    if (n > t->n_reqs) n = t->n_reqs;
+    for (size_t i = 0; i < n; i++) {
+        free(t->reqs[i].events);
+        free(t->reqs[i].text);
+        free(t->reqs[i].body);
+    }
+    memmove(t->reqs, t->reqs + n, (t->n_reqs - n) * sizeof *t->reqs);
+    t->n_reqs -= n;
+    t->forgotten += n;
+    if (t->cap_reqs > 1024 && t->n_reqs < t->cap_reqs / 4) {
+        size_t cap = t->cap_reqs / 2;
+        tt_request *shrunk = realloc(t->reqs, cap * sizeof *shrunk);
+        if (shrunk) {
+            t->reqs = shrunk;
+            t->cap_reqs = cap;
+        }
+    }
 }

@@ -24,9 +24,22 @@ typedef struct tt_tracker_options {
     bool keep_text;        /* keep generated text per request (--text) */
     bool keep_body;        /* keep each decoded response body (tt_request.body), up to
                               TT_TRACKER_BODY_MAX bytes per request, for lint excerpts */
+    size_t max_connections; /* connections followed at once (0: no limit); opening one
+                               more evicts the least recently active */
 } tt_tracker_options;
 
+/* What the tracker holds and has let go of. */
+typedef struct tt_tracker_stats {
+    uint64_t connections;     /* opened since the start */
+    size_t live_connections;  /* followed now */
+    size_t in_flight;         /* requests begun and not yet filed */
+    uint64_t evicted_connections, evicted_requests; /* evicted (its requests filed, incomplete: evicted) */
+    uint64_t forgotten;       /* filed requests let go by tt_tracker_forget */
+    uint64_t notes_over;      /* connection notes past TT_TRACKER_NOTES_MAX, counted only */
+} tt_tracker_stats;
+
 #define TT_TRACKER_BODY_MAX (16u << 20)
+#define TT_TRACKER_NOTES_MAX 4096
 
 tt_tracker *tt_tracker_new(const tt_tracker_options *opt);
 void tt_tracker_free(tt_tracker *t);
@@ -40,6 +53,18 @@ void tt_tracker_sort(tt_tracker *t);
 
 const tt_conn_note *tt_tracker_notes(const tt_tracker *t, size_t *n);
 uint64_t tt_tracker_connections(const tt_tracker *t);
+void tt_tracker_stats_get(const tt_tracker *t, tt_tracker_stats *st);
+
+/* Let go of the first n filed requests (their events, text and body): a
+ * long-running consumer that has taken them keeps memory bounded. Later
+ * requests move to the front; the index of every request drops by n. */
+void tt_tracker_forget(tt_tracker *t, size_t n);
+
+/* Evict up to n connections, least recently active first: what they have
+ * begun is filed at once, incomplete (evicted), and bytes that come for
+ * them later are read as after lost bytes (the next message is found
+ * again). Returns how many were evicted. */
+size_t tt_tracker_evict(tt_tracker *t, size_t n, uint64_t mono_ns);
 
 /* Name of an interned SSE event type (type_id of tt_event_rec); "" for 0. */
 const char *tt_tracker_type_name(const tt_tracker *t, uint16_t type_id);

@@ -61,6 +61,7 @@ enum {
     TT_INC_RESPONSE_CUT = 1u << 3,      /* response ended before its framing said it was whole */
     TT_INC_GAP = 1u << 4,               /* bytes lost inside the exchange */
     TT_INC_HTTP_ERROR = 1u << 5,        /* the HTTP parser gave up on the connection */
+    TT_INC_EVICTED = 1u << 6,           /* its connection was evicted to bound memory */
 };
 
 typedef struct tt_request {
