@@ -31,6 +31,8 @@ const volatile char targ_comm[16] = {};
 const volatile __u64 targ_cgroup_id = 0;
 const volatile __u32 targ_cgroup_level = 0;
 const volatile __u16 targ_port = 0;
+/* The tracer itself (its metrics endpoint's sockets, say): never traced. */
+const volatile __u32 self_tgid = 0;
 /* Records are committed without waking the reader (a wakeup is an
  * interrupt paid inside the traced syscall, several microseconds); the
  * reader polls on a timer instead. Once wake_bytes are waiting, a record
@@ -169,6 +171,7 @@ static __always_inline bool comm_matches(void)
 static __always_inline bool task_traced(__u64 id)
 {
     __u32 tgid = id >> 32;
+    if (tgid == self_tgid) return false;
     if (filter_tgids && !bpf_map_lookup_elem(&traced_tgids, &tgid)) return false;
     if (targ_cgroup_id && bpf_get_current_ancestor_cgroup_id(targ_cgroup_level) != targ_cgroup_id) return false;
     if (filter_comm && !comm_matches()) return false;

@@ -100,4 +100,22 @@ for name, prom, own in (("median", q50, own50), ("p90", q90, own90)):
 print("metrics: Prometheus scraped 40/40 server TTFTs (20 per model); histogram_quantile median %.1f ms vs "
       "tokentap's %.1f ms, p90 %.1f ms vs %.1f ms (within the bucket's width)" % (q50 * 1e3, own50 * 1e3, q90 * 1e3, own90 * 1e3))
 PY
-echo "watch --metrics: a real Prometheus scrapes the GenAI histograms; its quantiles agree with tokentap's report"
+# The watcher never traces itself: unfiltered, the scrapes of its own
+# endpoint are requests at curl's client vantage only, never at its server.
+"$TT" watch --metrics 127.0.0.1:0 -q --duration 3 --json -o "$work/self.json" > /dev/null 2> "$work/self.err" &
+spid=$!
+for _ in $(seq 50); do grep -q 'metrics on port' "$work/self.err" && break; sleep 0.1; done
+sport=$(sed -n 's/.*metrics on port \([0-9]*\),.*/\1/p' "$work/self.err")
+[ -n "$sport" ] || fail "no metrics port said: $(cat "$work/self.err")"
+for _ in 1 2 3; do curl -sS -o /dev/null "http://127.0.0.1:$sport/metrics"; done
+rc=0; wait $spid || rc=$?
+[ $rc = 0 ] || [ $rc = 4 ] || fail "watch exit $rc: $(cat "$work/self.err")"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work/self.json" "$sport" <<'PY' || fail "the watcher traced its own metrics endpoint"
+import sys
+from json_docs import by_vantage
+docs, port = by_vantage(sys.argv[1]), sys.argv[2]
+served = [r for r in docs.get("server", {}).get("requests", []) if r["connection"]["server"].endswith(":" + port)]
+seen_by_curl = [r for r in docs.get("client", {}).get("requests", []) if r["connection"]["server"].endswith(":" + port)]
+assert not served and len(seen_by_curl) == 3, (len(served), len(seen_by_curl))
+PY
+echo "watch --metrics: a real Prometheus scrapes the GenAI histograms; its quantiles agree with tokentap's report; the watcher's own endpoint is not traced"

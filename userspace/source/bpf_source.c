@@ -469,6 +469,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     }
     skel->rodata->filter_tgids = by_tgid;
     skel->rodata->targ_port = opt ? opt->port : 0;
+    skel->rodata->self_tgid = (uint32_t)getpid();
     skel->rodata->targ_cgroup_id = cg_id;
     skel->rodata->targ_cgroup_level = cg_level;
     if (opt && opt->comm) {
