@@ -89,3 +89,18 @@ int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *e
     *len = got;
     return 0;
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/allocator_interface.h>
+size_t tt_heap_in_use(void)
+{
+    return __sanitizer_get_current_allocated_bytes();
+}
+#else
+#include <malloc.h>
+size_t tt_heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+#endif

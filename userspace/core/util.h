@@ -27,4 +27,9 @@ int tt_fail_line(char *err, size_t errlen, const char *fmt, ...) __attribute__((
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);
 
+/* Bytes of heap this process has allocated and not freed (glibc's
+ * mallinfo2: in-use chunks plus mmapped ones; the sanitizer's own count
+ * under ASan), not counting what the allocator keeps free. */
+size_t tt_heap_in_use(void);
+
 #endif
