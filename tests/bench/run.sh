@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench, two sections, both written into docs/performance.md:
+# make bench: these sections, all written into docs/performance.md:
 # 1. tokentap analyze throughput on a generated capture of at least
 #    1,000,000 token events, beside `cat FILE > /dev/null` and
 #    `tshark -r FILE -Y http` on the same file in the same run. Medians of
@@ -20,7 +20,10 @@
 #    merged by `tokentap analyze SRV CLI`: time and peak memory.
 # 6. The TLS plaintext vantage (tests/bench/tls.sh): added cost per SSL
 #    call, traced and for a bystander process, and the SSE chunk rate.
-# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks, tls; several separated by commas) reruns
+# 7. The watcher as a service (tests/bench/watch.sh): its CPU and memory at
+#    about 10,000 and 100,000 token events/s, and the paired change in a
+#    benchmark client's TTFT median and throughput with it on.
+# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks, tls, watch; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -62,13 +65,14 @@ bpf_heading="## eBPF vantage"
 probe_heading="## The LD_PRELOAD probe (tokentap run)"
 clocks_heading="## Clocks of two hosts (analyze DIR DIR...)"
 tls_heading="## TLS plaintext vantage (uprobes on OpenSSL and Go)"
+watch_heading="## The watcher in production (watch --metrics)"
 old_section() {
     [ -f docs/performance.md ] || return 0
     awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" \
-        -v t="$tls_heading" '
+        -v t="$tls_heading" -v w="$watch_heading" '
         NR == 1 { cur = "analyze" }
         $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" } $0 == c { cur = "clocks" }
-        $0 == t { cur = "tls" }
+        $0 == t { cur = "tls" } $0 == w { cur = "watch" }
         cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
@@ -375,8 +379,12 @@ tls_section() {
     BUILD=$BUILD tests/bench/tls.sh > "$work/tls.md"
 }
 
+watch_section() {
+    BUILD=$BUILD tests/bench/watch.sh > "$work/watch.md"
+}
+
 wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-sections="analyze serve bpf probe clocks tls"
+sections="analyze serve bpf probe clocks tls watch"
 for name in $sections; do
     if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
 done
