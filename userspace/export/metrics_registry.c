@@ -111,6 +111,16 @@ struct tt_mreg {
     uint64_t findings[TT_VANTAGE_COUNT][TT_LINT_COUNT]; /* requests showing each framing finding */
     size_t n_requests, n_incomplete, cap_requests, cap_incomplete;
     tt_mreg_tracer tracer;
+    /* Bumped (under the lock) by every change a page shows. A page is a
+     * function of the registry alone, so the last page rendered in a format
+     * stands for every scrape until the next change: a scrape flood costs
+     * a copy per scrape and a render per change, not a render per scrape. */
+    uint64_t generation;
+    struct cached_page {
+        char *page; /* NULL: none yet */
+        size_t len;
+        uint64_t generation;
+    } cache[2]; /* by format: [0] Prometheus text, [1] OpenMetrics */
 };
 
 tt_mreg *tt_mreg_new(const tt_mreg_limits *limits)
@@ -135,6 +145,7 @@ void tt_mreg_free(tt_mreg *m)
 {
     if (!m) return;
     for (int f = 0; f < F_COUNT; f++) free(m->series[f]);
+    for (int f = 0; f < 2; f++) free(m->cache[f].page);
     free(m->models);
     free(m->servers);
     free(m->requests);
@@ -235,6 +246,7 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req
     bool linted = tt_lint_run(r, 1, &lint) == 0;
 
     pthread_mutex_lock(&m->lock);
+    m->generation++; /* a request is counted at least */
     for (size_t i = 0; linted && i < lint.n; i++)
         if ((unsigned)lint.findings[i].id < TT_LINT_COUNT && (unsigned)v < TT_VANTAGE_COUNT) m->findings[v][lint.findings[i].id]++;
     snprintf(label[L_VANTAGE], LABEL_MAX, "%s", tt_vantage_name(v));
@@ -303,7 +315,10 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req
 void tt_mreg_set_tracer(tt_mreg *m, const tt_mreg_tracer *t)
 {
     pthread_mutex_lock(&m->lock);
-    m->tracer = *t;
+    if (memcmp(&m->tracer, t, sizeof *t)) { /* all uint64_t: no padding to compare */
+        m->tracer = *t;
+        m->generation++;
+    }
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -359,10 +374,11 @@ static void put_counter(tt_sbuf *b, tt_mreg_format f, const char *base, const ch
     put_header(b, f, name, "counter", help, NULL);
 }
 
-char *tt_mreg_render(tt_mreg *m, tt_mreg_format f, size_t *len)
+/* The page of format f, NUL-terminated (the NUL counted in len), the
+ * registry's lock held; oom set when memory ran out. */
+static tt_sbuf render_locked(tt_mreg *m, tt_mreg_format f)
 {
     tt_sbuf b = {0};
-    pthread_mutex_lock(&m->lock);
     for (int fam = 0; fam < F_COUNT; fam++) {
         const struct family_def *d = &families[fam];
         put_header(&b, f, d->name, "histogram", d->help, d->unit);
@@ -421,13 +437,31 @@ char *tt_mreg_render(tt_mreg *m, tt_mreg_format f, size_t *len)
     }
     put_header(&b, f, "tokentap_connections_open", "gauge", "Connections being followed now.", NULL);
     tt_sbuf_printf(&b, "tokentap_connections_open %llu\n", (unsigned long long)m->tracer.connections_open);
-    pthread_mutex_unlock(&m->lock);
     if (f == TT_MREG_OPENMETRICS) tt_sbuf_puts(&b, "# EOF\n");
-    tt_sbuf_put(&b, "", 1); /* the terminating NUL, not counted */
-    if (b.oom || !b.p) {
-        tt_sbuf_free(&b);
-        return NULL;
+    tt_sbuf_put(&b, "", 1);
+    return b;
+}
+
+char *tt_mreg_render(tt_mreg *m, tt_mreg_format f, size_t *len)
+{
+    struct cached_page *c = &m->cache[f == TT_MREG_OPENMETRICS];
+    pthread_mutex_lock(&m->lock);
+    if (!c->page || c->generation != m->generation) {
+        tt_sbuf b = render_locked(m, f);
+        if (b.oom || !b.p) { /* the old page stays, known stale: the next scrape tries again */
+            pthread_mutex_unlock(&m->lock);
+            tt_sbuf_free(&b);
+            return NULL;
+        }
+        free(c->page);
+        c->page = b.p;
+        c->len = b.len - 1; /* the NUL not counted */
+        c->generation = m->generation;
     }
-    *len = b.len - 1;
-    return b.p;
+    size_t n = c->len;
+    char *copy = malloc(n + 1);
+    if (copy) memcpy(copy, c->page, n + 1);
+    pthread_mutex_unlock(&m->lock);
+    if (copy) *len = n;
+    return copy;
 }

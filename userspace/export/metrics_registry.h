@@ -60,7 +60,10 @@ const char *tt_mreg_content_type(tt_mreg_format f);
 tt_mreg_format tt_mreg_negotiate(const char *accept);
 
 /* The whole registry rendered in format f, NUL-terminated, malloc'd
- * (*len its length). NULL when out of memory. */
+ * (*len its length). NULL when out of memory. Rendered once per change of
+ * the registry (an observation, new tracer totals): until the next change
+ * every call gets a copy of that page, which is what a new render would
+ * give. */
 char *tt_mreg_render(tt_mreg *m, tt_mreg_format f, size_t *len);
 
 #endif
