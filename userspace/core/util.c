@@ -91,7 +91,8 @@ int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *e
 }
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+/* The sanitizer runtime's own count (declared here: gcc ships no header for it). */
+size_t __sanitizer_get_current_allocated_bytes(void);
 size_t tt_heap_in_use(void)
 {
     return __sanitizer_get_current_allocated_bytes();
