@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/privileges.h"
 #include "core/util.h"
 #include "cmd/commands.h"
 #include "metrics/metrics.h"
@@ -42,6 +44,13 @@ static void usage(FILE *out)
             "(the end that accepted, the end that connected) beside the socket's\n"
             "ciphertext; the processes are not restarted (TOKENTAP_NO_TLS=1: none;\n"
             "bpf/README.md).\n"
+            "Privileges: once the programs are attached, the metrics socket bound and the\n"
+            "-o file opened, watch sets no_new_privs and, in every thread, keeps only the\n"
+            "capabilities it still needs (the rest leave the bounding set too):\n"
+            "cap_sys_admin, cap_sys_ptrace and cap_dac_read_search to attach TLS uprobes to\n"
+            "programs started later; none with TOKENTAP_NO_TLS=1 (cap_bpf alone on a kernel\n"
+            "before 6.5 with unprivileged eBPF disabled). A line on stderr (not with -q) says\n"
+            "what it kept.\n"
             "\n"
             "filters (applied in the kernel before any byte is copied; all given must match;\n"
             "default: every process, every TCP socket):\n"
@@ -59,17 +68,22 @@ static void usage(FILE *out)
             "  --json               the JSON document (docs/formats.md) instead of text\n"
             "  --events             list every framed event with its instant (with --json: JSON)\n"
             "  --text               include generated text\n"
-            "  -o, --output FILE    write the report to FILE (mode 0600) instead of stdout\n"
+            "  -o, --output FILE    write the report to FILE (mode 0600) instead of stdout;\n"
+            "                       created before the privileges are dropped\n"
             "  --metrics HOST:PORT  serve /metrics for Prometheus (text 0.0.4, or OpenMetrics\n"
             "                       1.0 when asked) on HOST:PORT (PORT alone: 127.0.0.1);\n"
             "                       OpenTelemetry GenAI histograms per vantage and model,\n"
             "                       tokentap's own counters (docs/metrics.md)\n"
+            "  --user NAME          after setting up, become user NAME (or a uid) and its\n"
+            "                       primary group, no other group, keeping the capabilities\n"
+            "                       above\n"
             "  -q, --quiet          no per-request or summary lines while watching\n"
             "  -h, --help           this help\n"
             "\n"
             "exit status: 0 ok; 2 bad usage; 3 eBPF could not be set up (or a filter is\n"
-            "invalid: no such pid, not a cgroup v2 directory); 4 no HTTP exchange seen;\n"
-            "6 output not written.\n");
+            "invalid: no such pid, not a cgroup v2 directory), --user names no user, or\n"
+            "the privileges could not be dropped; 4 no HTTP exchange seen; 6 output not\n"
+            "written.\n");
 }
 
 /* What the summary line needs from the requests filed so far. */
@@ -205,6 +219,33 @@ static void say_new_tls_libraries(const tt_bpf_source *src, size_t *said, bool q
     }
 }
 
+/* Once tracing is set up: no_new_privs, only the capabilities a running
+ * watch still needs (core/privileges.h: those to attach TLS uprobes to
+ * programs started later, unless TOKENTAP_NO_TLS), user when not NULL, in
+ * every thread. One line saying what was kept unless quiet. 0, or -1 after
+ * saying why (the process is then part way: the caller must stop). */
+static int drop_privileges(const tt_bpf_source *src, const tt_priv_user *user, bool quiet)
+{
+    bool follows_tls = tt_bpf_source_tls(src) && !getenv("TOKENTAP_NO_TLS");
+    tt_caps keep = tt_priv_watch_needs_here(follows_tls);
+    tt_priv_result r;
+    char err[256], caps[512];
+    if (tt_priv_drop(keep, user, &r, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap watch: %s\n", err);
+        return -1;
+    }
+    if (quiet) return 0;
+    fprintf(stderr,
+            "tokentap watch: privileges dropped: uid %u gid %u%s%s%s, no_new_privs, "
+            "capabilities kept: %s%s%s%s\n",
+            (unsigned)r.state.uid[0], (unsigned)r.state.gid[0], user ? " (" : "", user ? user->name : "",
+            user ? ")" : "", tt_caps_format(r.kept, caps, sizeof caps),
+            follows_tls ? " (to attach TLS uprobes to programs started later)" : "",
+            r.kept & TT_CAP_BIT(CAP_BPF) ? " (bpf() map reads on this kernel)" : "",
+            r.bounding_dropped ? "" : "; bounding set left as it was (no cap_setpcap to change it)");
+    return 0;
+}
+
 /* The report of one vantage; returns the number of requests. */
 static size_t report_vantage(FILE *out, tt_tracker *t, tt_vantage v, const tt_bpf_stats *bs, bool json,
                              bool events, bool text, bool *failed)
@@ -237,14 +278,15 @@ int tt_cmd_watch(int argc, char **argv)
         {"vantage", required_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
         {"comm", required_argument, NULL, 'c'},  {"cgroup", required_argument, NULL, 'g'},
         {"interval", required_argument, NULL, 'I'}, {"ring-kb", required_argument, NULL, 'R'},
-        {"metrics", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
+        {"metrics", required_argument, NULL, 'M'}, {"user", required_argument, NULL, 'U'},
+        {NULL, 0, NULL, 0},
     };
     tt_bpf_options bopt = {0};
     uint32_t pids[WATCH_MAX_PIDS];
     double duration_s = 0, interval_s = 5;
     bool json = false, events = false, text = false, quiet = false;
     bool want_server = true, want_client = true;
-    const char *output = NULL, *metrics_listen = NULL;
+    const char *output = NULL, *metrics_listen = NULL, *user_spec = NULL;
     uint32_t v;
     int c;
     optind = 1;
@@ -308,6 +350,7 @@ int tt_cmd_watch(int argc, char **argv)
             }
             break;
         case 'M': metrics_listen = optarg; break;
+        case 'U': user_spec = optarg; break;
         case 'j': json = true; break;
         case 'e': events = true; break;
         case 't': text = true; break;
@@ -327,6 +370,13 @@ int tt_cmd_watch(int argc, char **argv)
         return TT_EXIT_USAGE;
     }
     bopt.tgids = pids;
+    char err[256];
+    /* the user to become, known before anything is loaded */
+    tt_priv_user user;
+    if (user_spec && tt_priv_user_lookup(user_spec, &user, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap watch: %s\n", err);
+        return TT_EXIT_INPUT;
+    }
 
     tt_tracker_options topt = {.keep_text = text};
     tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt);
@@ -339,7 +389,6 @@ int tt_cmd_watch(int argc, char **argv)
         fprintf(stderr, "tokentap watch: out of memory\n");
         return TT_EXIT_INTERNAL;
     }
-    char err[256];
     if (tt_bpf_source_start(src, &bopt, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap watch: %s\n", err);
         tt_bpf_source_free(src);
@@ -366,6 +415,27 @@ int tt_cmd_watch(int argc, char **argv)
             return TT_EXIT_USAGE;
         }
         fprintf(stderr, "tokentap watch: metrics on port %u, path /metrics\n", (unsigned)tt_metrics_http_port(http));
+    }
+    /* The report's file is opened before the privileges go: the process
+     * may not be allowed to create it afterwards. */
+    FILE *out = tt_open_output(output);
+    int setup_status = TT_EXIT_OK;
+    if (!out) {
+        fprintf(stderr, "tokentap watch: cannot write %s: %s\n", output, strerror(errno));
+        setup_status = TT_EXIT_OUTPUT;
+    } else if (drop_privileges(src, user_spec ? &user : NULL, quiet) < 0) {
+        setup_status = TT_EXIT_INPUT;
+    }
+    if (setup_status != TT_EXIT_OK) {
+        if (out && out != stdout) fclose(out);
+        tt_metrics_http_stop(http);
+        tt_mreg_free(reg);
+        tt_bpf_source_free(src);
+        tt_tracker_free(server);
+        tt_tracker_free(client);
+        tt_tracker_free(server_tls);
+        tt_tracker_free(client_tls);
+        return setup_status;
     }
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
@@ -436,29 +506,23 @@ int tt_cmd_watch(int argc, char **argv)
                 (unsigned long long)bs.tls_connections, (unsigned long long)bs.tls_socket_instants,
                 (unsigned long long)bs.tls_unpaired, (unsigned long long)bs.tls_unpaired_bytes);
 
-    FILE *out = tt_open_output(output);
     bool failed = false;
     size_t n = 0;
-    if (!out) {
-        fprintf(stderr, "tokentap watch: cannot write %s: %s\n", output, strerror(errno));
+    size_t ns = 0, nc = 0, nst = 0, nct = 0;
+    tt_tracker_requests(server, &ns);
+    tt_tracker_requests(client, &nc);
+    tt_tracker_requests(server_tls, &nst);
+    tt_tracker_requests(client_tls, &nct);
+    /* The server vantage always; the client vantage when it saw anything
+     * (or when it alone was asked for). */
+    if (want_server) n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
+    if (want_client && (nc || !want_server)) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
+    /* TLS plaintext at either end, when some was seen */
+    if (nst) n += report_vantage(out, server_tls, TT_VANTAGE_SERVER_TLS, &bs, json, events, text, &failed);
+    if (nct) n += report_vantage(out, client_tls, TT_VANTAGE_CLIENT_TLS, &bs, json, events, text, &failed);
+    if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
+        fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
         status = TT_EXIT_OUTPUT;
-    } else {
-        size_t ns = 0, nc = 0, nst = 0, nct = 0;
-        tt_tracker_requests(server, &ns);
-        tt_tracker_requests(client, &nc);
-        tt_tracker_requests(server_tls, &nst);
-        tt_tracker_requests(client_tls, &nct);
-        /* The server vantage always; the client vantage when it saw anything
-         * (or when it alone was asked for). */
-        if (want_server) n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
-        if (want_client && (nc || !want_server)) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
-        /* TLS plaintext at either end, when some was seen */
-        if (nst) n += report_vantage(out, server_tls, TT_VANTAGE_SERVER_TLS, &bs, json, events, text, &failed);
-        if (nct) n += report_vantage(out, client_tls, TT_VANTAGE_CLIENT_TLS, &bs, json, events, text, &failed);
-        if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
-            fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
-            status = TT_EXIT_OUTPUT;
-        }
     }
     if (failed && status == TT_EXIT_OK) status = TT_EXIT_INTERNAL;
     if (status == TT_EXIT_OK && n == 0) status = TT_EXIT_NO_HTTP;
