@@ -40,7 +40,7 @@ trap stop_started EXIT
 empty_section() { { echo "$heading"; echo; echo "Not measured on this machine: $1."; }; exit 0; }
 [ "$(id -u)" = 0 ] || empty_section "not root (eBPF tracing needs root)"
 for f in "$TT" "$LOAD"; do [ -x "$f" ] || empty_section "$f is not built"; done
-probe_rc=0; "$TT" watch --pid 1 --duration 0.2 -q > /dev/null 2> "$work/probe.err" || probe_rc=$?
+probe_rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || probe_rc=$?
 [ $probe_rc = 0 ] || [ $probe_rc = 4 ] || empty_section "the eBPF programs do not load ($(head -1 "$work/probe.err"))"
 
 # start_serve OUT ARGS...: serve on a free loopback port (serve_pid, serve_port)

@@ -33,10 +33,11 @@ stop_capture() {
 }
 
 # need_bpf DIR: skip (exit 77) when the eBPF programs cannot load here,
-# found by a short `tokentap watch` of nothing; DIR keeps its stderr.
+# found by a short `tokentap watch` of nothing (no TLS: detaching uprobes
+# from every libssl in use takes many seconds); DIR keeps its stderr.
 need_bpf() {
     local rc=0
-    "$TT" watch --pid 1 --duration 0.2 -q > /dev/null 2> "$1/probe.err" || rc=$?
+    TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$1/probe.err" || rc=$?
     [ $rc = 0 ] || [ $rc = 4 ] || skip "BPF cannot load here: $(head -1 "$1/probe.err")"
 }
 
@@ -63,7 +64,7 @@ npm_cmd() {
 # instants (sock:sk_data_ready), as watch's summary line says.
 ready_instants() {
     [ "$(id -u)" = 0 ] || return 1
-    "$TT" watch --pid 1 --duration 0.2 -q 2>&1 >/dev/null | grep -q ' ready instants ('
+    TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q 2>&1 >/dev/null | grep -q ' ready instants ('
 }
 
 # wait_tracing ERRFILE: wait (5 s at most) for watch's "tracing" line in

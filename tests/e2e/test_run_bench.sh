@@ -94,7 +94,7 @@ check "$work/r1.json" client "$work/v1.json.waited" "$work/trace.json" || fail "
 
 # 2.
 bpf_rc=0
-[ "$(id -u)" = 0 ] && { "$TT" watch --pid 1 --duration 0.2 -q > /dev/null 2> "$work/bpf.err" || bpf_rc=$?; }
+[ "$(id -u)" = 0 ] && { TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/bpf.err" || bpf_rc=$?; }
 if [ "$(id -u)" = 0 ] && { [ $bpf_rc = 0 ] || [ $bpf_rc = 4 ]; }; then
     timeout 60 "$TT" run --json --server-port "$port" --bench-result "$work/v2.json" --report "$work/r2.json" -- \
         /usr/bin/python3 "$client" "$port" "$delay_ns" "$work/v2.json" "$n_req" rb- 2> "$work/r2.err" \
