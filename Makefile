@@ -41,7 +41,7 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 PROBE_SO := $(BUILD)/libtokentap-probe.so
 
-.PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo demo-run bench bench-run clean deps check-one
+.PHONY: all test unit-tests test-plain test-san fuzz fuzz-short demo demo-run bench bench-run clean deps check-one soak
 all: $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 
 $(BPF_DIR)/vmlinux.h:
@@ -132,6 +132,14 @@ bench: deps
 
 bench-run: $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 	@BUILD=$(BUILD) tests/bench/run.sh
+
+# The watcher held for 10 minutes under churn (tests/e2e/test_watch_soak.sh),
+# plain and under ASan+UBSan; results go to docs/performance.md by hand.
+soak: deps $(BUILD)/tokentap $(TOOL_BIN)
+	SOAK_SECONDS=$${SOAK_SECONDS:-600} BUILD=$(BUILD) tests/e2e/test_watch_soak.sh
+	$(MAKE) BUILD=build/san SAN=1 OPT="-O1 -g" build/san/tokentap build/san/tools/ttload
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 SOAK_SECONDS=$${SOAK_SECONDS:-600} BUILD=build/san \
+		tests/e2e/test_watch_soak.sh
 
 # Installs the Debian packages when any is missing (needs root then); quick otherwise.
 deps:

@@ -34,7 +34,7 @@ CONNS=10 REQUESTS=1300 TOKENS=50 RATE=1000 FLOOD_S=10 THREADS=4
 start_serve "$work" --profile vllm --ttft-ms 2 --itl-ms 2 --tokens $TOKENS
 # (no need_bpf: its probe's exit takes seconds on kernels whose syscall
 # tracepoints are faultable; a watch that cannot load exits 3, a skip here)
-TOKENTAP_NO_TLS=1 "$TT" watch --port "$SERVE_PORT" --metrics 127.0.0.1:0 -q --json -o "$work/watch.json" \
+TOKENTAP_NO_TLS=1 "$TT" watch --port "$SERVE_PORT" --metrics 127.0.0.1:0 --keep-requests $REQUESTS -q --json -o "$work/watch.json" \
     > /dev/null 2> "$work/watch.err" &
 wpid=$!
 for _ in $(seq 100); do

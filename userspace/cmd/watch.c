@@ -17,6 +17,7 @@
 #include "metrics/metrics.h"
 #include "report/report.h"
 #include "source/bpf_source.h"
+#include "cmd/watch_live.h"
 #include "export/metrics_http.h"
 #include "source/tls_attach.h"
 #include "timeline/conn_tracker.h"
@@ -77,6 +78,16 @@ static void usage(FILE *out)
             "  --user NAME          after setting up, become user NAME (or a uid) and its\n"
             "                       primary group, no other group, keeping the capabilities\n"
             "                       above\n"
+            "  --keep-requests N    finished requests per vantage kept for the final report\n"
+            "                       (default: all; with --metrics 1000): older ones are\n"
+            "                       counted, exported and printed, then let go\n"
+            "  --max-connections N  connections followed at once per vantage (default 65536);\n"
+            "                       past it the least recently active is evicted: what it had\n"
+            "                       begun ends incomplete (evicted), its next request is found\n"
+            "                       again\n"
+            "  --max-memory MB      heap budget: over it, the kept requests are let go, then\n"
+            "                       connections evicted, least recently active first\n"
+            "                       (default: none; the rings and the program are extra)\n"
             "  -q, --quiet          no per-request or summary lines while watching\n"
             "  -h, --help           this help\n"
             "\n"
@@ -84,124 +95,6 @@ static void usage(FILE *out)
             "invalid: no such pid, not a cgroup v2 directory), --user names no user, or\n"
             "the privileges could not be dropped; 4 no HTTP exchange seen; 6 output not\n"
             "written.\n");
-}
-
-/* What the summary line needs from the requests filed so far. */
-typedef struct watch_tally {
-    size_t shown;           /* requests already handled */
-    size_t done, incomplete;
-    int64_t *ttft, *itl;
-    size_t n_ttft, cap_ttft, n_itl, cap_itl;
-} watch_tally;
-
-static void push_ns(int64_t **v, size_t *n, size_t *cap, int64_t x)
-{
-    if (*n == *cap) {
-        size_t want = *cap ? 2 * *cap : 256;
-        int64_t *grown = realloc(*v, want * sizeof *grown);
-        if (!grown) return; /* the summary's medians skip it; the report is unaffected */
-        *v = grown;
-        *cap = want;
-    }
-    (*v)[(*n)++] = x;
-}
-
-/* The median (upper middle) of v[0..n), n > 0, reordering v (quickselect). */
-static double median_ns(int64_t *v, size_t n)
-{
-    size_t k = n / 2, lo = 0, hi = n - 1;
-    while (lo < hi) {
-        int64_t pivot = v[lo + (hi - lo) / 2];
-        size_t i = lo, j = hi;
-        for (;;) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i >= j) break;
-            int64_t t = v[i];
-            v[i] = v[j];
-            v[j] = t;
-            i++;
-            j--;
-        }
-        /* v[lo..j] <= pivot <= v[j+1..hi] */
-        if (k <= j) hi = j;
-        else lo = j + 1;
-    }
-    return (double)v[k];
-}
-
-/* Handle the requests the tracker filed since the last call: tally them,
- * and print one line each unless quiet. */
-static void take_new_requests(tt_tracker *t, tt_vantage v, watch_tally *tally, bool quiet, tt_mreg *reg)
-{
-    size_t n;
-    tt_request *reqs = tt_tracker_requests(t, &n);
-    for (; tally->shown < n; tally->shown++) {
-        const tt_request *r = &reqs[tally->shown];
-        tt_req_metrics m;
-        if (tt_req_metrics_compute(r, &m) < 0) return;
-        if (reg) tt_mreg_observe(reg, v, r, &m);
-        tally->done++;
-        if (!tt_request_complete(r)) tally->incomplete++;
-        if (m.has_ttft) push_ns(&tally->ttft, &tally->n_ttft, &tally->cap_ttft, m.ttft_ns);
-        for (uint32_t i = 0; i < m.n_itl; i++) push_ns(&tally->itl, &tally->n_itl, &tally->cap_itl, m.itl_ns[i]);
-        if (!quiet) {
-            char client[64], server[64], why[128];
-            fprintf(stderr, "%s %s -> %s %s %s status=%d tokens=%u", tt_vantage_name(v),
-                    tt_endpoint_format(&r->client, client, sizeof client),
-                    tt_endpoint_format(&r->server, server, sizeof server), r->method, r->path, r->status,
-                    r->token_events);
-            if (m.has_ttft) fprintf(stderr, " ttft=%.3fms", (double)m.ttft_ns / 1e6);
-            if (m.has_e2el) fprintf(stderr, " e2el=%.3fms", (double)m.e2el_ns / 1e6);
-            if (!tt_request_complete(r)) fprintf(stderr, " incomplete=%s", tt_incomplete_reasons(r, why, sizeof why));
-            fputc('\n', stderr);
-        }
-        tt_req_metrics_free(&m);
-    }
-}
-
-static void print_tally(const char *name, watch_tally *t)
-{
-    fprintf(stderr, " | %s: %zu requests done (%zu incomplete)", name, t->done, t->incomplete);
-    if (t->n_ttft) fprintf(stderr, ", TTFT median %.3f ms", median_ns(t->ttft, t->n_ttft) / 1e6);
-    if (t->n_itl) fprintf(stderr, ", ITL median %.3f ms", median_ns(t->itl, t->n_itl) / 1e6);
-}
-
-/* The tracer's running totals into the metrics registry. */
-static void export_tracer(tt_bpf_source *src, tt_mreg *reg)
-{
-    tt_bpf_stats bs;
-    tt_bpf_source_stats(src, &bs);
-    tt_mreg_tracer t = {
-        .ring_drops = bs.rb_fail,
-        .ring_drop_bytes = bs.rb_fail_bytes,
-        .gaps = bs.gaps,
-        .gap_bytes = bs.gap_bytes,
-        .bytes_traced = bs.data_bytes,
-        .records = bs.records,
-        .connections_open = bs.connections >= bs.closes ? bs.connections - bs.closes : 0,
-    };
-    tt_mreg_set_tracer(reg, &t);
-}
-
-/* The rolling summary: requests done and medians so far at the server
- * vantage (and the client's once it saw a request), and what was lost. */
-static void print_summary(tt_bpf_source *src, double elapsed_s, watch_tally *server, watch_tally *client)
-{
-    tt_bpf_stats bs;
-    tt_bpf_source_stats(src, &bs);
-    fprintf(stderr, "tokentap watch: [%.1fs]", elapsed_s);
-    print_tally("server", server);
-    if (client->done) print_tally("client", client);
-    fprintf(stderr, " | lost: %llu records refused by the ring buffer, %llu gaps (%llu bytes)\n",
-            (unsigned long long)bs.rb_fail, (unsigned long long)bs.gaps, (unsigned long long)bs.gap_bytes);
-    fflush(stderr);
-}
-
-static void tally_free(watch_tally *t)
-{
-    free(t->ttft);
-    free(t->itl);
 }
 
 /* A line per TLS library attached since the last call (a traced process
@@ -279,7 +172,8 @@ int tt_cmd_watch(int argc, char **argv)
         {"comm", required_argument, NULL, 'c'},  {"cgroup", required_argument, NULL, 'g'},
         {"interval", required_argument, NULL, 'I'}, {"ring-kb", required_argument, NULL, 'R'},
         {"metrics", required_argument, NULL, 'M'}, {"user", required_argument, NULL, 'U'},
-        {NULL, 0, NULL, 0},
+        {"keep-requests", required_argument, NULL, 'K'}, {"max-connections", required_argument, NULL, 'C'},
+        {"max-memory", required_argument, NULL, 'X'}, {NULL, 0, NULL, 0},
     };
     tt_bpf_options bopt = {0};
     uint32_t pids[WATCH_MAX_PIDS];
@@ -287,6 +181,9 @@ int tt_cmd_watch(int argc, char **argv)
     bool json = false, events = false, text = false, quiet = false;
     bool want_server = true, want_client = true;
     const char *output = NULL, *metrics_listen = NULL, *user_spec = NULL;
+    bool keep_given = false;
+    watch_limits lim = {.keep_requests = SIZE_MAX};
+    size_t max_connections = 65536;
     uint32_t v;
     int c;
     optind = 1;
@@ -351,6 +248,28 @@ int tt_cmd_watch(int argc, char **argv)
             break;
         case 'M': metrics_listen = optarg; break;
         case 'U': user_spec = optarg; break;
+        case 'K':
+            if (!tt_parse_u32(optarg, UINT32_MAX, &v)) {
+                fprintf(stderr, "tokentap watch: --keep-requests wants a count, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            lim.keep_requests = v;
+            keep_given = true;
+            break;
+        case 'C':
+            if (!tt_parse_u32(optarg, UINT32_MAX, &v) || v == 0) {
+                fprintf(stderr, "tokentap watch: --max-connections wants a count of at least 1, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            max_connections = v;
+            break;
+        case 'X':
+            if (!tt_parse_u32(optarg, 1u << 20, &v) || v < 16) {
+                fprintf(stderr, "tokentap watch: --max-memory wants megabytes, 16 to 1048576, got '%s'\n", optarg);
+                return TT_EXIT_USAGE;
+            }
+            lim.max_heap = (size_t)v << 20;
+            break;
         case 'j': json = true; break;
         case 'e': events = true; break;
         case 't': text = true; break;
@@ -370,6 +289,7 @@ int tt_cmd_watch(int argc, char **argv)
         return TT_EXIT_USAGE;
     }
     bopt.tgids = pids;
+    if (metrics_listen && !keep_given) lim.keep_requests = 1000;
     char err[256];
     /* the user to become, known before anything is loaded */
     tt_priv_user user;
@@ -378,63 +298,54 @@ int tt_cmd_watch(int argc, char **argv)
         return TT_EXIT_INPUT;
     }
 
-    tt_tracker_options topt = {.keep_text = text};
-    tt_tracker *server = tt_tracker_new(&topt), *client = tt_tracker_new(&topt);
-    tt_tracker *server_tls = tt_tracker_new(&topt), *client_tls = tt_tracker_new(&topt);
-    tt_bpf_source *src = server && client && server_tls && client_tls
-                             ? tt_bpf_source_new(tt_tracker_chunk, server, tt_tracker_chunk, client)
-                             : NULL;
-    if (src) tt_bpf_source_route_tls(src, tt_tracker_chunk, server_tls, tt_tracker_chunk, client_tls);
-    if (!src) {
-        fprintf(stderr, "tokentap watch: out of memory\n");
-        return TT_EXIT_INTERNAL;
-    }
-    if (tt_bpf_source_start(src, &bopt, err, sizeof err) < 0) {
+    /* one tracker per vantage: the sockets' and the TLS plaintext's, each end */
+    tt_tracker_options topt = {.keep_text = text, .max_connections = max_connections};
+    watch_vantage vs[] = {{.vantage = TT_VANTAGE_SERVER}, {.vantage = TT_VANTAGE_CLIENT},
+                          {.vantage = TT_VANTAGE_SERVER_TLS}, {.vantage = TT_VANTAGE_CLIENT_TLS}};
+    enum { W_SERVER, W_CLIENT, W_SERVER_TLS, W_CLIENT_TLS, W_COUNT };
+    bool made = true;
+    for (size_t i = 0; i < W_COUNT; i++) made &= (vs[i].tracker = tt_tracker_new(&topt)) != NULL;
+    tt_bpf_source *src = made ? tt_bpf_source_new(tt_tracker_chunk, vs[W_SERVER].tracker, tt_tracker_chunk,
+                                                  vs[W_CLIENT].tracker)
+                              : NULL;
+    if (src)
+        tt_bpf_source_route_tls(src, tt_tracker_chunk, vs[W_SERVER_TLS].tracker, tt_tracker_chunk,
+                                vs[W_CLIENT_TLS].tracker);
+    int setup_status = !src ? TT_EXIT_INTERNAL : TT_EXIT_OK;
+    if (!src) fprintf(stderr, "tokentap watch: out of memory\n");
+    if (src && tt_bpf_source_start(src, &bopt, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap watch: %s\n", err);
-        tt_bpf_source_free(src);
-        tt_tracker_free(server);
-        tt_tracker_free(client);
-        tt_tracker_free(server_tls);
-        tt_tracker_free(client_tls);
-        return TT_EXIT_INPUT;
+        setup_status = TT_EXIT_INPUT;
     }
     /* the metrics endpoint, once tracing is set up */
     tt_mreg *reg = NULL;
     tt_metrics_http *http = NULL;
-    if (metrics_listen) {
+    if (setup_status == TT_EXIT_OK && metrics_listen) {
         reg = tt_mreg_new(NULL);
         http = reg ? tt_metrics_http_start(reg, metrics_listen, err, sizeof err) : NULL;
         if (!http) {
             fprintf(stderr, "tokentap watch: %s\n", reg ? err : "out of memory");
-            tt_mreg_free(reg);
-            tt_bpf_source_free(src);
-            tt_tracker_free(server);
-            tt_tracker_free(client);
-            tt_tracker_free(server_tls);
-            tt_tracker_free(client_tls);
-            return TT_EXIT_USAGE;
+            setup_status = TT_EXIT_USAGE;
+        } else {
+            fprintf(stderr, "tokentap watch: metrics on port %u, path /metrics\n",
+                    (unsigned)tt_metrics_http_port(http));
         }
-        fprintf(stderr, "tokentap watch: metrics on port %u, path /metrics\n", (unsigned)tt_metrics_http_port(http));
     }
     /* The report's file is opened before the privileges go: the process
      * may not be allowed to create it afterwards. */
-    FILE *out = tt_open_output(output);
-    int setup_status = TT_EXIT_OK;
-    if (!out) {
+    FILE *out = NULL;
+    if (setup_status == TT_EXIT_OK && !(out = tt_open_output(output))) {
         fprintf(stderr, "tokentap watch: cannot write %s: %s\n", output, strerror(errno));
         setup_status = TT_EXIT_OUTPUT;
-    } else if (drop_privileges(src, user_spec ? &user : NULL, quiet) < 0) {
-        setup_status = TT_EXIT_INPUT;
     }
+    if (setup_status == TT_EXIT_OK && drop_privileges(src, user_spec ? &user : NULL, quiet) < 0)
+        setup_status = TT_EXIT_INPUT;
     if (setup_status != TT_EXIT_OK) {
         if (out && out != stdout) fclose(out);
         tt_metrics_http_stop(http);
         tt_mreg_free(reg);
         tt_bpf_source_free(src);
-        tt_tracker_free(server);
-        tt_tracker_free(client);
-        tt_tracker_free(server_tls);
-        tt_tracker_free(client_tls);
+        for (size_t i = 0; i < W_COUNT; i++) watch_vantage_free(&vs[i]);
         return setup_status;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -454,7 +365,6 @@ int tt_cmd_watch(int argc, char **argv)
     uint64_t deadline = duration_s > 0 ? start + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
     uint64_t interval_ns = (uint64_t)(interval_s * 1e9);
     uint64_t next_summary = interval_ns ? start + interval_ns : UINT64_MAX;
-    watch_tally tally_server = {0}, tally_client = {0}, tally_server_tls = {0}, tally_client_tls = {0};
     size_t tls_said = 0;
     say_new_tls_libraries(src, &tls_said, true); /* those of the start are in the last line */
     int status = TT_EXIT_OK;
@@ -462,7 +372,7 @@ int tt_cmd_watch(int argc, char **argv)
         uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
         if (now >= deadline) break;
         if (now >= next_summary) {
-            if (!quiet) print_summary(src, (double)(now - start) / 1e9, &tally_server, &tally_client);
+            if (!quiet) watch_print_summary(src, (double)(now - start) / 1e9, &vs[W_SERVER], &vs[W_CLIENT]);
             while (next_summary <= now) next_summary += interval_ns;
         }
         if (tt_bpf_source_poll(src, 100, err, sizeof err) < 0) {
@@ -470,19 +380,13 @@ int tt_cmd_watch(int argc, char **argv)
             status = TT_EXIT_INPUT;
             break;
         }
-        take_new_requests(server, TT_VANTAGE_SERVER, &tally_server, quiet, reg);
-        take_new_requests(client, TT_VANTAGE_CLIENT, &tally_client, quiet, reg);
-        take_new_requests(server_tls, TT_VANTAGE_SERVER_TLS, &tally_server_tls, quiet, reg);
-        take_new_requests(client_tls, TT_VANTAGE_CLIENT_TLS, &tally_client_tls, quiet, reg);
-        if (reg) export_tracer(src, reg);
+        for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, quiet, reg);
+        watch_bound_memory(vs, W_COUNT, &lim, now);
+        if (reg) watch_export(src, vs, W_COUNT, reg);
         say_new_tls_libraries(src, &tls_said, quiet);
     }
     tt_metrics_http_stop(http);
     tt_mreg_free(reg);
-    tally_free(&tally_server);
-    tally_free(&tally_client);
-    tally_free(&tally_server_tls);
-    tally_free(&tally_client_tls);
     tt_bpf_source_poll(src, 0, err, sizeof err);
     tt_bpf_source_finish(src);
     tt_bpf_stats bs;
@@ -506,20 +410,19 @@ int tt_cmd_watch(int argc, char **argv)
                 (unsigned long long)bs.tls_connections, (unsigned long long)bs.tls_socket_instants,
                 (unsigned long long)bs.tls_unpaired, (unsigned long long)bs.tls_unpaired_bytes);
 
+    watch_say_released(vs, W_COUNT);
+
     bool failed = false;
     size_t n = 0;
-    size_t ns = 0, nc = 0, nst = 0, nct = 0;
-    tt_tracker_requests(server, &ns);
-    tt_tracker_requests(client, &nc);
-    tt_tracker_requests(server_tls, &nst);
-    tt_tracker_requests(client_tls, &nct);
+    size_t held[W_COUNT];
+    for (size_t i = 0; i < W_COUNT; i++) tt_tracker_requests(vs[i].tracker, &held[i]);
     /* The server vantage always; the client vantage when it saw anything
-     * (or when it alone was asked for). */
-    if (want_server) n += report_vantage(out, server, TT_VANTAGE_SERVER, &bs, json, events, text, &failed);
-    if (want_client && (nc || !want_server)) n += report_vantage(out, client, TT_VANTAGE_CLIENT, &bs, json, events, text, &failed);
-    /* TLS plaintext at either end, when some was seen */
-    if (nst) n += report_vantage(out, server_tls, TT_VANTAGE_SERVER_TLS, &bs, json, events, text, &failed);
-    if (nct) n += report_vantage(out, client_tls, TT_VANTAGE_CLIENT_TLS, &bs, json, events, text, &failed);
+     * (or when it alone was asked for); TLS plaintext at either end, when
+     * some was seen. */
+    bool report[W_COUNT] = {want_server, want_client && (held[W_CLIENT] || !want_server), held[W_SERVER_TLS] > 0,
+                            held[W_CLIENT_TLS] > 0};
+    for (size_t i = 0; i < W_COUNT; i++)
+        if (report[i]) n += report_vantage(out, vs[i].tracker, vs[i].vantage, &bs, json, events, text, &failed);
     if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
         fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
         status = TT_EXIT_OUTPUT;
@@ -527,9 +430,6 @@ int tt_cmd_watch(int argc, char **argv)
     if (failed && status == TT_EXIT_OK) status = TT_EXIT_INTERNAL;
     if (status == TT_EXIT_OK && n == 0) status = TT_EXIT_NO_HTTP;
     tt_bpf_source_free(src);
-    tt_tracker_free(server);
-    tt_tracker_free(client);
-    tt_tracker_free(server_tls);
-    tt_tracker_free(client_tls);
+    for (size_t i = 0; i < W_COUNT; i++) watch_vantage_free(&vs[i]);
     return status;
 }

@@ -374,6 +374,43 @@ static void put_counter(tt_sbuf *b, tt_mreg_format f, const char *base, const ch
     put_header(b, f, name, "counter", help, NULL);
 }
 
+/* What each vantage's tracker holds and has let go of: gauges of the
+ * streams in flight and connections followed, counters of evictions and
+ * of finished requests released after they were taken. A vantage that
+ * never held anything is left out. */
+static void put_held(tt_sbuf *b, tt_mreg_format f, const tt_mreg_tracer *t)
+{
+    bool any[TT_VANTAGE_COUNT];
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++) {
+        const struct tt_mreg_held *h = &t->held[v];
+        any[v] = h->in_flight || h->connections || h->evicted_connections || h->evicted_requests || h->released;
+    }
+    put_header(b, f, "tokentap_streams_in_flight", "gauge", "Requests begun and not yet finished, per vantage.", NULL);
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++)
+        if (any[v])
+            tt_sbuf_printf(b, "tokentap_streams_in_flight{vantage=\"%s\"} %llu\n", tt_vantage_name((tt_vantage)v),
+                           (unsigned long long)t->held[v].in_flight);
+    put_header(b, f, "tokentap_connections_followed", "gauge", "Connections the parser follows now, per vantage.", NULL);
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++)
+        if (any[v])
+            tt_sbuf_printf(b, "tokentap_connections_followed{vantage=\"%s\"} %llu\n", tt_vantage_name((tt_vantage)v),
+                           (unsigned long long)t->held[v].connections);
+    put_counter(b, f, "tokentap_evictions", "Connections (and the requests they had begun) let go to bound memory.");
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++) {
+        if (!any[v]) continue;
+        const char *name = tt_vantage_name((tt_vantage)v);
+        tt_sbuf_printf(b, "tokentap_evictions_total{vantage=\"%s\",what=\"connection\"} %llu\n", name,
+                       (unsigned long long)t->held[v].evicted_connections);
+        tt_sbuf_printf(b, "tokentap_evictions_total{vantage=\"%s\",what=\"request\"} %llu\n", name,
+                       (unsigned long long)t->held[v].evicted_requests);
+    }
+    put_counter(b, f, "tokentap_requests_released", "Finished requests released once exported (--keep-requests).");
+    for (int v = 0; v < TT_VANTAGE_COUNT; v++)
+        if (any[v])
+            tt_sbuf_printf(b, "tokentap_requests_released_total{vantage=\"%s\"} %llu\n",
+                           tt_vantage_name((tt_vantage)v), (unsigned long long)t->held[v].released);
+}
+
 /* The page of format f, NUL-terminated (the NUL counted in len), the
  * registry's lock held; oom set when memory ran out. */
 static tt_sbuf render_locked(tt_mreg *m, tt_mreg_format f)
@@ -437,6 +474,9 @@ static tt_sbuf render_locked(tt_mreg *m, tt_mreg_format f)
     }
     put_header(&b, f, "tokentap_connections_open", "gauge", "Connections being followed now.", NULL);
     tt_sbuf_printf(&b, "tokentap_connections_open %llu\n", (unsigned long long)m->tracer.connections_open);
+    put_header(&b, f, "tokentap_heap_bytes", "gauge", "Heap the watcher has in use.", "bytes");
+    tt_sbuf_printf(&b, "tokentap_heap_bytes %llu\n", (unsigned long long)m->tracer.heap_bytes);
+    put_held(&b, f, &m->tracer);
     if (f == TT_MREG_OPENMETRICS) tt_sbuf_puts(&b, "# EOF\n");
     tt_sbuf_put(&b, "", 1);
     return b;

@@ -44,6 +44,11 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req
 typedef struct tt_mreg_tracer {
     uint64_t ring_drops, ring_drop_bytes, gaps, gap_bytes, bytes_traced, records;
     uint64_t connections_open;
+    uint64_t heap_bytes; /* the watcher's heap in use (tt_heap_in_use) */
+    struct tt_mreg_held {
+        uint64_t in_flight, connections;                       /* now */
+        uint64_t evicted_connections, evicted_requests, released; /* since the start */
+    } held[TT_VANTAGE_COUNT]; /* what each vantage's tracker holds and has let go of */
 } tt_mreg_tracer;
 void tt_mreg_set_tracer(tt_mreg *m, const tt_mreg_tracer *t);
 

@@ -1,0 +1,64 @@
+/* watch_live.h - what `tokentap watch` does with each vantage while it
+ * runs (watch.c is the command): a line per finished request, the rolling
+ * summary, the metrics export, and what it keeps: finished requests past
+ * --keep-requests and, over --max-memory, everything it can are let go. */
+#ifndef TT_WATCH_LIVE_H
+#define TT_WATCH_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export/metrics_registry.h"
+#include "source/bpf_source.h"
+#include "timeline/conn_tracker.h"
+
+/* The most recent samples the summary's medians are taken over. */
+#define WATCH_SUMMARY_SAMPLES 65536u
+
+/* The last WATCH_SUMMARY_SAMPLES values pushed (a ring, allocated at the first). */
+typedef struct watch_samples {
+    int64_t *v;
+    size_t n, next;
+} watch_samples;
+
+/* One vantage's tracker and what watch has taken from it. */
+typedef struct watch_vantage {
+    tt_vantage vantage;
+    tt_tracker *tracker;
+    size_t taken;             /* filed requests already handled (index into the tracker's) */
+    uint64_t done, incomplete;
+    watch_samples ttft, itl;
+} watch_vantage;
+
+/* What watch keeps: finished requests per vantage for the final report
+ * (SIZE_MAX: all), and the heap budget in bytes (0: none). */
+typedef struct watch_limits {
+    size_t keep_requests;
+    size_t max_heap;
+} watch_limits;
+
+/* Handle the requests w's tracker filed since the last call: count them,
+ * observe them in reg (when not NULL), print one line each unless quiet;
+ * then let go of the oldest beyond lim->keep_requests. */
+void watch_take_new(watch_vantage *w, const watch_limits *lim, bool quiet, tt_mreg *reg);
+
+/* Over lim->max_heap: let go of every finished request the vantages keep,
+ * then evict an eighth of each tracker's connections (least recently
+ * active first) until the heap is under budget or nothing is left. */
+void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, uint64_t now_ns);
+
+/* The tracer's and the trackers' running totals into reg. */
+void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, tt_mreg *reg);
+
+/* The rolling summary line: requests done and medians at the server
+ * vantage (and the client's once it saw one), and what was lost. */
+void watch_print_summary(const tt_bpf_source *src, double elapsed_s, const watch_vantage *server,
+                         const watch_vantage *client);
+
+/* One line per vantage whose report lacks requests let go (nothing when none). */
+void watch_say_released(watch_vantage *ws, size_t n);
+
+void watch_vantage_free(watch_vantage *w);
+
+#endif
