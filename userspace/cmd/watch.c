@@ -24,9 +24,10 @@
 
 #define WATCH_MAX_PIDS 64
 
-static volatile sig_atomic_t watch_stop;
+static volatile sig_atomic_t watch_stop, watch_reopen_log;
 
 static void on_signal(int sig) { watch_stop = 1; }
+static void on_hangup(int sig) { watch_reopen_log = 1; }
 
 static void usage(FILE *out)
 {
@@ -88,6 +89,10 @@ static void usage(FILE *out)
             "  --max-memory MB      heap budget: over it, the kept requests are let go, then\n"
             "                       connections evicted, least recently active first\n"
             "                       (default: none; the rings and the program are extra)\n"
+            "  --log FILE           the per-request and summary lines into FILE (appended,\n"
+            "                       created 0600) instead of stderr; SIGHUP reopens it (log\n"
+            "                       rotation); a failed write (full disk) loses lines,\n"
+            "                       counted, and tracing and metrics go on\n"
             "  -q, --quiet          no per-request or summary lines while watching\n"
             "  -h, --help           this help\n"
             "\n"
@@ -173,14 +178,15 @@ int tt_cmd_watch(int argc, char **argv)
         {"interval", required_argument, NULL, 'I'}, {"ring-kb", required_argument, NULL, 'R'},
         {"metrics", required_argument, NULL, 'M'}, {"user", required_argument, NULL, 'U'},
         {"keep-requests", required_argument, NULL, 'K'}, {"max-connections", required_argument, NULL, 'C'},
-        {"max-memory", required_argument, NULL, 'X'}, {NULL, 0, NULL, 0},
+        {"max-memory", required_argument, NULL, 'X'}, {"log", required_argument, NULL, 'L'},
+        {NULL, 0, NULL, 0},
     };
     tt_bpf_options bopt = {0};
     uint32_t pids[WATCH_MAX_PIDS];
     double duration_s = 0, interval_s = 5;
     bool json = false, events = false, text = false, quiet = false;
     bool want_server = true, want_client = true;
-    const char *output = NULL, *metrics_listen = NULL, *user_spec = NULL;
+    const char *output = NULL, *metrics_listen = NULL, *user_spec = NULL, *log_path = NULL;
     bool keep_given = false;
     watch_limits lim = {.keep_requests = SIZE_MAX};
     size_t max_connections = 65536;
@@ -248,6 +254,7 @@ int tt_cmd_watch(int argc, char **argv)
             break;
         case 'M': metrics_listen = optarg; break;
         case 'U': user_spec = optarg; break;
+        case 'L': log_path = optarg; break;
         case 'K':
             if (!tt_parse_u32(optarg, UINT32_MAX, &v)) {
                 fprintf(stderr, "tokentap watch: --keep-requests wants a count, got '%s'\n", optarg);
@@ -290,6 +297,10 @@ int tt_cmd_watch(int argc, char **argv)
     }
     bopt.tgids = pids;
     if (metrics_listen && !keep_given) lim.keep_requests = 1000;
+    if (metrics_listen && text) {
+        fprintf(stderr, "tokentap watch: --text keeps completion text, which --metrics never does (docs/production.md)\n");
+        return TT_EXIT_USAGE;
+    }
     char err[256];
     /* the user to become, known before anything is loaded */
     tt_priv_user user;
@@ -334,14 +345,20 @@ int tt_cmd_watch(int argc, char **argv)
     /* The report's file is opened before the privileges go: the process
      * may not be allowed to create it afterwards. */
     FILE *out = NULL;
+    watch_log log = {0};
     if (setup_status == TT_EXIT_OK && !(out = tt_open_output(output))) {
         fprintf(stderr, "tokentap watch: cannot write %s: %s\n", output, strerror(errno));
+        setup_status = TT_EXIT_OUTPUT;
+    }
+    if (setup_status == TT_EXIT_OK && watch_log_open(&log, log_path, err, sizeof err) < 0) {
+        fprintf(stderr, "tokentap watch: %s\n", err);
         setup_status = TT_EXIT_OUTPUT;
     }
     if (setup_status == TT_EXIT_OK && drop_privileges(src, user_spec ? &user : NULL, quiet) < 0)
         setup_status = TT_EXIT_INPUT;
     if (setup_status != TT_EXIT_OK) {
         if (out && out != stdout) fclose(out);
+        watch_log_close(&log);
         tt_metrics_http_stop(http);
         tt_mreg_free(reg);
         tt_bpf_source_free(src);
@@ -352,6 +369,9 @@ int tt_cmd_watch(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    struct sigaction hup = {.sa_handler = on_hangup};
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, NULL);
     fprintf(stderr, "tokentap watch: tracing");
     for (size_t i = 0; i < bopt.n_tgids; i++) fprintf(stderr, "%s%u", i ? "," : " pid ", pids[i]);
     if (bopt.n_tgids) fprintf(stderr, " (and descendants)");
@@ -372,7 +392,7 @@ int tt_cmd_watch(int argc, char **argv)
         uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
         if (now >= deadline) break;
         if (now >= next_summary) {
-            if (!quiet) watch_print_summary(src, (double)(now - start) / 1e9, &vs[W_SERVER], &vs[W_CLIENT]);
+            if (!quiet) watch_print_summary(src, (double)(now - start) / 1e9, &vs[W_SERVER], &vs[W_CLIENT], &log);
             while (next_summary <= now) next_summary += interval_ns;
         }
         if (tt_bpf_source_poll(src, 100, err, sizeof err) < 0) {
@@ -380,13 +400,21 @@ int tt_cmd_watch(int argc, char **argv)
             status = TT_EXIT_INPUT;
             break;
         }
-        for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, quiet, reg);
+        if (watch_reopen_log) {
+            watch_reopen_log = 0;
+            watch_log_reopen(&log);
+        }
+        for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, quiet ? NULL : &log, reg);
         watch_bound_memory(vs, W_COUNT, &lim, now);
-        if (reg) watch_export(src, vs, W_COUNT, reg);
+        if (reg) watch_export(src, vs, W_COUNT, &log, reg);
         say_new_tls_libraries(src, &tls_said, quiet);
     }
     tt_metrics_http_stop(http);
     tt_mreg_free(reg);
+    if (log.dropped)
+        fprintf(stderr, "tokentap watch: --log %s: %llu lines lost to failed writes\n", log_path,
+                (unsigned long long)log.dropped);
+    watch_log_close(&log);
     tt_bpf_source_poll(src, 0, err, sizeof err);
     tt_bpf_source_finish(src);
     tt_bpf_stats bs;

@@ -1,13 +1,75 @@
 /* watch_live.c - each vantage while watch runs (watch_live.h). */
 #include "cmd/watch_live.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/sbuf.h"
 #include "core/util.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
+
+static FILE *open_append_0600(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "a");
+    if (!f) close(fd);
+    return f;
+}
+
+int watch_log_open(watch_log *l, const char *path, char *err, size_t errlen)
+{
+    memset(l, 0, sizeof *l);
+    l->path = path;
+    l->f = path ? open_append_0600(path) : stderr;
+    if (!l->f) {
+        snprintf(err, errlen, "--log %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void watch_log_reopen(watch_log *l)
+{
+    if (!l->path) return;
+    FILE *f = open_append_0600(l->path);
+    if (!f) {
+        fprintf(stderr, "tokentap watch: --log %s: cannot reopen: %s; still writing the file open before\n", l->path,
+                strerror(errno));
+        return;
+    }
+    fclose(l->f);
+    l->f = f;
+}
+
+void watch_log_line(watch_log *l, const char *text, size_t len)
+{
+    if (fwrite(text, 1, len, l->f) == len && fflush(l->f) == 0) {
+        if (l->failing && l->path)
+            fprintf(stderr, "tokentap watch: --log %s: writing again (%llu lines lost)\n", l->path,
+                    (unsigned long long)l->dropped);
+        l->failing = false;
+        return;
+    }
+    int why = errno;
+    clearerr(l->f);
+    l->dropped++;
+    if (!l->failing && l->path)
+        fprintf(stderr, "tokentap watch: --log %s: %s: lines are lost (counted) until a write succeeds; tracing and "
+                        "metrics go on\n", l->path, strerror(why));
+    l->failing = true;
+}
+
+void watch_log_close(watch_log *l)
+{
+    if (l->f && l->f != stderr) fclose(l->f);
+    l->f = NULL;
+}
 
 static void samples_push(watch_samples *s, int64_t x)
 {
@@ -54,7 +116,7 @@ static bool samples_median(const watch_samples *s, double *out)
     return true;
 }
 
-void watch_take_new(watch_vantage *w, const watch_limits *lim, bool quiet, tt_mreg *reg)
+void watch_take_new(watch_vantage *w, const watch_limits *lim, watch_log *log, tt_mreg *reg)
 {
     size_t n;
     tt_request *reqs = tt_tracker_requests(w->tracker, &n);
@@ -67,16 +129,20 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, bool quiet, tt_mr
         if (!tt_request_complete(r)) w->incomplete++;
         if (m.has_ttft) samples_push(&w->ttft, m.ttft_ns);
         for (uint32_t i = 0; i < m.n_itl; i++) samples_push(&w->itl, m.itl_ns[i]);
-        if (!quiet) {
+        if (log) {
             char client[64], server[64], why[128];
-            fprintf(stderr, "%s %s -> %s %s %s status=%d tokens=%u", tt_vantage_name(w->vantage),
-                    tt_endpoint_format(&r->client, client, sizeof client),
-                    tt_endpoint_format(&r->server, server, sizeof server), r->method, r->path, r->status,
-                    r->token_events);
-            if (m.has_ttft) fprintf(stderr, " ttft=%.3fms", (double)m.ttft_ns / 1e6);
-            if (m.has_e2el) fprintf(stderr, " e2el=%.3fms", (double)m.e2el_ns / 1e6);
-            if (!tt_request_complete(r)) fprintf(stderr, " incomplete=%s", tt_incomplete_reasons(r, why, sizeof why));
-            fputc('\n', stderr);
+            tt_sbuf line = {0};
+            tt_sbuf_printf(&line, "%s %s -> %s %s %s status=%d tokens=%u", tt_vantage_name(w->vantage),
+                           tt_endpoint_format(&r->client, client, sizeof client),
+                           tt_endpoint_format(&r->server, server, sizeof server), r->method, r->path, r->status,
+                           r->token_events);
+            if (m.has_ttft) tt_sbuf_printf(&line, " ttft=%.3fms", (double)m.ttft_ns / 1e6);
+            if (m.has_e2el) tt_sbuf_printf(&line, " e2el=%.3fms", (double)m.e2el_ns / 1e6);
+            if (!tt_request_complete(r))
+                tt_sbuf_printf(&line, " incomplete=%s", tt_incomplete_reasons(r, why, sizeof why));
+            tt_sbuf_printf(&line, "\n");
+            if (!line.oom) watch_log_line(log, line.p, line.len);
+            tt_sbuf_free(&line);
         }
         tt_req_metrics_free(&m);
     }
@@ -105,12 +171,12 @@ void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, ui
         /* what the evictions filed is taken (counted, exported) and let go at once */
         for (size_t i = 0; i < n; i++) {
             watch_limits none = {.keep_requests = 0};
-            watch_take_new(&ws[i], &none, true, NULL);
+            watch_take_new(&ws[i], &none, NULL, NULL);
         }
     }
 }
 
-void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, tt_mreg *reg)
+void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, const watch_log *log, tt_mreg *reg)
 {
     tt_bpf_stats bs;
     tt_bpf_source_stats(src, &bs);
@@ -123,6 +189,7 @@ void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, t
         .records = bs.records,
         .connections_open = bs.connections >= bs.closes ? bs.connections - bs.closes : 0,
         .heap_bytes = tt_heap_in_use(),
+        .log_lines_lost = log ? log->dropped : 0,
     };
     for (size_t i = 0; i < n; i++) {
         tt_tracker_stats st;
@@ -138,26 +205,28 @@ void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, t
     tt_mreg_set_tracer(reg, &t);
 }
 
-static void print_tally(const watch_vantage *w)
+static void print_tally(tt_sbuf *line, const watch_vantage *w)
 {
     double med;
-    fprintf(stderr, " | %s: %llu requests done (%llu incomplete)", tt_vantage_name(w->vantage),
-            (unsigned long long)w->done, (unsigned long long)w->incomplete);
-    if (samples_median(&w->ttft, &med)) fprintf(stderr, ", TTFT median %.3f ms", med / 1e6);
-    if (samples_median(&w->itl, &med)) fprintf(stderr, ", ITL median %.3f ms", med / 1e6);
+    tt_sbuf_printf(line, " | %s: %llu requests done (%llu incomplete)", tt_vantage_name(w->vantage),
+                   (unsigned long long)w->done, (unsigned long long)w->incomplete);
+    if (samples_median(&w->ttft, &med)) tt_sbuf_printf(line, ", TTFT median %.3f ms", med / 1e6);
+    if (samples_median(&w->itl, &med)) tt_sbuf_printf(line, ", ITL median %.3f ms", med / 1e6);
 }
 
 void watch_print_summary(const tt_bpf_source *src, double elapsed_s, const watch_vantage *server,
-                         const watch_vantage *client)
+                         const watch_vantage *client, watch_log *log)
 {
     tt_bpf_stats bs;
     tt_bpf_source_stats(src, &bs);
-    fprintf(stderr, "tokentap watch: [%.1fs]", elapsed_s);
-    print_tally(server);
-    if (client->done) print_tally(client);
-    fprintf(stderr, " | lost: %llu records refused by the ring buffer, %llu gaps (%llu bytes)\n",
-            (unsigned long long)bs.rb_fail, (unsigned long long)bs.gaps, (unsigned long long)bs.gap_bytes);
-    fflush(stderr);
+    tt_sbuf line = {0};
+    tt_sbuf_printf(&line, "tokentap watch: [%.1fs]", elapsed_s);
+    print_tally(&line, server);
+    if (client->done) print_tally(&line, client);
+    tt_sbuf_printf(&line, " | lost: %llu records refused by the ring buffer, %llu gaps (%llu bytes)\n",
+                   (unsigned long long)bs.rb_fail, (unsigned long long)bs.gaps, (unsigned long long)bs.gap_bytes);
+    if (!line.oom) watch_log_line(log, line.p, line.len);
+    tt_sbuf_free(&line);
 }
 
 void watch_say_released(watch_vantage *ws, size_t n)

@@ -8,10 +8,30 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "export/metrics_registry.h"
 #include "source/bpf_source.h"
 #include "timeline/conn_tracker.h"
+
+/* Where the live lines go: stderr, or --log FILE (appended, created 0600,
+ * reopened on SIGHUP). A line a write could not take (a full disk) is
+ * counted, said once on stderr, and tracing goes on. */
+typedef struct watch_log {
+    FILE *f;
+    const char *path;  /* NULL: stderr */
+    uint64_t dropped;  /* lines lost to failed writes */
+    bool failing;      /* the last write failed (said on stderr) */
+} watch_log;
+
+/* Open path for the lines (NULL: stderr). 0, or -1 with err set. */
+int watch_log_open(watch_log *l, const char *path, char *err, size_t errlen);
+/* SIGHUP: open the path again (after a rotation); on failure say so on
+ * stderr and keep the file already open. */
+void watch_log_reopen(watch_log *l);
+/* One whole line (text ends in '\n'): written and flushed, or counted lost. */
+void watch_log_line(watch_log *l, const char *text, size_t len);
+void watch_log_close(watch_log *l);
 
 /* The most recent samples the summary's medians are taken over. */
 #define WATCH_SUMMARY_SAMPLES 65536u
@@ -39,9 +59,9 @@ typedef struct watch_limits {
 } watch_limits;
 
 /* Handle the requests w's tracker filed since the last call: count them,
- * observe them in reg (when not NULL), print one line each unless quiet;
+ * observe them in reg (when not NULL), log one line each (when log is not NULL);
  * then let go of the oldest beyond lim->keep_requests. */
-void watch_take_new(watch_vantage *w, const watch_limits *lim, bool quiet, tt_mreg *reg);
+void watch_take_new(watch_vantage *w, const watch_limits *lim, watch_log *log, tt_mreg *reg);
 
 /* Over lim->max_heap: let go of every finished request the vantages keep,
  * then evict an eighth of each tracker's connections (least recently
@@ -49,12 +69,12 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, bool quiet, tt_mr
 void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, uint64_t now_ns);
 
 /* The tracer's and the trackers' running totals into reg. */
-void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, tt_mreg *reg);
+void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, const watch_log *log, tt_mreg *reg);
 
 /* The rolling summary line: requests done and medians at the server
  * vantage (and the client's once it saw one), and what was lost. */
 void watch_print_summary(const tt_bpf_source *src, double elapsed_s, const watch_vantage *server,
-                         const watch_vantage *client);
+                         const watch_vantage *client, watch_log *log);
 
 /* One line per vantage whose report lacks requests let go (nothing when none). */
 void watch_say_released(watch_vantage *ws, size_t n);

@@ -465,6 +465,8 @@ static tt_sbuf render_locked(tt_mreg *m, tt_mreg_format f)
         {"tokentap_gap_bytes", "Bytes in those gaps.", offsetof(tt_mreg_tracer, gap_bytes)},
         {"tokentap_bytes_traced", "Bytes of traced TCP data.", offsetof(tt_mreg_tracer, bytes_traced)},
         {"tokentap_records", "Records read from the kernel.", offsetof(tt_mreg_tracer, records)},
+        {"tokentap_log_lines_lost", "Live lines a failed write of --log lost (a full disk).",
+         offsetof(tt_mreg_tracer, log_lines_lost)},
     };
     for (size_t i = 0; i < sizeof tracer / sizeof *tracer; i++) {
         put_counter(&b, f, tracer[i].name, tracer[i].help);

@@ -45,6 +45,7 @@ typedef struct tt_mreg_tracer {
     uint64_t ring_drops, ring_drop_bytes, gaps, gap_bytes, bytes_traced, records;
     uint64_t connections_open;
     uint64_t heap_bytes; /* the watcher's heap in use (tt_heap_in_use) */
+    uint64_t log_lines_lost; /* live lines a failed write of --log lost */
     struct tt_mreg_held {
         uint64_t in_flight, connections;                       /* now */
         uint64_t evicted_connections, evicted_requests, released; /* since the start */
