@@ -331,11 +331,14 @@ int tt_cmd_watch(int argc, char **argv)
     /* the metrics endpoint, once tracing is set up */
     tt_mreg *reg = NULL;
     tt_metrics_http *http = NULL;
+    tt_ljoin *join = NULL;
     if (setup_status == TT_EXIT_OK && metrics_listen) {
         reg = tt_mreg_new(NULL);
-        http = reg ? tt_metrics_http_start(reg, metrics_listen, err, sizeof err) : NULL;
+        /* a request's two socket views, paired for its uplink and downlink */
+        join = reg ? tt_ljoin_new(4096, 30 * 1000000000ull, watch_observe_pair, reg) : NULL;
+        http = join ? tt_metrics_http_start(reg, metrics_listen, err, sizeof err) : NULL;
         if (!http) {
-            fprintf(stderr, "tokentap watch: %s\n", reg ? err : "out of memory");
+            fprintf(stderr, "tokentap watch: %s\n", join ? err : "out of memory");
             setup_status = TT_EXIT_USAGE;
         } else {
             fprintf(stderr, "tokentap watch: metrics on port %u, path /metrics\n",
@@ -360,6 +363,7 @@ int tt_cmd_watch(int argc, char **argv)
         if (out && out != stdout) fclose(out);
         watch_log_close(&log);
         tt_metrics_http_stop(http);
+        tt_ljoin_free(join);
         tt_mreg_free(reg);
         tt_bpf_source_free(src);
         for (size_t i = 0; i < W_COUNT; i++) watch_vantage_free(&vs[i]);
@@ -404,12 +408,14 @@ int tt_cmd_watch(int argc, char **argv)
             watch_reopen_log = 0;
             watch_log_reopen(&log);
         }
-        for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, quiet ? NULL : &log, reg);
+        watch_sinks sinks = {.log = quiet ? NULL : &log, .reg = reg, .join = join};
+        for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, &sinks, now);
         watch_bound_memory(vs, W_COUNT, &lim, now);
         if (reg) watch_export(src, vs, W_COUNT, &log, reg);
         say_new_tls_libraries(src, &tls_said, quiet);
     }
     tt_metrics_http_stop(http);
+    tt_ljoin_free(join);
     tt_mreg_free(reg);
     if (log.dropped)
         fprintf(stderr, "tokentap watch: --log %s: %llu lines lost to failed writes\n", log_path,

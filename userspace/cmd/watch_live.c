@@ -116,7 +116,14 @@ static bool samples_median(const watch_samples *s, double *out)
     return true;
 }
 
-void watch_take_new(watch_vantage *w, const watch_limits *lim, watch_log *log, tt_mreg *reg)
+void watch_observe_pair(void *ctx, const tt_request *server, const tt_request *client)
+{
+    int64_t uplink, downlink;
+    tt_ljoin_links(server, client, &uplink, &downlink);
+    tt_mreg_observe_links(ctx, server, uplink, downlink);
+}
+
+void watch_take_new(watch_vantage *w, const watch_limits *lim, const watch_sinks *out, uint64_t now_ns)
 {
     size_t n;
     tt_request *reqs = tt_tracker_requests(w->tracker, &n);
@@ -124,12 +131,13 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, watch_log *log, t
         const tt_request *r = &reqs[w->taken];
         tt_req_metrics m;
         if (tt_req_metrics_compute(r, &m) < 0) break;
-        if (reg) tt_mreg_observe(reg, w->vantage, r, &m);
+        if (out->reg) tt_mreg_observe(out->reg, w->vantage, r, &m);
+        if (out->join) tt_ljoin_offer(out->join, w->vantage, r, now_ns);
         w->done++;
         if (!tt_request_complete(r)) w->incomplete++;
         if (m.has_ttft) samples_push(&w->ttft, m.ttft_ns);
         for (uint32_t i = 0; i < m.n_itl; i++) samples_push(&w->itl, m.itl_ns[i]);
-        if (log) {
+        if (out->log) {
             char client[64], server[64], why[128];
             tt_sbuf line = {0};
             tt_sbuf_printf(&line, "%s %s -> %s %s %s status=%d tokens=%u", tt_vantage_name(w->vantage),
@@ -141,7 +149,7 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, watch_log *log, t
             if (!tt_request_complete(r))
                 tt_sbuf_printf(&line, " incomplete=%s", tt_incomplete_reasons(r, why, sizeof why));
             tt_sbuf_printf(&line, "\n");
-            if (!line.oom) watch_log_line(log, line.p, line.len);
+            if (!line.oom) watch_log_line(out->log, line.p, line.len);
             tt_sbuf_free(&line);
         }
         tt_req_metrics_free(&m);
@@ -171,7 +179,8 @@ void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, ui
         /* what the evictions filed is taken (counted, exported) and let go at once */
         for (size_t i = 0; i < n; i++) {
             watch_limits none = {.keep_requests = 0};
-            watch_take_new(&ws[i], &none, NULL, NULL);
+            watch_sinks nowhere = {0};
+            watch_take_new(&ws[i], &none, &nowhere, now_ns);
         }
     }
 }

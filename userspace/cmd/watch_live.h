@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "export/live_join.h"
 #include "export/metrics_registry.h"
 #include "source/bpf_source.h"
 #include "timeline/conn_tracker.h"
@@ -58,10 +59,22 @@ typedef struct watch_limits {
     size_t max_heap;
 } watch_limits;
 
-/* Handle the requests w's tracker filed since the last call: count them,
- * observe them in reg (when not NULL), log one line each (when log is not NULL);
- * then let go of the oldest beyond lim->keep_requests. */
-void watch_take_new(watch_vantage *w, const watch_limits *lim, watch_log *log, tt_mreg *reg);
+/* Where each finished request goes; any may be NULL: its line (log), its
+ * metrics (reg), and the pairing of its two socket views (join, whose
+ * pairs reg observes). */
+typedef struct watch_sinks {
+    watch_log *log;
+    tt_mreg *reg;
+    tt_ljoin *join;
+} watch_sinks;
+
+/* Handle the requests w's tracker filed since the last call (now_ns): count
+ * them and hand them to the sinks; then let go of the oldest beyond
+ * lim->keep_requests. */
+void watch_take_new(watch_vantage *w, const watch_limits *lim, const watch_sinks *out, uint64_t now_ns);
+
+/* tt_ljoin_pair_fn for watch_sinks.join: ctx is the tt_mreg. */
+void watch_observe_pair(void *ctx, const tt_request *server, const tt_request *client);
 
 /* Over lim->max_heap: let go of every finished request the vantages keep,
  * then evict an eighth of each tracker's connections (least recently

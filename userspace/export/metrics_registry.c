@@ -38,6 +38,8 @@ typedef enum family {
     F_SERVER_QUEUE,
     F_CLIENT_QUEUE,
     F_TLS_LIBRARY,
+    F_UPLINK,
+    F_DOWNLINK,
     F_COUNT
 } family;
 
@@ -76,6 +78,12 @@ static const struct family_def {
                        "Time the TLS library held the first token: encrypting before the socket write (server), "
                        "decrypting after the socket read (client).",
                        "seconds", part_bounds, sizeof part_bounds / sizeof *part_bounds},
+    [F_UPLINK] = {"tokentap_uplink_seconds",
+                  "The client's request write until the server's socket had it readable (both ends traced).",
+                  "seconds", part_bounds, sizeof part_bounds / sizeof *part_bounds},
+    [F_DOWNLINK] = {"tokentap_downlink_seconds",
+                    "The server's first-token write until the client's socket had it readable (both ends traced).",
+                    "seconds", part_bounds, sizeof part_bounds / sizeof *part_bounds},
 };
 
 enum { L_VANTAGE, L_OPERATION, L_MODEL, L_ADDRESS, L_PORT, L_ERROR, L_TOKEN_TYPE, L_COUNT };
@@ -231,25 +239,18 @@ static bool server_side(tt_vantage v)
     return v == TT_VANTAGE_SERVER || v == TT_VANTAGE_SERVER_TLS || v == TT_VANTAGE_WIRE;
 }
 
-void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req_metrics *rm)
+/* The convention's labels of r, seen at the vantage named vantage (the
+ * registry's lock held: the bounded label values are counted). */
+static void fill_labels(tt_mreg *m, const char *vantage, const tt_request *r, char label[L_COUNT][LABEL_MAX])
 {
-    char label[L_COUNT][LABEL_MAX];
-    memset(label, 0, sizeof label);
+    memset(label, 0, L_COUNT * LABEL_MAX);
     char address[64] = "";
     if (r->server.family == 6) inet_ntop(AF_INET6, r->server.addr, address, sizeof address);
     else inet_ntop(AF_INET, r->server.addr, address, sizeof address);
     char server_key[LABEL_MAX];
     snprintf(server_key, sizeof server_key, "%s:%u", address, (unsigned)r->server.port);
     bool complete = tt_request_complete(r);
-    bool ok = complete && r->status >= 200 && r->status < 300 && !r->error_message[0];
-    tt_lint_result lint;
-    bool linted = tt_lint_run(r, 1, &lint) == 0;
-
-    pthread_mutex_lock(&m->lock);
-    m->generation++; /* a request is counted at least */
-    for (size_t i = 0; linted && i < lint.n; i++)
-        if ((unsigned)lint.findings[i].id < TT_LINT_COUNT && (unsigned)v < TT_VANTAGE_COUNT) m->findings[v][lint.findings[i].id]++;
-    snprintf(label[L_VANTAGE], LABEL_MAX, "%s", tt_vantage_name(v));
+    snprintf(label[L_VANTAGE], LABEL_MAX, "%s", vantage);
     snprintf(label[L_OPERATION], LABEL_MAX, "%s", operation_of(r->path));
     snprintf(label[L_MODEL], LABEL_MAX, "%s",
              bounded(m->models, &m->n_models, m->limits.max_models, r->fields.model, &m->overflow_models));
@@ -264,6 +265,21 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req
     if (r->status >= 400) snprintf(label[L_ERROR], LABEL_MAX, "%d", r->status);
     else if (r->error_message[0]) snprintf(label[L_ERROR], LABEL_MAX, "stream_error");
     else if (!complete) snprintf(label[L_ERROR], LABEL_MAX, "incomplete");
+}
+
+void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req_metrics *rm)
+{
+    char label[L_COUNT][LABEL_MAX];
+    bool complete = tt_request_complete(r);
+    bool ok = complete && r->status >= 200 && r->status < 300 && !r->error_message[0];
+    tt_lint_result lint;
+    bool linted = tt_lint_run(r, 1, &lint) == 0;
+
+    pthread_mutex_lock(&m->lock);
+    m->generation++; /* a request is counted at least */
+    for (size_t i = 0; linted && i < lint.n; i++)
+        if ((unsigned)lint.findings[i].id < TT_LINT_COUNT && (unsigned)v < TT_VANTAGE_COUNT) m->findings[v][lint.findings[i].id]++;
+    fill_labels(m, tt_vantage_name(v), r, label);
 
     count(&m->requests, &m->n_requests, &m->cap_requests, label[L_VANTAGE], complete ? "complete" : "incomplete");
     if (!complete) {
@@ -310,6 +326,18 @@ void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req
     }
     pthread_mutex_unlock(&m->lock);
     tt_lint_result_free(&lint);
+}
+
+void tt_mreg_observe_links(tt_mreg *m, const tt_request *server, int64_t uplink_ns, int64_t downlink_ns)
+{
+    if (uplink_ns < 0 && downlink_ns < 0) return;
+    char label[L_COUNT][LABEL_MAX];
+    pthread_mutex_lock(&m->lock);
+    m->generation++;
+    fill_labels(m, "joined", server, label);
+    if (uplink_ns >= 0) observe(m, F_UPLINK, label, (double)uplink_ns / 1e9);
+    if (downlink_ns >= 0) observe(m, F_DOWNLINK, label, (double)downlink_ns / 1e9);
+    pthread_mutex_unlock(&m->lock);
 }
 
 void tt_mreg_set_tracer(tt_mreg *m, const tt_mreg_tracer *t)

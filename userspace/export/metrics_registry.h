@@ -39,6 +39,11 @@ void tt_mreg_free(tt_mreg *m);
  * tt_req_metrics_compute): its histograms and counters. */
 void tt_mreg_observe(tt_mreg *m, tt_vantage v, const tt_request *r, const tt_req_metrics *rm);
 
+/* The stretches of one request that need both socket vantages of a host
+ * (export/live_join.h): uplink and downlink in ns, -1 when not known;
+ * labelled as the server's view of it, with vantage="joined". */
+void tt_mreg_observe_links(tt_mreg *m, const tt_request *server, int64_t uplink_ns, int64_t downlink_ns);
+
 /* The tracer's own running totals, replaced at each call (the watch loop
  * copies them in; a scrape reads the last copy). */
 typedef struct tt_mreg_tracer {
