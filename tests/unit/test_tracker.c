@@ -388,6 +388,29 @@ static void test_eviction_and_forget(void **state)
     tt_tracker_free(t);
 }
 
+/* A client that pipelines without end (no response ever seen): at most
+ * TT_TRACKER_MAX_IN_FLIGHT requests wait; older ones are filed, evicted. */
+static void test_in_flight_bounded(void **state)
+{
+    feeder f;
+    feeder_init(&f, 200);
+    size_t sent = TT_TRACKER_MAX_IN_FLIGHT + 6;
+    for (size_t i = 0; i < sent; i++) send_str(&f, TT_DIR_C2S, chat_request("p"), 10 + i);
+    tt_tracker_stats st;
+    tt_tracker_stats_get(f.t, &st);
+    assert_int_equal(st.in_flight, TT_TRACKER_MAX_IN_FLIGHT);
+    assert_int_equal(st.evicted_requests, 6);
+    size_t n;
+    tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 6);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(r[i].incomplete & TT_INC_EVICTED);
+        assert_int_equal(r[i].req_first_ns, 10 + i); /* the oldest went first */
+    }
+    finish(&f, 99999);
+    tt_tracker_free(f.t);
+}
+
 static void test_truncated_stream(void **state)
 {
     feeder f;
@@ -676,7 +699,7 @@ int main(void)
         cmocka_unit_test(test_ready_instants),
         cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),
-        cmocka_unit_test(test_gap_marks_incomplete), cmocka_unit_test(test_gap_costs_only_its_request), cmocka_unit_test(test_eviction_and_forget),   cmocka_unit_test(test_truncated_stream),
+        cmocka_unit_test(test_gap_marks_incomplete), cmocka_unit_test(test_gap_costs_only_its_request), cmocka_unit_test(test_eviction_and_forget), cmocka_unit_test(test_in_flight_bounded),   cmocka_unit_test(test_truncated_stream),
         cmocka_unit_test(test_request_body_cut_short), cmocka_unit_test(test_not_http),
         cmocka_unit_test(test_garbage_in_stream),      cmocka_unit_test(test_orphan_response),
         cmocka_unit_test(test_ollama_ndjson),          cmocka_unit_test(test_shared_and_split_chunks),

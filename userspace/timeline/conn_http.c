@@ -42,8 +42,27 @@ static void copy_header(const tt_http_head *h, const char *name, char *dst, size
     dst[n] = 0;
 }
 
+/* At TT_TRACKER_MAX_IN_FLIGHT requests waiting on one connection (a client
+ * pipelining without end, a response direction never seen): the oldest
+ * one not being parsed is filed at once, incomplete (evicted). */
+static void bound_in_flight(conn_state *c)
+{
+    if (c->queue_len < TT_TRACKER_MAX_IN_FLIGHT) return;
+    for (size_t i = 0; i < c->queue_len; i++) {
+        pending *old = c->queue[i];
+        if (old == c->parsing_request || old == c->parsing_response) continue;
+        old->req.incomplete |= TT_INC_EVICTED;
+        memmove(c->queue + i, c->queue + i + 1, (c->queue_len - i - 1) * sizeof *c->queue);
+        c->queue_len--;
+        c->t->evicted_requests++;
+        tt_conn_file_request(c->t, old);
+        return;
+    }
+}
+
 static pending *pending_new(conn_state *c)
 {
+    bound_in_flight(c);
     pending *p = calloc(1, sizeof *p);
     if (!p) abort();
     tt_request *r = &p->req;

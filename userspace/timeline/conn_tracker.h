@@ -40,6 +40,8 @@ typedef struct tt_tracker_stats {
 
 #define TT_TRACKER_BODY_MAX (16u << 20)
 #define TT_TRACKER_NOTES_MAX 4096
+/* Requests begun and not finished on one connection, at most. */
+#define TT_TRACKER_MAX_IN_FLIGHT 1024
 
 tt_tracker *tt_tracker_new(const tt_tracker_options *opt);
 void tt_tracker_free(tt_tracker *t);
