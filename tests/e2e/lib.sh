@@ -32,6 +32,13 @@ stop_capture() {
     grep -q ' 0 dropped by the kernel' "$1.err" || fail "the capture itself lost packets: $(cat "$1.err")"
 }
 
+# work_dir: a fresh temporary directory in $work; at exit every background
+# job of the test is stopped and the directory removed (kept with KEEP=1).
+work_dir() {
+    work=$(mktemp -d)
+    trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+}
+
 # need_bpf DIR: skip (exit 77) when the eBPF programs cannot load here,
 # found by a short `tokentap watch` of nothing (no TLS: detaching uprobes
 # from every libssl in use takes many seconds); DIR keeps its stderr.

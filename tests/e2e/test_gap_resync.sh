@@ -17,13 +17,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "packet capture on lo"
-work=$(mktemp -d)
-cleanup() {
-    kill $(jobs -p) 2>/dev/null || true
-    wait 2>/dev/null || true
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+work_dir
 start_serve "$work" --profile vllm --ttft-ms 5 --itl-ms 2 --tokens 16
 start_capture "$work/whole.pcap" "tcp port $SERVE_PORT"
 "$BUILD/tools/ttload" -c 10 -n 40 -T 16 "127.0.0.1:$SERVE_PORT" > "$work/load.out" 2>&1 || fail "ttload: $(cat "$work/load.out")"

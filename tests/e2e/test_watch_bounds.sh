@@ -14,13 +14,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF tracing needs root"
-work=$(mktemp -d)
-cleanup() {
-    kill $(jobs -p) 2>/dev/null || true
-    wait 2>/dev/null || true
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+work_dir
 need_bpf "$work"
 start_serve "$work" --profile vllm --ttft-ms 1 --itl-ms 1 --tokens 16
 

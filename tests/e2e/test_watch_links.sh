@@ -13,13 +13,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF tracing needs root"
 command -v curl >/dev/null || skip "curl not installed"
-work=$(mktemp -d)
-cleanup() {
-    kill $(jobs -p) 2>/dev/null || true
-    wait 2>/dev/null || true
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+work_dir
 need_bpf "$work"
 ready_instants || skip "no ready instants on this kernel"
 start_serve "$work" --profile vllm --ttft-ms 3 --itl-ms 1 --tokens 6
