@@ -81,6 +81,22 @@ wait_tracing() {
     fail "watch did not start: $(cat "$1")"
 }
 
+# wait_tracing_or_skip ERRFILE PID: as wait_tracing, for a watch (PID)
+# started without need_bpf: its exit 3 (BPF cannot load here) is a skip,
+# any other exit a failure.
+wait_tracing_or_skip() {
+    for _ in $(seq 100); do
+        grep -q '^tokentap watch: tracing' "$1" && return 0
+        if ! kill -0 "$2" 2>/dev/null; then
+            local rc=0; wait "$2" || rc=$?
+            [ $rc = 3 ] && skip "BPF cannot load here: $(head -1 "$1")"
+            fail "watch exit $rc: $(cat "$1")"
+        fi
+        sleep 0.1
+    done
+    fail "watch did not start: $(cat "$1")"
+}
+
 # netns_pair NS VETH_HOST VETH_NS SUBNET: network namespace NS joined to
 # this one by a veth pair, SUBNET.1/24 here on VETH_HOST and SUBNET.2/24
 # in NS on VETH_NS, every link up (NS's loopback too); skips when the

@@ -211,16 +211,7 @@ st=$(wait_clean "$cpid"); [ "$st" = clean ] || [ "$st" = foreign ] || fail "libs
 # probe to exit; a watch that cannot load says so with exit 3, a skip here.)
 "$TT" watch --pid "$plain_pid" --pid "$tls_pid" --pid "$cpid" > /dev/null 2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 100); do
-    grep -q '^tokentap watch: tracing' "$work/watch.err" && break
-    if ! kill -0 $wpid 2>/dev/null; then
-        rc=0; wait $wpid || rc=$?
-        [ $rc = 3 ] && skip "BPF cannot load here: $(head -1 "$work/watch.err")"
-        fail "watch exit $rc: $(cat "$work/watch.err")"
-    fi
-    sleep 0.1
-done
-wait_tracing "$work/watch.err"
+wait_tracing_or_skip "$work/watch.err" $wpid
 shorts B
 for v in server:4 server_tls:4 client:1 client_tls:1; do
     n=${v#*:} v=${v%:*}

@@ -37,16 +37,7 @@ start_serve "$work" --profile vllm --ttft-ms 2 --itl-ms 2 --tokens $TOKENS
 TOKENTAP_NO_TLS=1 "$TT" watch --port "$SERVE_PORT" --metrics 127.0.0.1:0 --keep-requests $REQUESTS -q --json -o "$work/watch.json" \
     > /dev/null 2> "$work/watch.err" &
 wpid=$!
-for _ in $(seq 100); do
-    grep -q '^tokentap watch: tracing' "$work/watch.err" && break
-    if ! kill -0 $wpid 2>/dev/null; then
-        rc=0; wait $wpid || rc=$?
-        [ $rc = 3 ] && skip "BPF cannot load here: $(head -1 "$work/watch.err")"
-        fail "watch exit $rc: $(cat "$work/watch.err")"
-    fi
-    sleep 0.1
-done
-wait_tracing "$work/watch.err"
+wait_tracing_or_skip "$work/watch.err" $wpid
 mport=$(sed -n 's/.*metrics on port \([0-9]*\),.*/\1/p' "$work/watch.err")
 [ -n "$mport" ] || fail "no metrics port said: $(cat "$work/watch.err")"
 
