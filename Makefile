@@ -133,13 +133,11 @@ bench: deps
 bench-run: $(BUILD)/tokentap $(TOOL_BIN) $(PROBE_SO)
 	@BUILD=$(BUILD) tests/bench/run.sh
 
-# The watcher held for 10 minutes under churn (tests/e2e/test_watch_soak.sh),
-# plain and under ASan+UBSan; results go to docs/performance.md by hand.
+# The watcher held for 10 minutes under churn (tests/bench/soak.sh), plain
+# and under ASan+UBSan, into docs/performance.md.
 soak: deps $(BUILD)/tokentap $(TOOL_BIN)
-	SOAK_SECONDS=$${SOAK_SECONDS:-600} BUILD=$(BUILD) tests/e2e/test_watch_soak.sh
 	$(MAKE) BUILD=build/san SAN=1 OPT="-O1 -g" build/san/tokentap build/san/tools/ttload
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 SOAK_SECONDS=$${SOAK_SECONDS:-600} BUILD=build/san \
-		tests/e2e/test_watch_soak.sh
+	@BENCH_ONLY=soak BUILD=$(BUILD) tests/bench/run.sh
 
 # Installs the Debian packages when any is missing (needs root then); quick otherwise.
 deps:

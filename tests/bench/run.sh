@@ -23,6 +23,8 @@
 # 7. The watcher as a service (tests/bench/watch.sh): its CPU and memory at
 #    about 10,000 and 100,000 token events/s, and the paired change in a
 #    benchmark client's TTFT median and throughput with it on.
+# 8. The watcher held for 10 minutes under churn (tests/bench/soak.sh): only
+#    when BENCH_ONLY names soak (`make soak`); otherwise its text is kept.
 # BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks, tls, watch; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
@@ -66,13 +68,14 @@ probe_heading="## The LD_PRELOAD probe (tokentap run)"
 clocks_heading="## Clocks of two hosts (analyze DIR DIR...)"
 tls_heading="## TLS plaintext vantage (uprobes on OpenSSL and Go)"
 watch_heading="## The watcher in production (watch --metrics)"
+soak_heading="## The watcher held for hours (make soak)"
 old_section() {
     [ -f docs/performance.md ] || return 0
     awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" \
-        -v t="$tls_heading" -v w="$watch_heading" '
+        -v t="$tls_heading" -v w="$watch_heading" -v k="$soak_heading" '
         NR == 1 { cur = "analyze" }
         $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" } $0 == c { cur = "clocks" }
-        $0 == t { cur = "tls" } $0 == w { cur = "watch" }
+        $0 == t { cur = "tls" } $0 == w { cur = "watch" } $0 == k { cur = "soak" }
         cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
@@ -383,8 +386,13 @@ watch_section() {
     BUILD=$BUILD tests/bench/watch.sh > "$work/watch.md"
 }
 
-wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-sections="analyze serve bpf probe clocks tls watch"
+soak_section() {
+    BUILD=$BUILD tests/bench/soak.sh > "$work/soak.md"
+}
+
+# Every section when BENCH_ONLY is empty, but soak (10 minutes twice) only by name.
+wanted() { { [ -z "$only" ] && [ "$1" != soak ]; } || [[ ",$only," == *",$1,"* ]]; }
+sections="analyze serve bpf probe clocks tls watch soak"
 for name in $sections; do
     if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
 done
