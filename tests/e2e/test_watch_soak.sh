@@ -5,7 +5,7 @@
 # `make soak` runs 600, docs/performance.md). The watcher's resident memory,
 # sampled every 2 s, is flat once warmed up: after the first third, no
 # sample is more than 5 % above the first sample after it. It keeps only
-# the last --keep-requests for its report (1000 with --metrics) and
+# the last --keep-requests for its report (100 with --metrics) and
 # exports every request: tokentap_requests_total counts every request
 # ttload made (ttload's own count, the ground truth). Under ASan+UBSan the
 # resident size says nothing (the allocator quarantines freed memory); the
@@ -14,13 +14,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF tracing needs root"
 secs=${SOAK_SECONDS:-45}
-work=$(mktemp -d)
-cleanup() {
-    kill $(jobs -p) 2>/dev/null || true
-    wait 2>/dev/null || true
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+work_dir
 need_bpf "$work"
 start_serve "$work" --profile vllm --ttft-ms 0 --itl-ms 0 --tokens 16
 "$TT" watch --port "$SERVE_PORT" --metrics 127.0.0.1:0 -q --interval 0 > "$work/watch.out" 2> "$work/watch.err" &

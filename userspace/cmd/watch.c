@@ -80,7 +80,7 @@ static void usage(FILE *out)
             "                       primary group, no other group, keeping the capabilities\n"
             "                       above\n"
             "  --keep-requests N    finished requests per vantage kept for the final report\n"
-            "                       (default: all; with --metrics 1000): older ones are\n"
+            "                       (default: all; with --metrics 100): older ones are\n"
             "                       counted, exported and printed, then let go\n"
             "  --max-connections N  connections followed at once per vantage (default 65536);\n"
             "                       past it the least recently active is evicted: what it had\n"
@@ -296,7 +296,7 @@ int tt_cmd_watch(int argc, char **argv)
         return TT_EXIT_USAGE;
     }
     bopt.tgids = pids;
-    if (metrics_listen && !keep_given) lim.keep_requests = 1000;
+    if (metrics_listen && !keep_given) lim.keep_requests = 100;
     if (metrics_listen && text) {
         fprintf(stderr, "tokentap watch: --text keeps completion text, which --metrics never does (docs/production.md)\n");
         return TT_EXIT_USAGE;
