@@ -771,7 +771,10 @@ int tt_cmd_run(int argc, char **argv)
                 (unsigned long long)ps.unfinished_bytes);
 
     if (!write_report(&o, &st, cmd_argv, &ps, st.bpf ? &bs : NULL, clock.start_offset)) failed = true;
-    bool synth_ok = sink_close(&st.client) & sink_close(&st.server) & sink_close(&st.client_tls) & sink_close(&st.server_tls) & sink_close(&st.ebpf_server);
+    /* every sink closed, whatever the others did */
+    vantage_sink *sinks[] = {&st.client, &st.server, &st.client_tls, &st.server_tls, &st.ebpf_server};
+    bool synth_ok = true;
+    for (size_t i = 0; i < sizeof sinks / sizeof *sinks; i++) synth_ok = sink_close(sinks[i]) && synth_ok;
     if (o.record_dir) {
         if (!synth_ok ||
             write_run_manifest(o.record_dir, &st, &clock, cmd_argv, child, status, &ps, st.bpf ? &bs : NULL) < 0) {
