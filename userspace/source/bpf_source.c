@@ -17,6 +17,7 @@
 #include "core/util.h"
 
 #define TRACED_AT_START_MAX 4096 /* processes of the traced set attached to TLS libraries at start */
+#define TLS_RELEASE_EVERY_NS 1000000000ull /* how often exited processes' TLS links are looked for */
 
 #include "../../bpf/socktap.h"
 
@@ -423,6 +424,9 @@ static void copy_stats(const tt_bpf_source *s, tt_bpf_stats *out)
     out->gap_bytes = s->sinks.gap_bytes;
     memcpy(out->vantage_gaps, s->sinks.vantage_gaps, sizeof out->vantage_gaps);
     memcpy(out->vantage_gap_bytes, s->sinks.vantage_gap_bytes, sizeof out->vantage_gap_bytes);
+    out->tls_links_held = tt_tls_links_held(&s->tls);
+    out->tls_links_released = tt_tls_links_released(&s->tls);
+    out->tls_processes_released = s->tls.processes_released;
 }
 
 #ifdef TT_WITH_BPF
@@ -582,6 +586,15 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
         return -1;
     }
     tt_bpf_look_at_execs(s);
+    /* the processes attached one by one (--pid) that exited: their uprobes
+     * let go, once a second (one poll() over their pidfds) */
+    if (s->tls.n_procs) {
+        uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
+        if (now >= s->tls_release_ns) {
+            s->tls_release_ns = now + TLS_RELEASE_EVERY_NS;
+            tt_tls_release_exited(&s->tls);
+        }
+    }
     return n > INT_MAX - more ? INT_MAX : n + more;
 }
 

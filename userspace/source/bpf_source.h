@@ -67,6 +67,10 @@ typedef struct tt_bpf_stats {
     uint64_t kernel_tls_by_last_read, kernel_tls_pending, tls_unpaired_held, tls_unpaired_held_bytes;
     uint64_t exec_queue_full; /* execs of traced processes not looked at for TLS libraries: queue full */
     uint64_t tls_socket_instants; /* TLS records whose ciphertext's socket instant was known (a mark each) */
+    /* Added (--pid: uprobes attached process by process, let go when the
+     * process exits; tls_attach.h): uprobe links held now (a gauge), links
+     * detached after their process exited, and those processes */
+    uint64_t tls_links_held, tls_links_released, tls_processes_released;
     const char *tls_note; /* one phrase: which libraries, or why none (valid while the source lives) */
 } tt_bpf_stats;
 

@@ -77,6 +77,7 @@ struct tt_bpf_source {
      * once, again 0.1 s and 1 s later (the loader maps them after exec) */
     struct exec_look { uint32_t pid; uint8_t looks; uint64_t due_ns; } execs[EXEC_QUEUE];
     size_t n_execs;
+    uint64_t tls_release_ns; /* CLOCK_MONOTONIC: when exited processes' TLS links are next looked for */
     char tls_note[1024];   /* tt_tls_attach_note, for st.tls_note */
 };
 

@@ -12,9 +12,16 @@
 #include <sys/stat.h>
 
 #ifdef TT_WITH_BPF
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "socktap.skel.h"
@@ -123,17 +130,217 @@ static void scan_processes(tt_tls_attach *t, const uint32_t *pids, size_t n_pids
 
 #ifdef TT_WITH_BPF
 
-static int push_link(tt_tls_attach *t, struct bpf_link *l)
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number on every architecture (Linux 5.3) */
+#endif
+
+/* Keep l, attached for process pid (> 0) or file-wide (pid <= 0). 0, or
+ * -1 when out of memory (l is then the caller's). */
+static int push_link(tt_tls_attach *t, struct bpf_link *l, int pid)
 {
     if (t->n_links == t->cap_links) {
         size_t cap = t->cap_links ? t->cap_links * 2 : 32;
-        void **v = realloc(t->links, cap * sizeof *v);
+        struct tt_tls_link *v = realloc(t->links, cap * sizeof *v);
         if (!v) return -1;
         t->links = v;
         t->cap_links = cap;
     }
-    t->links[t->n_links++] = l;
+    t->links[t->n_links++] = (struct tt_tls_link){l, pid > 0 ? (uint32_t)pid : 0};
     return 0;
+}
+
+/* ---- letting links go: a thread of its own detaches them ----
+ * Closing a uprobe link waits for the kernel (it unregisters the probe and
+ * then waits for every task that may be running it: ~0.1 s a link here,
+ * under a lock that attaching takes too), so it is not done on the
+ * caller's loop: a process's 8 links would hold it for a second. */
+
+struct tt_tls_releaser {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct bpf_link **queue; /* handed and not yet taken: queue[head..n) */
+    size_t head, n, cap;
+    bool stop;                  /* tt_tls_attach_free: end after the link in hand */
+    _Atomic uint64_t detached;  /* links the thread has detached */
+};
+
+/* The thread: first gives up every capability of its own (closing a
+ * descriptor needs none; watch promises its other threads hold nothing,
+ * core/privileges.h), then detaches the oldest handed link, outside the
+ * lock, until told to stop (what is still queued then is the stopper's). */
+static void *releaser_main(void *arg)
+{
+    struct tt_tls_releaser *r = arg;
+    struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct none[2];
+    memset(none, 0, sizeof none);
+    syscall(SYS_capset, &head, none); /* only ever less: cannot fail but for a bad call */
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->stop && r->head == r->n) pthread_cond_wait(&r->cv, &r->mu);
+        if (r->stop) break;
+        struct bpf_link *l = r->queue[r->head++];
+        if (r->head == r->n) r->head = r->n = 0;
+        pthread_mutex_unlock(&r->mu);
+        bpf_link__destroy(l);
+        atomic_fetch_add(&r->detached, 1);
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* A started releasing thread, or NULL (out of memory, no thread): the
+ * caller then detaches in its own thread. The thread blocks the standard
+ * signals sent to the process (SIGINT, SIGTERM: the caller's handlers run
+ * in the caller's threads), not those of a fault in it (a sanitizer's
+ * report) nor the real-time ones, which core/privileges sends each thread. */
+static struct tt_tls_releaser *releaser_start(void)
+{
+    struct tt_tls_releaser *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig = 1; sig < 32; sig++)
+        if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP && sig != SIGABRT &&
+            sig != SIGSYS)
+            sigaddset(&block, sig);
+    pthread_attr_t attr;
+    bool attr_ok = pthread_attr_init(&attr) == 0;
+    if (attr_ok) pthread_attr_setstacksize(&attr, 256u << 10);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int e = pthread_create(&r->thread, attr_ok ? &attr : NULL, releaser_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (attr_ok) pthread_attr_destroy(&attr);
+    if (e != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* l is let go: queued for the thread (started at the first), else
+ * detached here. Counted either way. */
+static void let_go(tt_tls_attach *t, struct bpf_link *l)
+{
+    t->links_let_go++;
+    if (!t->releaser) t->releaser = releaser_start();
+    struct tt_tls_releaser *r = t->releaser;
+    if (r) {
+        pthread_mutex_lock(&r->mu);
+        if (r->n == r->cap && r->head) { /* room at the front: slide down */
+            memmove(r->queue, r->queue + r->head, (r->n - r->head) * sizeof *r->queue);
+            r->n -= r->head;
+            r->head = 0;
+        }
+        bool queued = false;
+        if (r->n < r->cap) {
+            queued = true;
+        } else {
+            size_t cap = r->cap ? r->cap * 2 : 64;
+            struct bpf_link **v = realloc(r->queue, cap * sizeof *v);
+            if (v) {
+                r->queue = v;
+                r->cap = cap;
+                queued = true;
+            }
+        }
+        if (queued) {
+            r->queue[r->n++] = l;
+            pthread_cond_signal(&r->cv);
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (queued) return;
+    }
+    bpf_link__destroy(l);
+    t->links_detached_here++;
+}
+
+/* Stop the thread (after the link in hand), then detach what it left. */
+static void releaser_stop(tt_tls_attach *t)
+{
+    struct tt_tls_releaser *r = t->releaser;
+    if (!r) return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    for (size_t i = r->head; i < r->n; i++) bpf_link__destroy(r->queue[i]);
+    t->links_detached_here += atomic_load(&r->detached); /* those left in the queue are not counted */
+    t->links_let_go -= r->n - r->head;
+    free(r->queue);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    t->releaser = NULL;
+}
+
+/* ---- the processes attached one by one (per_pid) ---- */
+
+/* The index of pid in t->procs, n_procs when it has none. */
+static size_t proc_find(const tt_tls_attach *t, uint32_t pid)
+{
+    size_t k = 0;
+    while (k < t->n_procs && t->procs[k].pid != pid) k++;
+    return k;
+}
+
+/* Whether the process p names has exited: its pidfd readable (a zombie
+ * counts), or without one, its pid number gone. */
+static bool proc_exited(const struct tt_tls_proc *p)
+{
+    if (p->pidfd >= 0) {
+        struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
+        return poll(&pf, 1, 0) > 0;
+    }
+    return kill((pid_t)p->pid, 0) < 0 && errno == ESRCH;
+}
+
+/* t->procs[k] has exited: its links let go, its pairs and pidfd
+ * forgotten; the last entry takes index k. */
+static void release_proc(tt_tls_attach *t, size_t k)
+{
+    uint32_t pid = t->procs[k].pid;
+    size_t kept = 0;
+    for (size_t i = 0; i < t->n_links; i++) {
+        if (t->links[i].pid == pid) let_go(t, t->links[i].link);
+        else t->links[kept++] = t->links[i];
+    }
+    t->n_links = kept;
+    kept = 0;
+    for (size_t i = 0; i < t->n_pairs; i++)
+        if (t->pairs[i].pid != pid) t->pairs[kept++] = t->pairs[i];
+    t->n_pairs = kept;
+    if (t->procs[k].pidfd >= 0) close(t->procs[k].pidfd);
+    t->procs[k] = t->procs[--t->n_procs];
+    t->processes_released++;
+}
+
+/* pid's entry in t->procs, made with a pidfd when new; one whose process
+ * exited (the pid number now another's) is released first. Returns 1,
+ * 0 when the process is already gone, -1 when out of memory. */
+static int proc_enter(tt_tls_attach *t, uint32_t pid)
+{
+    size_t k = proc_find(t, pid);
+    if (k < t->n_procs && !proc_exited(&t->procs[k])) return 1;
+    if (k < t->n_procs) release_proc(t, k);
+    if (t->n_procs == t->cap_procs) {
+        size_t cap = t->cap_procs ? t->cap_procs * 2 : 16;
+        struct tt_tls_proc *v = realloc(t->procs, cap * sizeof *v);
+        if (!v) return -1;
+        t->procs = v;
+        t->cap_procs = cap;
+    }
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd < 0 && errno == ESRCH) return 0;
+    t->procs[t->n_procs++] = (struct tt_tls_proc){pid, fd};
+    return 1;
 }
 
 static const char *const ssl_functions[4] = {"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex"};
@@ -194,23 +401,23 @@ static int attach_go(struct socktap *skel, tt_tls_attach *t, const tt_tls_go_pro
     for (size_t i = 0; i < go->n_read_returns && read_ok; i++) {
         struct bpf_link *l =
             bpf_program__attach_uprobe_opts(skel->progs.tt_go_tls_read_return, pid, path, go->read_returns[i], &opts);
-        if (!l || push_link(t, l) < 0) {
+        if (!l || push_link(t, l, pid) < 0) {
             if (l) bpf_link__destroy(l);
             read_ok = false;
         }
     }
     struct bpf_link *l = read_ok ? bpf_program__attach_uprobe_opts(skel->progs.tt_go_tls_read, pid, path, go->read_at, &opts)
                                  : NULL;
-    if (!l || push_link(t, l) < 0) {
+    if (!l || push_link(t, l, pid) < 0) {
         /* a Read without every return would leave its entries behind: none of it */
         if (l) bpf_link__destroy(l);
-        for (size_t i = first; i < t->n_links; i++) bpf_link__destroy(t->links[i]);
+        for (size_t i = first; i < t->n_links; i++) bpf_link__destroy(t->links[i].link);
         t->n_links = first;
         read_ok = false;
     }
     l = bpf_program__attach_uprobe_opts(skel->progs.tt_go_tls_write, pid, path, go->write_at, &opts);
     bool write_ok = l != NULL;
-    if (l && push_link(t, l) < 0) {
+    if (l && push_link(t, l, pid) < 0) {
         bpf_link__destroy(l);
         return -1;
     }
@@ -256,12 +463,12 @@ static int attach_library(struct socktap *skel, tt_tls_attach *t, tt_tls_lib *li
             bpf_link__destroy(r);
             continue;
         }
-        if (push_link(t, r) < 0) {
+        if (push_link(t, r, pid) < 0) {
             bpf_link__destroy(e);
             bpf_link__destroy(r);
             return -1;
         }
-        if (push_link(t, e) < 0) { /* r is kept in links: freed with them */
+        if (push_link(t, e, pid) < 0) { /* r is kept in links: freed with them */
             bpf_link__destroy(e);
             return -1;
         }
@@ -310,6 +517,8 @@ static uint32_t libs_of_process(const tt_tls_attach *t, uint32_t pid)
  * call), and an executable when the process runs it. */
 static int attach_for_pid(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
 {
+    int entered = proc_enter(t, pid);
+    if (entered <= 0) return entered;
     uint32_t mapped = libs_of_process(t, pid);
     for (size_t i = 0; i < t->n_libs; i++) {
         tt_tls_lib *lib = &t->libs[i];
@@ -395,9 +604,17 @@ int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n
     return (int)t->attached;
 }
 
+/* Whether the kernel traces process pid now (its traced_tgids entry goes
+ * when it exits). */
+static bool traced_now(struct socktap *skel, uint32_t pid)
+{
+    uint8_t one;
+    return bpf_map_lookup_elem(bpf_map__fd(skel->maps.traced_tgids), &pid, &one) == 0;
+}
+
 int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
 {
-    if (!is_process(pid)) return 0;
+    if (!is_process(pid) || (t->per_pid && !traced_now(skel, pid))) return 0;
     size_t before = t->n_libs, attached = t->attached;
     t->processes_seen += scan_process(t, pid);
     if (t->per_pid) {
@@ -410,16 +627,57 @@ int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
     return (int)(t->attached - attached);
 }
 
+size_t tt_tls_release_exited(tt_tls_attach *t)
+{
+    size_t n = t->n_procs, released = 0;
+    if (!n) return 0;
+    /* one poll() over every pidfd; entry by entry when it cannot be had */
+    struct pollfd *pf = malloc(n * sizeof *pf);
+    if (pf) {
+        for (size_t k = 0; k < n; k++) pf[k] = (struct pollfd){.fd = t->procs[k].pidfd, .events = POLLIN};
+        if (poll(pf, (nfds_t)n, 0) < 0) {
+            free(pf);
+            pf = NULL;
+        }
+    }
+    /* from the last: a release moves the last entry into its place */
+    for (size_t k = n; k-- > 0;) {
+        bool gone = pf && t->procs[k].pidfd >= 0 ? (pf[k].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) != 0
+                                                 : proc_exited(&t->procs[k]);
+        if (!gone) continue;
+        release_proc(t, k);
+        released++;
+    }
+    free(pf);
+    return released;
+}
+
+uint64_t tt_tls_links_released(const tt_tls_attach *t)
+{
+    return t->links_detached_here + (t->releaser ? atomic_load(&t->releaser->detached) : 0);
+}
+
+uint64_t tt_tls_links_held(const tt_tls_attach *t)
+{
+    return t->n_links + (t->links_let_go - tt_tls_links_released(t));
+}
+
 void tt_tls_attach_free(tt_tls_attach *t)
 {
     if (!t) return;
-    for (size_t i = 0; i < t->n_links; i++) bpf_link__destroy(t->links[i]);
+    releaser_stop(t);
+    for (size_t i = 0; i < t->n_links; i++) bpf_link__destroy(t->links[i].link);
     free(t->links);
     t->links = NULL;
     t->n_links = t->cap_links = 0;
     free(t->pairs);
     t->pairs = NULL;
     t->n_pairs = t->cap_pairs = 0;
+    for (size_t k = 0; k < t->n_procs; k++)
+        if (t->procs[k].pidfd >= 0) close(t->procs[k].pidfd);
+    free(t->procs);
+    t->procs = NULL;
+    t->n_procs = t->cap_procs = 0;
 }
 
 #else
@@ -438,11 +696,18 @@ int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid)
     return 0;
 }
 
+size_t tt_tls_release_exited(tt_tls_attach *t) { return 0; }
+
+uint64_t tt_tls_links_released(const tt_tls_attach *t) { return 0; }
+
+uint64_t tt_tls_links_held(const tt_tls_attach *t) { return 0; }
+
 void tt_tls_attach_free(tt_tls_attach *t)
 {
     if (!t) return;
     free(t->links);
     free(t->pairs);
+    free(t->procs);
 }
 
 #endif

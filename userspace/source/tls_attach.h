@@ -14,7 +14,10 @@
  * them instead (the kernel then sets the breakpoints in their memory only:
  * other processes pay nothing; a library a process maps later gets them
  * as it is mapped), and a process that joins the traced set (a fork, an
- * exec) is attached as it comes (tt_tls_attach_process). SSL_write, SSL_write_ex, SSL_read and SSL_read_ex at entry and
+ * exec) is attached as it comes (tt_tls_attach_process), and its links are
+ * let go when it exits (tt_tls_release_exited: a pidfd per process, looked
+ * at once a second; the slow detach done by a thread of its own).
+ * SSL_write, SSL_write_ex, SSL_read and SSL_read_ex at entry and
  * return; a library without SSL_read and SSL_write is noted, not attached.
  * OpenSSL linked into an executable (Node.js): a process that maps no
  * libssl has its executable tried for the same functions (/proc/PID/exe;
@@ -62,11 +65,23 @@ typedef struct tt_tls_attach {
      * again at every exec of the same program; the oldest is forgotten */
     struct { uint64_t dev, ino; } plain[TT_TLS_MAX_PLAIN];
     size_t n_plain, plain_next;
-    void **links;          /* struct bpf_link *, owned */
+    /* the uprobe links held, owned: pid is the process a per_pid link was
+     * attached for (let go when it exits), 0 for a file-wide one (held to
+     * the end) */
+    struct tt_tls_link { void *link; uint32_t pid; } *links; /* link: a struct bpf_link * */
     size_t n_links, cap_links;
     bool per_pid;          /* attached process by process (a --pid list), not file-wide */
     struct tt_tls_pair { uint32_t lib, pid; } *pairs; /* per_pid: (library, process) attached */
     size_t n_pairs, cap_pairs;
+    /* per_pid: the processes with pairs, each with a pidfd (readable once
+     * it has exited, whatever process takes its pid number later; -1 when
+     * none could be opened: then kill(pid, 0) says) */
+    struct tt_tls_proc { uint32_t pid; int pidfd; } *procs;
+    size_t n_procs, cap_procs;
+    struct tt_tls_releaser *releaser; /* the thread that detaches let-go links (made at the first) */
+    uint64_t links_let_go;            /* links let go: handed to it, or detached here when it could not start */
+    uint64_t links_detached_here;     /* ... of those, detached here */
+    uint64_t processes_released;      /* processes whose links were let go at their exit */
 } tt_tls_attach;
 
 struct socktap;
@@ -82,14 +97,38 @@ int tt_tls_attach_libraries(struct socktap *skel, const uint32_t *pids, size_t n
 
 /* A traced process started a new program (or may have mapped a library
  * since): look again at its maps and executable and attach to what is new.
- * Returns the number of libraries newly attached, -1 when out of memory. */
+ * per_pid: only while the kernel still traces it (traced_tgids; a pid
+ * number that was let go and taken by another process is not), and a
+ * process that took the pid number of one that exited unreleased gets
+ * that one's links let go first. Returns the number of libraries newly
+ * attached, -1 when out of memory. */
 int tt_tls_attach_process(struct socktap *skel, tt_tls_attach *t, uint32_t pid);
+
+/* Processes attached process by process (per_pid) that have exited since
+ * the last call: their links handed to a thread that detaches them (each
+ * detach waits for the kernel, ~0.1 s per link here, and holds off attaches
+ * meanwhile: not on the caller's loop), their (library, process) pairs and
+ * pidfds forgotten. One poll() over the pidfds; call it about once a second.
+ * A library file stays known and attached for the processes still alive.
+ * The thread, started at the first release, holds no capability: a caller
+ * that drops privileges (core/privileges.h, which needs every thread able
+ * to switch user) does so before its first call, as watch does before its
+ * first poll. Returns the number of processes released. */
+size_t tt_tls_release_exited(tt_tls_attach *t);
+
+/* Uprobe links held now: attached and not yet detached, those handed to the
+ * detaching thread and still waiting included. */
+uint64_t tt_tls_links_held(const tt_tls_attach *t);
+
+/* Links detached after their process exited (those at the end not counted). */
+uint64_t tt_tls_links_released(const tt_tls_attach *t);
 
 /* One phrase for a summary line: "TLS plaintext from N libraries (PATH,
  * ...)" or "no TLS library attached: WHY". Returns buf. */
 const char *tt_tls_attach_note(const tt_tls_attach *t, char *buf, size_t cap);
 
-/* Detach every uprobe. t may be zeroed or NULL. */
+/* Detach every uprobe (the detaching thread stopped first) and close the
+ * pidfds. t may be zeroed or NULL. */
 void tt_tls_attach_free(tt_tls_attach *t);
 
 #endif
