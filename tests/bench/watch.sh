@@ -12,7 +12,8 @@
 #    100,000 events/s).
 # 2. What a benchmark client pays: tests/e2e/vllm_like_client.py (a
 #    vllm-bench-like client: TTFT median and output throughput as vllm
-#    computes them) against serve, WATCHBENCH_PAIRS (default 12) pairs of
+#    computes them; WATCHBENCH_REQUESTS per run, default 256) against
+#    serve, WATCHBENCH_PAIRS (default 20) pairs of
 #    runs, watcher off and on (`watch --port P --metrics -q`), the order
 #    alternating from pair to pair; per pair the relative change on/off - 1
 #    of the client's TTFT median and of its output throughput; the mean
@@ -25,7 +26,8 @@ LOAD="$BUILD/tools/ttload"
 work=${WATCHBENCH_DIR:-$BUILD/watchbench}
 secs=${WATCHBENCH_SECONDS:-10}
 conns=${WATCHBENCH_CONNS:-10 100}
-pairs=${WATCHBENCH_PAIRS:-12}
+pairs=${WATCHBENCH_PAIRS:-20}
+requests=${WATCHBENCH_REQUESTS:-256}
 mkdir -p "$work"
 heading="## The watcher in production (watch --metrics)"
 log() { echo "watchbench: $*" >&2; }
@@ -53,11 +55,15 @@ start_serve() {
     [ -n "$serve_port" ] || { log "serve did not start: $(cat "$out.err")"; exit 1; }
 }
 stop_pid() { kill -INT "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-# start_watch OUT: watch --port serve_port --metrics (watch_pid, metrics_port)
+# start_watch OUT: watch --port serve_port --metrics (watch_pid, metrics_port),
+# without TLS uprobes (nothing here speaks TLS; attaching them to every
+# libssl on the host, and detaching, took tens of seconds on the busy
+# development machine, a cost of its own: docs/performance.md, TLS section)
 start_watch() {
-    "$TT" watch --port "$serve_port" --metrics 127.0.0.1:0 -q --interval 0 > "$1" 2> "$1.err" &
+    TOKENTAP_NO_TLS=1 "$TT" watch --port "$serve_port" --metrics 127.0.0.1:0 -q --interval 0 > "$1" 2> "$1.err" &
     watch_pid=$!; started+=("$watch_pid")
-    for _ in $(seq 100); do grep -q '^tokentap watch: tracing' "$1.err" && break; sleep 0.05; done
+    # (attaching the TLS uprobes to every libssl in use can take seconds)
+    for _ in $(seq 600); do grep -q '^tokentap watch: tracing' "$1.err" && break; sleep 0.05; done
     metrics_port=$(sed -n 's/.*metrics on port \([0-9]*\),.*/\1/p' "$1.err")
     [ -n "$metrics_port" ] || { log "watch did not start: $(cat "$1.err")"; exit 1; }
 }
@@ -97,7 +103,7 @@ done
 client=tests/e2e/vllm_like_client.py
 start_serve "$work/serve-pairs.out" --profile vllm --ttft-ms 20 --itl-ms 5
 run_client() { # run_client OUT
-    /usr/bin/python3 "$client" "$serve_port" 0 "$1" 64 wb- 32 --concurrency 8 > /dev/null 2>&1
+    /usr/bin/python3 "$client" "$serve_port" 0 "$1" "$requests" wb- 32 --concurrency 8 > /dev/null 2>&1
 }
 for i in $(seq "$pairs"); do
     order="off on"; [ $((i % 2)) = 0 ] && order="on off"
@@ -141,7 +147,7 @@ $heading
 Measured by \`BUILD=$BUILD tests/bench/watch.sh\` (part of \`make bench\`) on
 $(nproc) CPUs, $(date -u +%Y-%m-%d).
 
-**The watcher's own cost** (\`watch --port P --metrics 127.0.0.1:0 -q\`
+**The watcher's own cost** (\`TOKENTAP_NO_TLS=1 watch --port P --metrics 127.0.0.1:0 -q\`
 tracing \`serve --ttft-ms 0 --itl-ms 1 --tokens 2000\` under \`ttload -c C
 -d $secs -T 2000\`; CPU is the watcher's user + system time over the run's
 wall time, one core = 100 %; memory from /proc/PID/status at the end):
@@ -150,7 +156,7 @@ wall time, one core = 100 %; memory from /proc/PID/status at the end):
 |---|---|---|---|---|---|
 $(printf '%s\n' "${rows[@]}")
 
-**What a benchmark client pays** (\`tests/e2e/vllm_like_client.py\`: 64
+**What a benchmark client pays** (\`tests/e2e/vllm_like_client.py\`: $requests
 streamed requests of 32 tokens at concurrency 8 against \`serve --ttft-ms 20
 --itl-ms 5\`, its TTFT median and output throughput as vllm computes them;
 $pairs pairs of runs with the watcher off and on, the order alternating;

@@ -439,10 +439,13 @@ int tt_cmd_watch(int argc, char **argv)
             (unsigned long long)bs.children, tt_bpf_ready_note(&bs, ready, sizeof ready));
     if (bs.tls_note)
         fprintf(stderr, "tokentap watch: %s; %llu SSL calls, %llu TLS records on %llu connections (%llu with their "
-                        "socket instant), %llu calls (%llu bytes) whose socket was not known\n",
+                        "socket instant), %llu calls (%llu bytes) whose socket was not known; %llu uprobe links "
+                        "held, %llu released for %llu exited processes\n",
                 bs.tls_note, (unsigned long long)bs.kernel_tls_calls, (unsigned long long)bs.tls_records,
                 (unsigned long long)bs.tls_connections, (unsigned long long)bs.tls_socket_instants,
-                (unsigned long long)bs.tls_unpaired, (unsigned long long)bs.tls_unpaired_bytes);
+                (unsigned long long)bs.tls_unpaired, (unsigned long long)bs.tls_unpaired_bytes,
+                (unsigned long long)bs.tls_links_held, (unsigned long long)bs.tls_links_released,
+                (unsigned long long)bs.tls_processes_released);
 
     watch_say_released(vs, W_COUNT);
 

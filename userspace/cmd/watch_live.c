@@ -199,6 +199,9 @@ void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, c
         .connections_open = bs.connections >= bs.closes ? bs.connections - bs.closes : 0,
         .heap_bytes = tt_heap_in_use(),
         .log_lines_lost = log ? log->dropped : 0,
+        .tls_links_held = bs.tls_links_held,
+        .tls_links_released = bs.tls_links_released,
+        .tls_processes_released = bs.tls_processes_released,
     };
     for (size_t i = 0; i < n; i++) {
         tt_tracker_stats st;

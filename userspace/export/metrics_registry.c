@@ -495,6 +495,10 @@ static tt_sbuf render_locked(tt_mreg *m, tt_mreg_format f)
         {"tokentap_records", "Records read from the kernel.", offsetof(tt_mreg_tracer, records)},
         {"tokentap_log_lines_lost", "Live lines a failed write of --log lost (a full disk).",
          offsetof(tt_mreg_tracer, log_lines_lost)},
+        {"tokentap_tls_uprobe_links_released", "TLS uprobe links let go after their process exited.",
+         offsetof(tt_mreg_tracer, tls_links_released)},
+        {"tokentap_tls_processes_released", "Exited processes whose TLS uprobe links were let go.",
+         offsetof(tt_mreg_tracer, tls_processes_released)},
     };
     for (size_t i = 0; i < sizeof tracer / sizeof *tracer; i++) {
         put_counter(&b, f, tracer[i].name, tracer[i].help);
@@ -504,6 +508,8 @@ static tt_sbuf render_locked(tt_mreg *m, tt_mreg_format f)
     }
     put_header(&b, f, "tokentap_connections_open", "gauge", "Connections being followed now.", NULL);
     tt_sbuf_printf(&b, "tokentap_connections_open %llu\n", (unsigned long long)m->tracer.connections_open);
+    put_header(&b, f, "tokentap_tls_uprobe_links", "gauge", "TLS uprobe links attached now.", NULL);
+    tt_sbuf_printf(&b, "tokentap_tls_uprobe_links %llu\n", (unsigned long long)m->tracer.tls_links_held);
     put_header(&b, f, "tokentap_heap_bytes", "gauge", "Heap the watcher has in use.", "bytes");
     tt_sbuf_printf(&b, "tokentap_heap_bytes %llu\n", (unsigned long long)m->tracer.heap_bytes);
     put_held(&b, f, &m->tracer);

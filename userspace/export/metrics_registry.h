@@ -51,6 +51,7 @@ typedef struct tt_mreg_tracer {
     uint64_t connections_open;
     uint64_t heap_bytes; /* the watcher's heap in use (tt_heap_in_use) */
     uint64_t log_lines_lost; /* live lines a failed write of --log lost */
+    uint64_t tls_links_held, tls_links_released, tls_processes_released; /* TLS uprobes (tt_bpf_stats) */
     struct tt_mreg_held {
         uint64_t in_flight, connections;                       /* now */
         uint64_t evicted_connections, evicted_requests, released; /* since the start */
