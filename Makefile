@@ -5,9 +5,9 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libpcap libcjson zlib openssl libmicrohttpd
+PKGS     := libpcap libcjson zlib openssl libmicrohttpd libnghttp2
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz -lssl -lcrypto -lmicrohttpd)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz -lssl -lcrypto -lmicrohttpd -lnghttp2)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 OPT      ?= -O2 -g

@@ -20,7 +20,7 @@ case "$mode" in
 esac
 lib_src=$(find userspace -name '*.c' ! -name main.c | sort)
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Iuserspace -Itests/support $(pkg-config --cflags libpcap libcjson zlib) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-libs="$(pkg-config --libs libpcap libcjson zlib openssl libmicrohttpd) -lm"
+libs="$(pkg-config --libs libpcap libcjson zlib openssl libmicrohttpd libnghttp2) -lm"
 # the library once, as objects with fuzzer coverage
 mkdir -p "$out/obj"
 objs=()
