@@ -410,7 +410,7 @@ int tt_cmd_watch(int argc, char **argv)
         }
         watch_sinks sinks = {.log = quiet ? NULL : &log, .reg = reg, .join = join};
         for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, &sinks, now);
-        watch_bound_memory(vs, W_COUNT, &lim, now);
+        watch_bound_memory(vs, W_COUNT, &lim, &sinks, now);
         if (reg) watch_export(src, vs, W_COUNT, &log, reg);
         say_new_tls_libraries(src, &tls_said, quiet);
     }

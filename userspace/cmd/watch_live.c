@@ -161,7 +161,8 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, const watch_sinks
     }
 }
 
-void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, uint64_t now_ns)
+void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, const watch_sinks *out,
+                        uint64_t now_ns)
 {
     if (!lim->max_heap || tt_heap_in_use() <= lim->max_heap) return;
     for (size_t i = 0; i < n; i++) {
@@ -177,11 +178,8 @@ void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, ui
         }
         if (!evicted) return;
         /* what the evictions filed is taken (counted, exported) and let go at once */
-        for (size_t i = 0; i < n; i++) {
-            watch_limits none = {.keep_requests = 0};
-            watch_sinks nowhere = {0};
-            watch_take_new(&ws[i], &none, &nowhere, now_ns);
-        }
+        watch_limits none = {.keep_requests = 0};
+        for (size_t i = 0; i < n; i++) watch_take_new(&ws[i], &none, out, now_ns);
     }
 }
 

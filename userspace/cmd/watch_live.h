@@ -73,13 +73,15 @@ typedef struct watch_sinks {
  * lim->keep_requests. */
 void watch_take_new(watch_vantage *w, const watch_limits *lim, const watch_sinks *out, uint64_t now_ns);
 
-/* tt_ljoin_pair_fn for watch_sinks.join: ctx is the tt_mreg. */
-void watch_observe_pair(void *ctx, const tt_request *server, const tt_request *client);
-
 /* Over lim->max_heap: let go of every finished request the vantages keep,
  * then evict an eighth of each tracker's connections (least recently
- * active first) until the heap is under budget or nothing is left. */
-void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, uint64_t now_ns);
+ * active first) until the heap is under budget or nothing is left; the
+ * requests an eviction finishes go to out like any other (then let go). */
+void watch_bound_memory(watch_vantage *ws, size_t n, const watch_limits *lim, const watch_sinks *out,
+                        uint64_t now_ns);
+
+/* tt_ljoin_pair_fn for watch_sinks.join: ctx is the tt_mreg. */
+void watch_observe_pair(void *ctx, const tt_request *server, const tt_request *client);
 
 /* The tracer's and the trackers' running totals into reg. */
 void watch_export(const tt_bpf_source *src, const watch_vantage *ws, size_t n, const watch_log *log, tt_mreg *reg);
