@@ -20,33 +20,8 @@
 #include <string.h>
 
 #include "proto/http2.h"
+#include "fuzz_text.h"
 
-typedef struct fz_text { char *s; size_t len, cap; } fz_text;
-
-static void fz_add(fz_text *t, const void *d, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 1024;
-        while (cap < t->len + n + 1) cap *= 2;
-        t->s = realloc(t->s, cap);
-        if (!t->s) abort();
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, d, n);
-    t->len += n;
-    t->s[t->len] = 0;
-}
-
-static void fz_printf(fz_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fz_printf(fz_text *t, const char *fmt, ...)
-{
-    char buf[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n > 0) fz_add(t, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-}
 
 /* per-half state, in a small open-addressing table */
 #define SLOTS 16384
