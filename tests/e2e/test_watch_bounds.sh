@@ -68,7 +68,7 @@ watch_run() {
     local rc=0; wait $wpid || rc=$?
     [ $rc = 0 ] || fail "watch ($name) exit $rc: $(tail -3 "$work/$name.err")"
 }
-watch_run conns 4 3 --max-connections 4
+watch_run conns 4 3 --max-connections 4 --keep-requests 100000
 watch_run heap 6 8 --max-memory 16 --keep-requests 100000
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$work" <<'PY'
 import re, sys
