@@ -386,6 +386,13 @@ static void test_eviction_and_forget(void **state)
     tt_tracker_stats_get(t, &st);
     assert_int_equal(st.forgotten, 1);
     tt_tracker_free(t);
+    /* a tracker that never filed a request has nothing to let go */
+    tt_tracker *empty = tt_tracker_new(NULL);
+    tt_tracker_forget(empty, 0);
+    tt_tracker_forget(empty, 3);
+    tt_tracker_stats_get(empty, &st);
+    assert_int_equal(st.forgotten, 0);
+    tt_tracker_free(empty);
 }
 
 /* A client that pipelines without end (no response ever seen): at most

@@ -221,6 +221,14 @@ size_t tt_tracker_evict(tt_tracker *t, size_t n, uint64_t mono_ns)
 
 /* ---- tracker ---- */
 
+/* What a filed request owns beside itself. */
+static void request_free_arrays(tt_request *r)
+{
+    free(r->events);
+    free(r->text);
+    free(r->body);
+}
+
 tt_tracker *tt_tracker_new(const tt_tracker_options *opt)
 {
     tt_tracker *t = calloc(1, sizeof *t);
@@ -242,11 +250,7 @@ void tt_tracker_free(tt_tracker *t)
             conn_release(t, c, 0);
         }
     }
-    for (size_t i = 0; i < t->n_reqs; i++) {
-        free(t->reqs[i].events);
-        free(t->reqs[i].text);
-        free(t->reqs[i].body);
-    }
+    for (size_t i = 0; i < t->n_reqs; i++) request_free_arrays(&t->reqs[i]);
     free(t->reqs);
     free(t->notes);
     free(t->evicted_ids);
@@ -303,11 +307,8 @@ void tt_tracker_stats_get(const tt_tracker *t, tt_tracker_stats *st)
 void tt_tracker_forget(tt_tracker *t, size_t n)
 {
     if (n > t->n_reqs) n = t->n_reqs;
-    for (size_t i = 0; i < n; i++) {
-        free(t->reqs[i].events);
-        free(t->reqs[i].text);
-        free(t->reqs[i].body);
-    }
+    if (n == 0) return; /* t->reqs may not exist yet */
+    for (size_t i = 0; i < n; i++) request_free_arrays(&t->reqs[i]);
     memmove(t->reqs, t->reqs + n, (t->n_reqs - n) * sizeof *t->reqs);
     t->n_reqs -= n;
     t->forgotten += n;
