@@ -39,6 +39,13 @@ work_dir() {
     trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 }
 
+# need_curl_openssl: skip unless curl (built with OpenSSL) and openssl are here.
+need_curl_openssl() {
+    command -v curl >/dev/null || skip "curl not installed"
+    command -v openssl >/dev/null || skip "openssl not installed"
+    curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
+}
+
 # need_bpf DIR: skip (exit 77) when the eBPF programs cannot load here,
 # found by a short `tokentap watch` of nothing (no TLS: detaching uprobes
 # from every libssl in use takes many seconds); DIR keeps its stderr.

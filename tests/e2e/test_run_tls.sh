@@ -10,11 +10,9 @@
 # of the plaintext is a clean end, FIN, not a cut).
 set -eu
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || skip "curl not installed"
-command -v openssl >/dev/null || skip "openssl not installed"
-curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
+need_curl_openssl
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+work_dir
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/k.pem" -out "$work/c.pem" -days 1 -subj /CN=localhost \
     > /dev/null 2>&1 || fail "openssl could not make a certificate"
 /usr/bin/python3 "$(dirname "$0")/close_sse_server.py" 6 5 "$work/c.pem" "$work/k.pem" > "$work/port" 2> "$work/srv.err" &

@@ -51,11 +51,8 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF uprobes"
-command -v curl >/dev/null || skip "curl not installed"
-command -v openssl >/dev/null || skip "openssl not installed"
-curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+need_curl_openssl
+work_dir
 need_bpf "$work"
 self_signed_cert "$work"
 /usr/bin/python3 "$(dirname "$0")/tls_sse_server.py" 8 10 "$work/c.pem" "$work/k.pem" "$work/server.log" \
