@@ -45,14 +45,7 @@ for k in sys.argv[2].split("."): d=d[k]
 print(d)' "$1" "$2"; }
 
 # Every process the bench starts is stopped on exit.
-started=()
-stop_started() {
-    for p in "${started[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
-    started=()
-}
-trap stop_started EXIT
-forget() { local keep=() p; for p in "${started[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done; started=("${keep[@]}"); }
+. tests/bench/started.sh
 
 # The ping-pong runs on the last CPU, the tracer on the first, when there are two.
 ncpu=$(nproc)

@@ -51,13 +51,7 @@ mbps() { awk -v b="$1" -v t="$2" 'BEGIN {printf "%.1f", b/t/1e6}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a/b}'; }
 
 # Every process the bench starts is stopped on exit.
-started=()
-stop_started() {
-    for p in "${started[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
-    started=()
-}
-trap stop_started EXIT
+. tests/bench/started.sh
 
 # The text of one section from the current docs/performance.md (when kept):
 # from its heading (the first line of the file for analyze) to the next

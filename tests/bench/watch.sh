@@ -32,13 +32,7 @@ mkdir -p "$work"
 heading="## The watcher in production (watch --metrics)"
 log() { echo "watchbench: $*" >&2; }
 
-started=()
-stop_started() {
-    for p in "${started[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
-    started=()
-}
-trap stop_started EXIT
+. tests/bench/started.sh
 empty_section() { { echo "$heading"; echo; echo "Not measured on this machine: $1."; }; exit 0; }
 [ "$(id -u)" = 0 ] || empty_section "not root (eBPF tracing needs root)"
 for f in "$TT" "$LOAD"; do [ -x "$f" ] || empty_section "$f is not built"; done
