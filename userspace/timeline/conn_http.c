@@ -79,6 +79,7 @@ static pending *pending_new(conn_state *c)
     r->usage_completion_tokens = r->usage_prompt_tokens = -1;
     c->queue = tt_conn_grow(c->queue, &c->queue_cap, c->queue_len + 1, sizeof *c->queue);
     c->queue[c->queue_len++] = p;
+    c->t->in_flight++;
     return p;
 }
 
@@ -102,6 +103,7 @@ void tt_conn_file_request(tt_tracker *t, pending *p)
     count_shared_chunks(r);
     t->reqs = tt_conn_grow(t->reqs, &t->cap_reqs, t->n_reqs + 1, sizeof *t->reqs);
     t->reqs[t->n_reqs++] = *r;
+    t->in_flight--;
     free(p);
 }
 

@@ -87,6 +87,7 @@ struct tt_tracker {
 
     conn_state *most_recent, *least_recent; /* activity order */
     uint64_t evicted_connections, evicted_requests, forgotten;
+    size_t in_flight; /* requests begun (pending_new) and not yet filed */
     /* Ids of connections evicted lately (0: empty slot), so that their later
      * bytes are read as after a loss; a fixed table, overwritten on collision. */
     uint64_t *evicted_ids;

@@ -297,7 +297,7 @@ void tt_tracker_stats_get(const tt_tracker *t, tt_tracker_stats *st)
     memset(st, 0, sizeof *st);
     st->connections = t->connections;
     st->live_connections = t->n_live;
-    for (const conn_state *c = t->most_recent; c; c = c->older) st->in_flight += c->queue_len;
+    st->in_flight = t->in_flight;
     st->evicted_connections = t->evicted_connections;
     st->evicted_requests = t->evicted_requests;
     st->forgotten = t->forgotten;
