@@ -12,12 +12,17 @@
 #    100,000 events/s).
 # 2. What a benchmark client pays: tests/e2e/vllm_like_client.py (a
 #    vllm-bench-like client: TTFT median and output throughput as vllm
-#    computes them; WATCHBENCH_REQUESTS per run, default 256) against
-#    serve, WATCHBENCH_PAIRS (default 20) pairs of
-#    runs, watcher off and on (`watch --port P --metrics -q`), the order
+#    computes them) against serve --log, for each shape in
+#    WATCHBENCH_SHAPES ("CONCURRENCY:REQUESTS:TOKENS ...", default
+#    "1:64:8 8:256:32"), WATCHBENCH_PAIRS (default 20) pairs of runs,
+#    watcher off and on (`watch --port P --metrics -q`), the order
 #    alternating from pair to pair; per pair the relative change on/off - 1
-#    of the client's TTFT median and of its output throughput; the mean
-#    change with a 95 % confidence interval (Student's t over the pairs).
+#    of the client's TTFT median and of its output throughput, and the
+#    change in microseconds of the medians of the TTFT's three parts as
+#    serve's log times them (the client's start to serve's read of the
+#    request, that read to the first token write, that write to the
+#    client's stamp); each a mean with a 95 % confidence interval
+#    (Student's t over the pairs).
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -27,7 +32,7 @@ work=${WATCHBENCH_DIR:-$BUILD/watchbench}
 secs=${WATCHBENCH_SECONDS:-10}
 conns=${WATCHBENCH_CONNS:-10 100}
 pairs=${WATCHBENCH_PAIRS:-20}
-requests=${WATCHBENCH_REQUESTS:-256}
+shapes=${WATCHBENCH_SHAPES:-1:64:8 8:256:32}
 mkdir -p "$work"
 heading="## The watcher in production (watch --metrics)"
 log() { echo "watchbench: $*" >&2; }
@@ -94,44 +99,75 @@ PY
 done
 
 # ---- 2. the paired change in a benchmark client's numbers ----
+# Each shape "CONCURRENCY:REQUESTS:TOKENS" runs its own pairs against one
+# serve whose --log gives, per request, the instant it read the request and
+# the instant it wrote the first token; every run has its own request-id
+# prefix, so the log tells the runs apart.
 client=tests/e2e/vllm_like_client.py
-start_serve "$work/serve-pairs.out" --profile vllm --ttft-ms 20 --itl-ms 5
-run_client() { # run_client OUT
-    /usr/bin/python3 "$client" "$serve_port" 0 "$1" "$requests" wb- 32 --concurrency 8 > /dev/null 2>&1
-}
-for i in $(seq "$pairs"); do
-    order="off on"; [ $((i % 2)) = 0 ] && order="on off"
-    for mode in $order; do
-        if [ "$mode" = on ]; then start_watch "$work/watch-pair.out"; fi
-        run_client "$work/pair-$i-$mode.json"
-        if [ "$mode" = on ]; then stop_pid "$watch_pid"; fi
+start_serve "$work/serve-pairs.out" --profile vllm --ttft-ms 20 --itl-ms 5 --log "$work/serve-pairs.log"
+for shape in $shapes; do
+    IFS=: read -r conc nreq ntok <<< "$shape"
+    for i in $(seq "$pairs"); do
+        order="off on"; [ $((i % 2)) = 0 ] && order="on off"
+        for mode in $order; do
+            if [ "$mode" = on ]; then start_watch "$work/watch-pair.out"; fi
+            /usr/bin/python3 "$client" "$serve_port" 0 "$work/pair-c$conc-$i-$mode.json" "$nreq" "wb-c$conc-$i-$mode-" "$ntok" \
+                --concurrency "$conc" > /dev/null 2>&1
+            if [ "$mode" = on ]; then stop_pid "$watch_pid"; fi
+        done
+        log "concurrency $conc: pair $i done ($order)"
     done
-    log "pair $i done ($order)"
 done
 stop_pid "$serve_pid"
-paired=$(/usr/bin/python3 - "$work" "$pairs" <<'PY'
+paired=$(/usr/bin/python3 - "$work" "$pairs" "$work/serve-pairs.log" $shapes <<'PY'
 import json, statistics, sys
-work, pairs = sys.argv[1], int(sys.argv[2])
+work, pairs, serve_log, shapes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26, 11: 2.23, 12: 2.20,
        13: 2.18, 14: 2.16, 15: 2.14, 16: 2.13, 20: 2.09, 25: 2.06, 30: 2.05}
-def numbers(path):
-    d = json.load(open(path))
-    return statistics.median(d["ttfts"]), d["total_output_tokens"] / d["duration"]
-def ci(xs):
+read_ns, first_token_ns = {}, {}
+for line in open(serve_log):
+    r = json.loads(line)
+    rid = r.get("request_id")
+    if r["type"] == "request":
+        read_ns[rid] = r["request_read_ns"]
+    elif r["type"] == "write" and rid not in first_token_ns and any(e[1] == "token" for e in r["events"]):
+        first_token_ns[rid] = r["mono_ns"]
+def run_numbers(conc, i, mode):
+    """TTFT median (ms), throughput, and the medians (us) of the TTFT's three parts: client start -> serve read
+    the request, serve's read -> its first token write, that write -> the client's stamp (one clock: the client's
+    perf_counter and serve's log are both CLOCK_MONOTONIC)."""
+    d = json.load(open(f"{work}/pair-c{conc}-{i}-{mode}.json"))
+    parts = ([], [], [])
+    for k, (start, ttft) in enumerate(zip(d["start_times"], d["ttfts"])):
+        rid = f"wb-c{conc}-{i}-{mode}-{k}"
+        if ttft is None or rid not in read_ns or rid not in first_token_ns: continue
+        start_ns, stamp_ns = start * 1e9, (start + ttft) * 1e9
+        parts[0].append((read_ns[rid] - start_ns) / 1e3)
+        parts[1].append((first_token_ns[rid] - read_ns[rid]) / 1e3)
+        parts[2].append((stamp_ns - first_token_ns[rid]) / 1e3)
+    return (statistics.median(d["ttfts"]), d["total_output_tokens"] / d["duration"],
+            [statistics.median(p) for p in parts])
+def ci(xs, fmt):
     n = len(xs)
     t = T95.get(n) or T95[max(k for k in T95 if k <= n)]
     m = statistics.mean(xs)
     h = t * statistics.stdev(xs) / n ** 0.5
-    return "%+.2f %% (95 %% CI %+.2f .. %+.2f %%)" % (100 * m, 100 * (m - h), 100 * (m + h))
-ttft, thr, off_ttft, off_thr = [], [], [], []
-for i in range(1, pairs + 1):
-    (a_t, a_r), (b_t, b_r) = numbers(f"{work}/pair-{i}-off.json"), numbers(f"{work}/pair-{i}-on.json")
-    ttft.append(b_t / a_t - 1)
-    thr.append(b_r / a_r - 1)
-    off_ttft.append(a_t)
-    off_thr.append(a_r)
-print("| TTFT median | %.2f ms | %s |" % (1e3 * statistics.median(off_ttft), ci(ttft)))
-print("| output throughput | %.0f tokens/s | %s |" % (statistics.median(off_thr), ci(thr)))
+    return fmt % (m, m - h, m + h)
+for shape in shapes:
+    conc, nreq, ntok = shape.split(":")
+    ttft, thr, parts, off_ttft, off_thr = [], [], ([], [], []), [], []
+    for i in range(1, pairs + 1):
+        (a_t, a_r, a_p), (b_t, b_r, b_p) = run_numbers(conc, i, "off"), run_numbers(conc, i, "on")
+        ttft.append(100 * (b_t / a_t - 1))
+        thr.append(100 * (b_r / a_r - 1))
+        for j in range(3): parts[j].append(b_p[j] - a_p[j])
+        off_ttft.append(a_t)
+        off_thr.append(a_r)
+    pct = "%+.2f %% (%+.2f .. %+.2f)"
+    us = "%+.0f (%+.0f .. %+.0f)"
+    print("| %s | %s x %s | %.2f ms | %s | %.0f | %s | %s | %s | %s |" % (
+        conc, nreq, ntok, 1e3 * statistics.median(off_ttft), ci(ttft, pct), statistics.median(off_thr), ci(thr, pct),
+        ci(parts[0], us), ci(parts[1], us), ci(parts[2], us)))
 PY
 )
 
@@ -150,14 +186,17 @@ wall time, one core = 100 %; memory from /proc/PID/status at the end):
 |---|---|---|---|---|---|
 $(printf '%s\n' "${rows[@]}")
 
-**What a benchmark client pays** (\`tests/e2e/vllm_like_client.py\`: $requests
-streamed requests of 32 tokens at concurrency 8 against \`serve --ttft-ms 20
---itl-ms 5\`, its TTFT median and output throughput as vllm computes them;
-$pairs pairs of runs with the watcher off and on, the order alternating;
-the change is on/off - 1 per pair, mean with Student's t interval; goal:
-under 0.5 %):
+**What a benchmark client pays** (`tests/e2e/vllm_like_client.py`, a
+vllm-bench-like client, against `serve --ttft-ms 20 --itl-ms 5 --log`: for
+each shape, $pairs pairs of runs with the watcher off and on, the order
+alternating; per pair the change on - off of the client's TTFT median and
+output throughput, and of the medians of the TTFT's three parts, timed by
+serve's log on the same clock: the client's start to serve reading the
+request, serve's read to its first token write (20 ms by schedule), that
+write to the client's stamp; each a mean with its 95 % Student's t
+interval; goal: under 0.5 %):
 
-| client's number | median with the watcher off | change with it on |
-|---|---|---|
+| concurrency | requests x tokens | TTFT median, off | TTFT change | throughput, off (tokens/s) | throughput change | added us: start -> server read | server read -> first write | first write -> client stamp |
+|---|---|---|---|---|---|---|---|---|
 $paired
 EOF2
