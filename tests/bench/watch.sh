@@ -34,6 +34,7 @@ conns=${WATCHBENCH_CONNS:-10 100}
 pairs=${WATCHBENCH_PAIRS:-20}
 shapes=${WATCHBENCH_SHAPES:-1:64:8 8:256:32}
 mkdir -p "$work"
+rm -f "$work/watch-start-ms"
 heading="## The watcher in production (watch --metrics)"
 log() { echo "watchbench: $*" >&2; }
 
@@ -61,10 +62,13 @@ stop_pid() { kill -INT "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; 
 start_watch() {
     TOKENTAP_NO_TLS=1 "$TT" watch --port "$serve_port" --metrics 127.0.0.1:0 -q --interval 0 > "$1" 2> "$1.err" &
     watch_pid=$!; started+=("$watch_pid")
-    # (attaching the TLS uprobes to every libssl in use can take seconds)
-    for _ in $(seq 600); do grep -q '^tokentap watch: tracing' "$1.err" && break; sleep 0.05; done
+    local t0; t0=$(date +%s%N)
+    for _ in $(seq 2400); do grep -q '^tokentap watch: tracing' "$1.err" && break; sleep 0.05; done
     metrics_port=$(sed -n 's/.*metrics on port \([0-9]*\),.*/\1/p' "$1.err")
-    [ -n "$metrics_port" ] || { log "watch did not start: $(cat "$1.err")"; exit 1; }
+    [ -n "$metrics_port" ] || { log "watch did not start in 120 s: $(cat "$1.err")"; exit 1; }
+    local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    echo "$ms" >> "$work/watch-start-ms"
+    [ "$ms" -lt 5000 ] || log "watch took $ms ms to start"
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
@@ -186,8 +190,8 @@ wall time, one core = 100 %; memory from /proc/PID/status at the end):
 |---|---|---|---|---|---|
 $(printf '%s\n' "${rows[@]}")
 
-**What a benchmark client pays** (`tests/e2e/vllm_like_client.py`, a
-vllm-bench-like client, against `serve --ttft-ms 20 --itl-ms 5 --log`: for
+**What a benchmark client pays** (\`tests/e2e/vllm_like_client.py\`, a
+vllm-bench-like client, against \`serve --ttft-ms 20 --itl-ms 5 --log\`: for
 each shape, $pairs pairs of runs with the watcher off and on, the order
 alternating; per pair the change on - off of the client's TTFT median and
 output throughput, and of the medians of the TTFT's three parts, timed by
