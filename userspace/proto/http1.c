@@ -493,14 +493,14 @@ static size_t step_resync(tt_http1_parser *p, const uint8_t *d, size_t n, uint64
             rs->overlong = true;
             continue;
         }
-        if (c >= 'A' && c <= 'Z' && (rs->len == 0 || rs->buf[rs->len - 1] < 'A' || rs->buf[rs->len - 1] > 'Z')) {
+        bool after_capital = rs->len && tt_http1_is_capital(rs->buf[rs->len - 1]);
+        if (tt_http1_is_capital(c) && !after_capital) {
             rs->caps_pos = rs->len;
             rs->caps_ns = ns;
         }
         if (c == ' ') {
-            bool after_caps = rs->len && rs->buf[rs->len - 1] >= 'A' && rs->buf[rs->len - 1] <= 'Z';
             rs->before_sp[0] = rs->before_sp[1];
-            rs->before_sp[1].valid = after_caps;
+            rs->before_sp[1].valid = after_capital;
             rs->before_sp[1].pos = rs->caps_pos;
             rs->before_sp[1].ns = rs->caps_ns;
         }

@@ -286,8 +286,6 @@ tt_http_error tt_http1_parse_head(tt_http_role role, const char *buf, size_t n, 
 
 /* ---- start lines after lost bytes ---- */
 
-static bool is_capital(char c) { return c >= 'A' && c <= 'Z'; }
-
 /* The registered method written in capitals that ends just before `end`
  * (and is not itself the tail of a longer run of capitals); its length, or 0. */
 static size_t method_ending_at(const char *line, size_t end)
@@ -297,7 +295,7 @@ static size_t method_ending_at(const char *line, size_t end)
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         size_t m = strlen(methods[i]);
         if (m > end || memcmp(line + end - m, methods[i], m) != 0) continue;
-        if (end > m && is_capital(line[end - m - 1])) continue;
+        if (end > m && tt_http1_is_capital(line[end - m - 1])) continue;
         return m;
     }
     return 0;

@@ -43,4 +43,7 @@ tt_http_error tt_http1_parse_head(tt_http_role role, const char *buf, size_t n, 
  * capital. The rest is checked as strictly as in any head. */
 long tt_http1_start_line_in(tt_http_role role, const char *line, size_t len, bool line_start);
 
+/* An ASCII capital letter: the bytes a method is written in. */
+static inline bool tt_http1_is_capital(int c) { return c >= 'A' && c <= 'Z'; }
+
 #endif
