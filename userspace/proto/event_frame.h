@@ -1,5 +1,5 @@
-/* event_frame.h - one framed event of a response body, as SSE or NDJSON
- * framing delivered it, before any JSON is looked at.
+/* event_frame.h - one framed event of a response body, as SSE, NDJSON or
+ * gRPC message framing delivered it, before any JSON is looked at.
  *
  * Offsets are offsets into the decoded response body (after chunked transfer
  * coding and content coding are removed). Instants are those of the chunk
@@ -35,12 +35,15 @@ enum {
     TT_FRAME_RAW_LINE_SEP = 1u << 3,    /* raw U+2028, U+2029 or U+0085 inside data */
     TT_FRAME_UNTERMINATED = 1u << 4,    /* stream ended before the dispatching blank line / newline */
     TT_FRAME_TRUNCATED = 1u << 5,       /* data exceeded the parser's limit and was cut */
+    TT_FRAME_COMPRESSED = 1u << 6,      /* gRPC: Compressed-Flag 1, data are the still-compressed bytes */
+    TT_FRAME_BAD_PREFIX = 1u << 7,      /* gRPC: a flag byte other than 0/1 lost the framing; data_len 0 */
 };
 
 typedef struct tt_event_frame {
-    const char *type;      /* SSE event type ("message" when no event: field); NULL for NDJSON */
+    const char *type;      /* SSE event type ("message" when no event: field); NULL for NDJSON, gRPC */
     size_t type_len;
-    const char *data;      /* SSE: data lines joined by \n; NDJSON: the line without its terminator */
+    const char *data;      /* SSE: data lines joined by \n; NDJSON: the line without its terminator;
+                              gRPC: the message bytes (binary) */
     size_t data_len;
     const char *id;        /* SSE id field value, when has_id */
     size_t id_len;
