@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Encode every NAME.txtpb here into NAME.bin with protoc (Debian package
+# protobuf-compiler), independently of tokentap's own decoder. The prefix
+# of NAME picks the schema: triton_*, sglang_*, vllm_*.
+set -eu
+cd "$(dirname "$0")"
+command -v protoc >/dev/null || { echo "regen.sh: protoc missing (apt-get install protobuf-compiler)" >&2; exit 1; }
+for t in *.txtpb; do
+    name=${t%.txtpb}
+    case "$name" in
+        triton_*) proto=triton.proto; type=inference.ModelStreamInferResponse ;;
+        sglang_*) proto=sglang.proto; type=sglang.grpc.scheduler.GenerateResponse ;;
+        vllm_*) proto=vllm.proto; type=vllm.grpc.engine.GenerateResponse ;;
+        *) echo "regen.sh: $t: unknown prefix" >&2; exit 1 ;;
+    esac
+    protoc -I. --encode="$type" "$proto" < "$t" > "$name.bin.tmp"
+    mv "$name.bin.tmp" "$name.bin"
+done
+echo "regen.sh: $(ls *.txtpb | wc -l) messages encoded"
