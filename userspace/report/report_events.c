@@ -22,7 +22,7 @@ static void flag_names(char *buf, size_t cap, unsigned bits, const char *const *
 static const char *const term_names[] = {"LF", "CR", "CRLF"};
 static const char *const field_names[] = {"data", "event", "id", "retry", "other"};
 static const char *const frame_names[] = {"data-no-space", "bom", "empty-data-line", "raw-line-sep",
-                                          "unterminated", "truncated"};
+                                          "unterminated", "truncated", "compressed", "bad-prefix"};
 static const char *const has_names[] = {"text", "reasoning", "tool-args", "usage", "finish",
                                         "terminal", "choices", "role", "error", "special", "malformed",
                                         "empty-choices"};
