@@ -203,4 +203,16 @@ interval; goal: under 0.5 %):
 | concurrency | requests x tokens | TTFT median, off | TTFT change | throughput, off (tokens/s) | throughput change | added us: start -> server read | server read -> first write | first write -> client stamp |
 |---|---|---|---|---|---|---|---|---|
 $paired
+
+Reading the parts: the watcher adds time inside the traced syscalls, not
+between them. A TTFT's path crosses about ten of them (the client's
+connect and request write, serve's accept and read, serve's head and first
+token writes, the client's reads) and the readable-instant program at each
+arrival, each a few hundred nanoseconds to two microseconds on this
+machine (bpf/README.md, "Where a traced TCP syscall's time goes"): tens of
+microseconds, spread over the three parts, which is what the concurrency-1
+row measures. The watcher's own CPU (its ring-buffer reads and parsing)
+competes for the same cores: on a 2-core machine also busy with other work
+the concurrency-8 change grows and scatters (each run takes whatever the
+other work leaves), so the figures hold for a machine with a core to spare.
 EOF2
