@@ -75,13 +75,14 @@ static const expect cases[] = {
     {"triton_multi", TT_GRPC_TRITON, TT_EV_TOKEN, T, TERM | ERR | BAD, " world!", "42", "", "", -1, -1, 0},
     {"triton_contents", TT_GRPC_TRITON, TT_EV_TOKEN, T, TERM | ERR | BAD, "foo bar", "c1", "", "", -1, -1, 0},
     {"triton_no_text_output", TT_GRPC_TRITON, TT_EV_META, 0, T | TERM | ERR | BAD, "", "n1", "", "", -1, -1, 0},
-    {"sglang_chunk", TT_GRPC_SGLANG, TT_EV_TOKEN, T | USE, TERM | ERR | BAD, " the", "sg-1", "", "", 5, 1, 1},
-    {"sglang_chunk_id0", TT_GRPC_SGLANG, TT_EV_TOKEN, USE, T | TERM | ERR | BAD, "", "sg-1", "", "", -1, 2, 1},
+    {"sglang_chunk", TT_GRPC_SGLANG, TT_EV_TOKEN, USE, T | TERM | ERR | BAD, "", "sg-1", "", "", 5, 1, 1},
+    {"sglang_chunk_multi", TT_GRPC_SGLANG, TT_EV_TOKEN, USE, T | TERM | ERR | BAD, "", "sg-1", "", "", -1, 4, 3},
     {"sglang_complete", TT_GRPC_SGLANG, TT_EV_TERMINAL, TERM | FIN | USE, T | ERR | BAD,
-     "", "sg-1", "", "length", 5, 3, 0},
-    {"sglang_complete_stop", TT_GRPC_SGLANG, TT_EV_TERMINAL, TERM | FIN | USE, T | ERR | BAD,
-     "", "sg-2", "", "stop", -1, 1, 0},
+     "", "sg-1", "", "length", 5, 4, 0},
+    {"sglang_complete_bare", TT_GRPC_SGLANG, TT_EV_TERMINAL, TERM, T | ERR | BAD | FIN | USE,
+     "", "sg-2", "", "", -1, -1, 0},
     {"sglang_error", TT_GRPC_SGLANG, TT_EV_ERROR, ERR, T | TERM | BAD, "", "sg-3", "scheduler overloaded", "", -1, -1, 0},
+    {"sglang_error_details", TT_GRPC_SGLANG, TT_EV_ERROR, ERR, T | TERM | BAD, "", "sg-4", "prompt too long", "", -1, -1, 0},
     {"vllm_chunk", TT_GRPC_VLLM, TT_EV_TOKEN, USE, T | TERM | ERR | BAD, "", "", "", "", 4, 3, 3},
     {"vllm_complete", TT_GRPC_VLLM, TT_EV_TERMINAL, TERM | FIN | USE, T | ERR | BAD, "", "", "", "length", 4, 3, 0},
     {"vllm_empty_chunk", TT_GRPC_VLLM, TT_EV_META, 0, T | TERM | ERR | BAD | USE, "", "", "", "", -1, -1, 0},
@@ -292,6 +293,20 @@ static void test_vllm_unpacked(void **state)
     assert_int_equal(c.usage_prompt_tokens, 4);
 }
 
+/* A chunk of SGLang's earlier layout (one token_id, then a text), written
+ * by hand: 12 06 { 08 05 12 02 "hi" }: a token, its text not counted, and
+ * the unexpected wire type of field 2 flagged. */
+static void test_sglang_old_chunk(void **state)
+{
+    (void)state;
+    static const uint8_t m[] = {0x12, 0x06, 0x08, 0x05, 0x12, 0x02, 'h', 'i'};
+    tt_classified c;
+    assert_true(tt_grpc_classify(TT_GRPC_SGLANG, m, sizeof m, &c, NULL, 0, NULL));
+    assert_int_equal(c.kind, TT_EV_TOKEN);
+    assert_int_equal(c.text_bytes, 0);
+    assert_true(c.has & TT_HAS_MALFORMED);
+}
+
 static void test_wire_varint(void **state)
 {
     (void)state;
@@ -391,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_golden),         cmocka_unit_test(test_triton_detail),
         cmocka_unit_test(test_prefixes),       cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_raw_malformed),  cmocka_unit_test(test_vllm_unpacked),
+        cmocka_unit_test(test_sglang_old_chunk),
         cmocka_unit_test(test_wire_varint),    cmocka_unit_test(test_wire_fields),
         cmocka_unit_test(test_api_names),
     };

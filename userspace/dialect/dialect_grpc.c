@@ -11,10 +11,13 @@
  *           InferParameter oneof: 1 bool_param (2 int64, 3 string, 4 double,
  *           5 uint64 are not needed).
  *   SGLang  GenerateResponse: 1 request_id, oneof 2 chunk, 3 complete,
- *           4 error. Chunk: 1 token_id, 2 text, 3 prompt_tokens,
- *           4 completion_tokens. Complete: 1 output_ids, 2 output_text,
- *           3 finish_reason (enum), 4 prompt_tokens, 5 completion_tokens.
- *           Error: 1 message, 2 http_status_code, 3 details.
+ *           4 error. Chunk: 1 token_ids, 2 prompt_tokens,
+ *           3 completion_tokens. Complete: 1 output_ids, 2 finish_reason
+ *           (string), 3 prompt_tokens, 4 completion_tokens. Error:
+ *           1 message, 2 http_status_code, 3 details. (An earlier revision
+ *           had one token_id and a text per chunk and an enum finish
+ *           reason, numbered so that the two cannot be told apart on the
+ *           wire; only the later one is read.)
  *   vLLM    GenerateResponse: oneof 1 chunk, 2 complete. Chunk:
  *           1 token_ids, 2 prompt_tokens, 3 completion_tokens. Complete:
  *           1 output_ids, 2 finish_reason (string), 3 prompt_tokens,
@@ -281,8 +284,6 @@ static bool read_triton(const uint8_t *msg, size_t len, tt_classified *out, text
 
 /* ---- SGLang and vLLM Generate ---- */
 
-static const char *const sglang_finish[] = {"stop", "length", "eos_token", "stop_str", "abort"};
-
 typedef struct gen_msg {
     slice request_id;
     int which;           /* the oneof member's field number, 0 when none */
@@ -316,9 +317,7 @@ static bool read_generate_top(const uint8_t *msg, size_t len, gen_msg *g, uint32
 /* Fields of one chunk/complete/error body. */
 typedef struct gen_body {
     int64_t token_ids;     /* token ids carried (chunk) */
-    slice text;            /* chunk text (SGLang) */
-    slice finish_str;      /* vLLM finish_reason */
-    int64_t finish_enum;   /* SGLang finish_reason, -1 when absent */
+    slice finish_str;      /* finish_reason */
     int64_t prompt, completion;
     slice message, details, status;
 } gen_body;
@@ -326,8 +325,8 @@ typedef struct gen_body {
 static bool read_body(slice s, gen_body *b, uint32_t *has, const uint32_t map[8])
 {
     /* map[k] is the field number of slot k (0: not in this message):
-     * 0 token id (single), 1 token ids (repeated), 2 text, 3 finish enum,
-     * 4 finish string, 5 prompt, 6 completion, 7 error message */
+     * 1 token ids (repeated), 4 finish string, 5 prompt, 6 completion,
+     * 7 error message; slots 0, 2, 3 are unused */
     pb_reader r;
     pb_field f;
     pb_reader_init(&r, s.p, s.n);
@@ -335,18 +334,12 @@ static bool read_body(slice s, gen_body *b, uint32_t *has, const uint32_t map[8]
         uint32_t k = 0;
         while (k < 8 && (map[k] == 0 || map[k] != f.number)) k++;
         switch (k) {
-        case 0:
-            if (f.type == PB_WT_VARINT) b->token_ids = 1;
-            else *has |= TT_HAS_MALFORMED;
-            break;
         case 1: {
             long c = pb_repeated_varint_count(&f);
             if (c < 0) *has |= TT_HAS_MALFORMED;
             else b->token_ids += c;
             break;
         }
-        case 2: take_len(&f, &b->text, has); break;
-        case 3: b->finish_enum = take_count(&f, has); break;
         case 4: take_len(&f, &b->finish_str, has); break;
         case 5: b->prompt = take_count(&f, has); break;
         case 6: b->completion = take_count(&f, has); break;
@@ -367,20 +360,20 @@ static void put_usage(tt_classified *out, const gen_body *b)
 static void init_body(gen_body *b)
 {
     memset(b, 0, sizeof *b);
-    b->finish_enum = -1;
     b->prompt = b->completion = -1;
 }
 
 static bool read_sglang(const uint8_t *msg, size_t len, tt_classified *out, text_sink *sink,
                         tt_grpc_detail *d)
 {
+    (void)sink; /* this revision streams token ids, no text */
     gen_msg g;
     memset(&g, 0, sizeof g);
     if (!read_generate_top(msg, len, &g, 1, 2, 4)) return false;
     gen_body b;
     init_body(&b);
-    static const uint32_t chunk_map[8] = {1, 0, 2, 0, 0, 3, 4, 0};
-    static const uint32_t complete_map[8] = {0, 1, 0, 3, 0, 4, 5, 0};
+    static const uint32_t chunk_map[8] = {0, 1, 0, 0, 0, 2, 3, 0};
+    static const uint32_t complete_map[8] = {0, 1, 0, 0, 2, 3, 4, 0};
     static const uint32_t error_map[8] = {0, 0, 0, 0, 0, 0, 0, 1};
     const uint32_t *map = g.which == 2 ? chunk_map : g.which == 3 ? complete_map : error_map;
     uint32_t has = g.has;
@@ -397,13 +390,15 @@ static bool read_sglang(const uint8_t *msg, size_t len, tt_classified *out, text
     copy_slice(out->response_id, sizeof out->response_id, g.request_id);
     int token_frame = 0;
     if (g.which == 2) {
-        token_frame = 1; /* one chunk is one generated token, its id 0 possibly left out */
-        add_text(sink, b.text.p, b.text.set ? b.text.n : 0);
+        token_frame = b.token_ids > 0;
         put_usage(out, &b);
     } else if (g.which == 3) {
         out->has |= TT_HAS_TERMINAL;
-        int64_t e = b.finish_enum < 0 ? 0 : b.finish_enum; /* STOP is 0, left out on the wire */
-        dj_finish(out, e < 5 ? sglang_finish[e] : "unknown");
+        if (b.finish_str.set && cut_nul(b.finish_str.p, b.finish_str.n)) {
+            char reason[sizeof out->finish_reason];
+            copy_slice(reason, sizeof reason, b.finish_str);
+            dj_finish(out, reason);
+        }
         put_usage(out, &b);
     } else if (g.which == 4) {
         out->has |= TT_HAS_ERROR;
@@ -412,7 +407,7 @@ static bool read_sglang(const uint8_t *msg, size_t len, tt_classified *out, text
         else
             dj_copy(out->error_message, sizeof out->error_message, "error");
     }
-    if (d) d->token_ids = g.which == 2 ? 1 : 0;
+    if (d && g.which == 2) d->token_ids = (uint32_t)(b.token_ids > UINT32_MAX ? UINT32_MAX : b.token_ids);
     out->kind = dj_derive_kind(out, token_frame, TT_EV_META);
     return true;
 }

@@ -10,8 +10,8 @@
  *   contents.bytes_contents); the end is the bool parameter
  *   "triton_final_response" of the response; error_message is an error.
  * - TT_GRPC_SGLANG: sglang.grpc.scheduler.SglangScheduler/Generate
- *   responses: chunk (token, text) is a token, complete the end (with a
- *   finish reason and counts), error an error.
+ *   responses: a chunk with token ids (no text) is a token, complete the
+ *   end (with a finish reason and counts), error an error.
  * - TT_GRPC_VLLM: vllm.grpc.engine.VllmEngine/Generate responses: chunk
  *   (token ids only, no text) is a token, complete the end.
  *
