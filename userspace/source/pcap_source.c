@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "source/pcapng_map.h"
+
 #define PROGRESS_STEP (1u << 20)
 
 /* Link-type numbers that may appear raw in a file header on some systems. */
@@ -35,9 +37,11 @@
 
 struct tt_pcap_source {
     pcap_t *pcap;
-    const uint8_t *map; /* the whole file, for classic pcap read without libpcap's per-record fread */
+    const uint8_t *map; /* the whole file, read in place instead of libpcap's per-record fread */
     size_t map_len;
-    bool map_swapped, map_nano;
+    bool map_swapped, map_nano; /* classic pcap */
+    bool map_ng;                /* pcapng, read by ng */
+    tt_pcapng_map ng;
     char *read_buffer; /* stdio buffer of the capture file; outlives pcap_close */
     uint64_t file_size;
     bool has_offset;
@@ -230,10 +234,10 @@ static uint32_t read32(const uint8_t *p, bool swapped)
     return swapped ? __builtin_bswap32(v) : v;
 }
 
-/* A classic pcap file (libpcap has already accepted its header) is read
- * through a read-only mapping instead: same records, no copy per packet.
- * pcapng and anything that cannot be mapped stay with libpcap. */
-static void map_classic(tt_pcap_source *s, int fd, const struct stat *st)
+/* A capture file libpcap has already accepted is read through a read-only
+ * mapping instead: the same records, no copy per packet. Classic pcap and
+ * pcapng (pcapng_map.h); anything that cannot be mapped stays with libpcap. */
+static void map_file(tt_pcap_source *s, int fd, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < CLASSIC_HEADER) return;
     void *m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -246,7 +250,13 @@ static void map_classic(tt_pcap_source *s, int fd, const struct stat *st)
     case 0xd4c3b2a1: s->map_swapped = true; s->map_nano = false; break;
     case 0xa1b23c4d: s->map_swapped = false; s->map_nano = true; break;
     case 0x4d3cb2a1: s->map_swapped = true; s->map_nano = true; break;
-    default: munmap(m, (size_t)st->st_size); return;
+    default:
+        if (!tt_pcapng_map_init(&s->ng, b, (size_t)st->st_size) || getenv("TOKENTAP_PCAPNG_LIBPCAP")) {
+            munmap(m, (size_t)st->st_size);
+            return;
+        }
+        s->map_ng = true;
+        break;
     }
     madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
     s->map = b;
@@ -308,7 +318,7 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
     }
     s->pcap = pc;
     s->read_buffer = read_buffer;
-    map_classic(s, fileno(fp), &st);
+    map_file(s, fileno(fp), &st);
     s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     s->stats.linktype = lt;
     return s;
@@ -364,9 +374,28 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     }
 }
 
+static int run_mapped_ng(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
+                         size_t errlen)
+{
+    size_t next_progress = PROGRESS_STEP;
+    tt_pcapng_packet pkt;
+    int rc;
+    while ((rc = tt_pcapng_map_next(&s->ng, &pkt, err, errlen)) == 1) {
+        take_packet(s, r, pkt.ts_ns, pkt.data, pkt.caplen, pkt.len);
+        if (progress && s->ng.pos >= next_progress) {
+            progress(pctx, s->ng.pos, s->file_size);
+            next_progress = s->ng.pos + PROGRESS_STEP;
+        }
+    }
+    tt_reasm_finish(r, s->stats.last_ns);
+    if (progress) progress(pctx, s->file_size, s->file_size);
+    return rc < 0 ? -1 : 0;
+}
+
 static int run_mapped(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
                       size_t errlen)
 {
+    if (s->map_ng) return run_mapped_ng(s, r, progress, pctx, err, errlen);
     const uint8_t *b = s->map;
     size_t pos = CLASSIC_HEADER, next_progress = PROGRESS_STEP;
     uint64_t frac_scale = s->map_nano ? 1 : 1000;
