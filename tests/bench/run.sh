@@ -90,6 +90,13 @@ analyze_section() {
     t_cat=$(time_cmd "$runs" cat "$cap")
     t_tt=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$cap")
     t_json=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze --json -o "$work/report.json" "$cap")
+    # the same packets as pcapng: read in place, and through libpcap
+    t_ng="" t_ng_lib="" ng_bytes=""
+    if command -v editcap > /dev/null && editcap -F pcapng "$cap" "$work/bench.pcapng" 2> /dev/null; then
+        ng_bytes=$(stat -c %s "$work/bench.pcapng")
+        t_ng=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
+        t_ng_lib=$(time_cmd "$runs" env TOKENTAP_PCAPNG_LIBPCAP=1 taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
+    fi
     if command -v tshark > /dev/null; then
         t_tshark=$(time_cmd 1 tshark -r "$cap" -Y http)
     else
@@ -112,6 +119,10 @@ analyze_section() {
         echo "| \`cat FILE > /dev/null\` | $t_cat | | $(mbps "$bytes" "$t_cat") |"
         echo "| \`tokentap analyze FILE\` | $t_tt | $ev_rate | $(mbps "$bytes" "$t_tt") |"
         echo "| \`tokentap analyze --json -o OUT FILE\` | $t_json | $(rate "$events" "$t_json") | $(mbps "$bytes" "$t_json") |"
+        if [ -n "$t_ng" ]; then
+            echo "| \`tokentap analyze FILE.pcapng\` (the same packets, \`editcap -F pcapng\`: $ng_bytes bytes) | $t_ng | $(rate "$events" "$t_ng") | $(mbps "$ng_bytes" "$t_ng") |"
+            echo "| \`TOKENTAP_PCAPNG_LIBPCAP=1 tokentap analyze FILE.pcapng\` (read through libpcap) | $t_ng_lib | $(rate "$events" "$t_ng_lib") | $(mbps "$ng_bytes" "$t_ng_lib") |"
+        fi
         [ -n "$t_tshark" ] && echo "| \`tshark -r FILE -Y http\` | $t_tshark | $(rate "$events" "$t_tshark") | $(mbps "$bytes" "$t_tshark") |"
         echo
         echo "Targets (issue 2): at least 1,000,000 token events/s on one core; at least"
