@@ -357,6 +357,32 @@ static void put_usage(tt_classified *out, const gen_body *b)
     if (b->prompt >= 0 || b->completion >= 0) out->has |= TT_HAS_USAGE;
 }
 
+/* The two Generate messages SGLang and vLLM share in shape: a chunk (token
+ * ids and running counts) or the complete message that ends the stream
+ * (finish reason, counts). Whether the message carries generated tokens. */
+static int take_chunk_or_complete(tt_classified *out, const gen_body *b, bool chunk, bool complete)
+{
+    if (chunk) {
+        put_usage(out, b);
+        return b->token_ids > 0;
+    }
+    if (complete) {
+        out->has |= TT_HAS_TERMINAL;
+        if (b->finish_str.set && cut_nul(b->finish_str.p, b->finish_str.n)) {
+            char reason[sizeof out->finish_reason];
+            copy_slice(reason, sizeof reason, b->finish_str);
+            dj_finish(out, reason);
+        }
+        put_usage(out, b);
+    }
+    return 0;
+}
+
+static uint32_t token_id_count(const gen_body *b)
+{
+    return (uint32_t)(b->token_ids > UINT32_MAX ? UINT32_MAX : b->token_ids);
+}
+
 static void init_body(gen_body *b)
 {
     memset(b, 0, sizeof *b);
@@ -388,26 +414,15 @@ static bool read_sglang(const uint8_t *msg, size_t len, tt_classified *out, text
     }
     out->has |= has;
     copy_slice(out->response_id, sizeof out->response_id, g.request_id);
-    int token_frame = 0;
-    if (g.which == 2) {
-        token_frame = b.token_ids > 0;
-        put_usage(out, &b);
-    } else if (g.which == 3) {
-        out->has |= TT_HAS_TERMINAL;
-        if (b.finish_str.set && cut_nul(b.finish_str.p, b.finish_str.n)) {
-            char reason[sizeof out->finish_reason];
-            copy_slice(reason, sizeof reason, b.finish_str);
-            dj_finish(out, reason);
-        }
-        put_usage(out, &b);
-    } else if (g.which == 4) {
+    int token_frame = take_chunk_or_complete(out, &b, g.which == 2, g.which == 3);
+    if (g.which == 4) {
         out->has |= TT_HAS_ERROR;
         if (b.message.set && cut_nul(b.message.p, b.message.n))
             copy_slice(out->error_message, sizeof out->error_message, b.message);
         else
             dj_copy(out->error_message, sizeof out->error_message, "error");
     }
-    if (d && g.which == 2) d->token_ids = (uint32_t)(b.token_ids > UINT32_MAX ? UINT32_MAX : b.token_ids);
+    if (d && g.which == 2) d->token_ids = token_id_count(&b);
     out->kind = dj_derive_kind(out, token_frame, TT_EV_META);
     return true;
 }
@@ -427,20 +442,8 @@ static bool read_vllm(const uint8_t *msg, size_t len, tt_classified *out, text_s
     if (g.which && !read_body(g.body, &b, &has, g.which == 1 ? chunk_map : complete_map))
         return false;
     out->has |= has;
-    int token_frame = 0;
-    if (g.which == 1) {
-        token_frame = b.token_ids > 0;
-        put_usage(out, &b);
-    } else if (g.which == 2) {
-        out->has |= TT_HAS_TERMINAL;
-        if (b.finish_str.set && cut_nul(b.finish_str.p, b.finish_str.n)) {
-            char reason[sizeof out->finish_reason];
-            copy_slice(reason, sizeof reason, b.finish_str);
-            dj_finish(out, reason);
-        }
-        put_usage(out, &b);
-    }
-    if (d) d->token_ids = g.which == 1 ? (uint32_t)(b.token_ids > UINT32_MAX ? UINT32_MAX : b.token_ids) : 0;
+    int token_frame = take_chunk_or_complete(out, &b, g.which == 1, g.which == 2);
+    if (d) d->token_ids = g.which == 1 ? token_id_count(&b) : 0;
     out->kind = dj_derive_kind(out, token_frame, TT_EV_META);
     return true;
 }
