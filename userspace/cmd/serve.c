@@ -61,6 +61,10 @@ static void serve_usage(FILE *out)
             "  --tls CERT KEY        HTTPS (OpenSSL, ALPN http/1.1) with this PEM certificate (chain)\n"
             "                        and key; the log is unchanged: a write's instant is taken just\n"
             "                        before its SSL_write\n"
+            "  --http2               HTTP/2 with prior knowledge over cleartext (h2c, nghttp2):\n"
+            "                        many streams per connection, each answered as over\n"
+            "                        HTTP/1.1, one DATA frame per write; log lines add\n"
+            "                        stream_id (not with --tls)\n"
             "  --workers N           event-loop threads (default 1, at most %d); connections\n"
             "                        are dealt round-robin and stay on theirs; the log gets\n"
             "                        whole lines from every worker, in order per connection\n"
@@ -166,7 +170,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
 {
     enum { O_LISTEN = 256, O_PROFILE, O_LOG, O_TTFT, O_ITL, O_TOKENS, O_TOKENS_MAX, O_EOS,
            O_SEED, O_MODEL, O_CREATED, O_NO_NODELAY, O_REASONING, O_SPLIT_AT, O_SPLIT_PAUSE, O_COALESCE,
-           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS, O_TLS };
+           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS, O_TLS, O_HTTP2 };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"profile", required_argument, NULL, O_PROFILE},
@@ -190,6 +194,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
         {"status", required_argument, NULL, O_STATUS},
         {"workers", required_argument, NULL, O_WORKERS},
         {"tls", required_argument, NULL, O_TLS},
+        {"http2", no_argument, NULL, O_HTTP2},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -244,6 +249,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
             cfg->gen.created = (int64_t)v;
             break;
         case O_NO_NODELAY: cfg->nodelay = false; break;
+        case O_HTTP2: cfg->http2 = true; break;
         case O_TLS:
             /* two values: CERT KEY */
             if (optind >= argc || argv[optind][0] == '-') return bad("--tls wants CERT KEY (two PEM files)%s", "");
@@ -308,6 +314,8 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
                 tt_serve_profile_names());
         return TT_EXIT_USAGE;
     }
+    if (cfg->http2 && cfg->tls_cert)
+        return bad("%s", "--http2 with --tls is not supported (only h2c, HTTP/2 with prior knowledge over cleartext)");
     if (cfg->faults.n_split && cfg->faults.coalesce > 1)
         return bad("%s", "--split-at and --coalesce cannot be combined");
     if (cfg->faults.close_after >= 0 && cfg->faults.error_after >= 0)

@@ -43,6 +43,7 @@ typedef struct tt_serve_config {
     tt_serve_faults faults;
     unsigned workers;    /* event-loop threads; 0 or 1: one (at most TT_SERVE_MAX_WORKERS) */
     const char *tls_cert, *tls_key; /* --tls: HTTPS with this PEM certificate and key (NULL: plain HTTP) */
+    bool http2;          /* --http2: h2c with prior knowledge (nghttp2), not with --tls */
 } tt_serve_config;
 
 typedef struct tt_server tt_server;

@@ -73,6 +73,15 @@ void tt_serve_conn_kill(serve_conn *c)
     if (c->dead) return;
     serve_worker *s = c->srv;
     c->dead = true;
+    if (c->stream_id) {
+        /* an HTTP/2 stream: no socket of its own */
+        tt_heap_remove(&s->heap, &c->timer);
+        tt_serve_h2_stream_end(c);
+        c->next_dead = s->dead;
+        s->dead = c;
+        return;
+    }
+    if (c->h2) tt_serve_h2_kill(c);
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -89,6 +98,7 @@ void tt_serve_conn_kill(serve_conn *c)
 
 void tt_serve_conn_free(serve_conn *c)
 {
+    if (c->h2) tt_serve_h2_free(c);
     tt_serve_tls_conn_free(c->tls);
     tt_http1_free(c->parser);
     req_free(c->parsing);
@@ -161,6 +171,7 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
         tt_sbuf_puts(b, ",\"request_id\":");
         if (req && req->request_id) tt_sbuf_json_str(b, req->request_id, strlen(req->request_id));
         else tt_sbuf_puts(b, "null");
+        if (c->stream_id) tt_sbuf_printf(b, ",\"stream_id\":%d", (int)c->stream_id);
         tt_sbuf_puts(b, ",\"wire_len\":");
         tt_sbuf_u64(b, n);
         tt_sbuf_puts(b, ",\"head_len\":");
@@ -192,7 +203,13 @@ static void conn_flush_at(serve_conn *c, uint64_t t)
 {
     if (c->dead || c->out.len == 0 || c->want_out) return;
     ssize_t n;
-    if (c->tls) {
+    if (c->stream_id) {
+        if (tt_serve_h2_write(c) != 0) {
+            tt_serve_conn_kill(c);
+            return;
+        }
+        n = (ssize_t)c->out.len;
+    } else if (c->tls) {
         n = tt_serve_tls_write(c->tls, c->out.p, c->out.len);
         if (n == TT_SERVE_TLS_WANT_WRITE || n == TT_SERVE_TLS_WANT_READ) {
             set_want_out(c, true);
@@ -226,6 +243,7 @@ void tt_serve_conn_readable(serve_conn *c);
 
 void tt_serve_conn_writable(serve_conn *c)
 {
+    if (c->h2) { tt_serve_h2_writable(c); return; }
     set_want_out(c, false);
     if (c->tls_read_wants_write) {
         /* the handshake's bytes could not all go: go on reading */
@@ -296,6 +314,7 @@ static void log_request(serve_conn *c, const serve_req *r, int status, bool stre
     tt_sbuf_puts(b, ",\"request_id\":");
     if (r->request_id) tt_sbuf_json_str(b, r->request_id, strlen(r->request_id));
     else tt_sbuf_puts(b, "null");
+    if (c->stream_id) tt_sbuf_printf(b, ",\"stream_id\":%d", (int)c->stream_id);
     tt_sbuf_puts(b, ",\"method\":");
     tt_sbuf_json_str(b, r->method, strlen(r->method));
     tt_sbuf_puts(b, ",\"path\":");
@@ -703,6 +722,7 @@ static void start_response(serve_conn *c, serve_req *r)
 /* Answer queued requests in order while none is streaming. */
 void tt_serve_conn_pump(serve_conn *c)
 {
+    if (c->h2) { tt_serve_h2_pump(c); return; }
     while (!c->dead && !c->active && c->q_head && !c->close_when_drained) start_response(c, c->q_head);
     if (c->dead) return;
     if (!c->active && !c->q_head && c->parse_failed && !c->error_sent && !c->close_when_drained) {
@@ -799,6 +819,7 @@ static const tt_http_callbacks request_callbacks = {on_head, on_body, on_end, on
 
 void tt_serve_conn_readable(serve_conn *c)
 {
+    if (c->h2) { tt_serve_h2_readable(c); return; }
     uint8_t *buf = c->srv->read_buf; /* the worker's; bytes are consumed at once */
     for (;;) {
         if (c->parse_failed) {
@@ -857,6 +878,12 @@ void tt_serve_conn_adopt(serve_worker *s, int fd, const struct sockaddr_storage 
         return;
     }
     c->timer.slot = SIZE_MAX;
+    if (s->cfg.http2 && tt_serve_h2_attach(c) != 0) {
+        close(fd);
+        tt_http1_free(c->parser);
+        free(c);
+        return;
+    }
     tt_serve_format_addr((const struct sockaddr *)ss, c->peer, sizeof c->peer);
     if (s->cfg.nodelay) {
         int one = 1;
@@ -864,6 +891,7 @@ void tt_serve_conn_adopt(serve_worker *s, int fd, const struct sockaddr_storage 
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
     if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (c->h2) tt_serve_h2_free(c);
         close(fd);
         tt_http1_free(c->parser);
         free(c);

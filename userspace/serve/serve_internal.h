@@ -48,6 +48,9 @@ typedef struct out_seg {
     const serve_req *req;
 } out_seg;
 
+struct tt_serve_h2;
+struct h2_stream;
+
 typedef struct serve_conn {
     tt_heap_item timer;    /* keyed by the next due instant of the active stream */
     struct serve_worker *srv;
@@ -55,6 +58,9 @@ typedef struct serve_conn {
     tt_serve_tls_conn *tls; /* --tls: the session on fd (its reads and writes go through it) */
     bool tls_read_wants_write; /* a TLS read (the handshake) waits for the socket to take bytes */
     char peer[64];
+    struct tt_serve_h2 *h2; /* --http2: the connection's nghttp2 session (serve_h2.c) */
+    struct h2_stream *h2st; /* an HTTP/2 stream's own connection: its stream (NULL once ended) */
+    int32_t stream_id;     /* > 0: this is one HTTP/2 stream (no socket, not in the list) */
     tt_http1_parser *parser;
     serve_req *parsing;    /* head seen, body still coming */
     serve_req *q_head, *q_tail; /* complete requests; q_head is answered first */
@@ -164,5 +170,22 @@ void tt_serve_emit_due(serve_conn *c, uint64_t now);
 
 /* A descriptor was freed: let worker 0 accept again if it had stopped. */
 void tt_serve_resume_accept(serve_worker *s);
+
+/* ---- serve_h2.c (--http2) ---- */
+/* Give c (just accepted) an HTTP/2 server session. -1 when impossible. */
+int tt_serve_h2_attach(serve_conn *c);
+/* The HTTP/2 connection c is readable / writable / may have output. */
+void tt_serve_h2_readable(serve_conn *c);
+void tt_serve_h2_writable(serve_conn *c);
+void tt_serve_h2_pump(serve_conn *c);
+/* c (an HTTP/2 connection) is closing: kill its streams' connections. */
+void tt_serve_h2_kill(serve_conn *c);
+void tt_serve_h2_free(serve_conn *c);
+/* A stream's connection hands its pending bytes (c->out, all taken) to its
+ * stream: the head becomes HEADERS, the rest DATA. -1 on failure. */
+int tt_serve_h2_write(serve_conn *c);
+/* A stream's connection was killed: end its stream (END_STREAM, or
+ * RST_STREAM when cut by --close-after or before any head). */
+void tt_serve_h2_stream_end(serve_conn *c);
 
 #endif
