@@ -162,6 +162,22 @@ void tt_serve_conn_free(serve_conn *c);
 void tt_serve_conn_readable(serve_conn *c);
 void tt_serve_conn_writable(serve_conn *c);
 
+/* serve_conn.c, the connection side the answers (serve_respond.c) use. */
+/* Queue bytes as one logged segment: pre framing (the head when
+ * pre_is_head), body bytes (counted in the response body's offsets), post
+ * framing; index is the event's (-1: none) and kind names the write in the log. */
+void tt_serve_conn_append(serve_conn *c, const serve_req *req, int32_t index, const char *kind,
+                          bool pre_is_head, const void *pre, size_t pre_len, const void *body, size_t body_len,
+                          const void *post, size_t post_len);
+/* Write what is queued now, each write logged at instant t (or now). */
+void tt_serve_conn_flush_at(serve_conn *c, uint64_t t);
+void tt_serve_conn_flush(serve_conn *c);
+/* What epoll waits for on c: input while reading, output while bytes wait. */
+void tt_serve_conn_update_events(serve_conn *c, bool reading, bool want_out);
+/* Free a list of requests (linked by next). */
+void tt_serve_free_reqs(serve_req *r);
+
+/* serve_respond.c */
 /* Answer what c can answer now (the next queued request, the stream's due events). */
 void tt_serve_conn_pump(serve_conn *c);
 
