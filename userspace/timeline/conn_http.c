@@ -60,7 +60,7 @@ static void bound_in_flight(conn_state *c)
     }
 }
 
-static pending *pending_new(conn_state *c)
+pending *tt_conn_pending_new(conn_state *c)
 {
     bound_in_flight(c);
     pending *p = calloc(1, sizeof *p);
@@ -160,11 +160,8 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch)
     }
 }
 
-static void on_frame(void *ud, const tt_event_frame *ev)
+void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off)
 {
-    conn_state *c = ud;
-    pending *p = c->parsing_response;
-    if (!p) return;
     tt_request *r = &p->req;
     tt_tracker *t = c->t;
     if (ev->flags & TT_FRAME_UNTERMINATED) {
@@ -189,7 +186,7 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     memset(e, 0, sizeof *e);
     e->first_ns = ev->first_ns;
     e->dispatch_ns = ev->dispatch_ns;
-    e->dispatch_stream_off = ev->dispatch_off ? body_byte_stream_off(c, ev->dispatch_off - 1) : TT_NS_NONE;
+    e->dispatch_stream_off = stream_off;
     e->ready_ns = e->dispatch_stream_off != TT_NS_NONE
                       ? tt_ready_marks_at(&c->ready[TT_DIR_S2C], e->dispatch_stream_off)
                       : TT_NS_NONE;
@@ -250,15 +247,27 @@ static void on_frame(void *ud, const tt_event_frame *ev)
     }
 }
 
-static void on_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
+void tt_conn_take_comment(tt_request *r, uint64_t off, uint64_t mono_ns)
 {
-    conn_state *c = ud;
-    if (!c->parsing_response) return;
-    tt_request *r = &c->parsing_response->req;
     if (r->comments++ == 0) {
         r->first_comment_off = off;
         r->first_comment_ns = mono_ns;
     }
+}
+
+/* HTTP/1: one response body at a time, the one being parsed. */
+static void on_frame(void *ud, const tt_event_frame *ev)
+{
+    conn_state *c = ud;
+    if (!c->parsing_response) return;
+    tt_conn_take_event(c, c->parsing_response, ev,
+                       ev->dispatch_off ? body_byte_stream_off(c, ev->dispatch_off - 1) : TT_NS_NONE);
+}
+
+static void on_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
+{
+    conn_state *c = ud;
+    if (c->parsing_response) tt_conn_take_comment(&c->parsing_response->req, off, mono_ns);
 }
 
 static const tt_frame_callbacks frame_cb = {.on_event = on_frame, .on_comment = on_comment};
@@ -290,7 +299,7 @@ static bool starts_with(const uint8_t *d, size_t n, const char *lit)
     return n >= l && memcmp(d, lit, l) == 0;
 }
 
-static tt_framing sniff(const uint8_t *d, size_t n, tt_dialect dialect)
+tt_framing tt_conn_sniff_framing(const uint8_t *d, size_t n, tt_dialect dialect)
 {
     if (n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF) return TT_FRAMING_SSE;
     if (starts_with(d, n, "data:") || starts_with(d, n, "event:") || starts_with(d, n, ":") ||
@@ -306,7 +315,7 @@ static void req_on_head(void *ud, const tt_http_head *h)
 {
     conn_state *c = ud;
     c->any_message = true;
-    pending *p = pending_new(c);
+    pending *p = tt_conn_pending_new(c);
     tt_request *r = &p->req;
     size_t n = h->method_len < sizeof r->method - 1 ? h->method_len : sizeof r->method - 1;
     memcpy(r->method, h->method, n);
@@ -360,7 +369,7 @@ static void req_on_end(void *ud, const tt_http_msg_end *end)
     file_finished(c);
 }
 
-static void note_connection(conn_state *c, const char *reason)
+void tt_conn_add_note(conn_state *c, const char *reason)
 {
     tt_tracker *t = c->t;
     if (t->n_notes >= TT_TRACKER_NOTES_MAX) {
@@ -387,7 +396,7 @@ static void on_http_error(conn_state *c, const char *side, pending *cut, tt_http
         if (cut && !cut->req.http_error[0]) snprintf(cut->req.http_error, sizeof cut->req.http_error, "%s", why);
         return;
     }
-    if (!c->any_message || code == TT_HTTP_ERR_UNSUPPORTED) note_connection(c, why);
+    if (!c->any_message || code == TT_HTTP_ERR_UNSUPPORTED) tt_conn_add_note(c, why);
     for (size_t i = 0; i < c->queue_len; i++) {
         tt_request *r = &c->queue[i]->req;
         if (code != TT_HTTP_ERR_GAP) r->incomplete |= TT_INC_HTTP_ERROR;
@@ -404,7 +413,7 @@ static void req_on_error(void *ud, tt_http_error code, const char *msg, uint64_t
 /* ---- HTTP callbacks: responses ---- */
 
 /* Append body bytes to r->body while they continue it and fit the limit. */
-static void keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t body_off)
+void tt_conn_keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t body_off)
 {
     if (r->body_cut) return;
     if (body_off != r->body_len || len > TT_TRACKER_BODY_MAX - r->body_len) {
@@ -451,7 +460,7 @@ static void resp_on_head(void *ud, const tt_http_head *h)
     if (h->interim) return;
     pending *p = response_owner(c, h->first_ns);
     if (!p) {
-        p = pending_new(c);
+        p = tt_conn_pending_new(c);
         p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN | (c->messages_lost ? TT_INC_GAP : 0);
         p->request_done = true;
     }
@@ -480,10 +489,10 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
         c->slices[c->n_slices++] = (struct body_slice){
             .body_off = body_off, .stream_off = c->feed_off + (uint64_t)(data - c->feed_data), .len = len};
     }
-    if (c->t->opt.keep_body) keep_body(&p->req, data, len, body_off);
+    if (c->t->opt.keep_body) tt_conn_keep_body(&p->req, data, len, body_off);
     if (c->sniff_framing) {
         c->sniff_framing = false;
-        p->req.framing = sniff(data, len, p->req.dialect);
+        p->req.framing = tt_conn_sniff_framing(data, len, p->req.dialect);
         start_framer(c, &p->req);
     }
     if (!c->framer) return;
@@ -527,7 +536,7 @@ static void resp_on_error(void *ud, tt_http_error code, const char *msg, uint64_
     if (code == TT_HTTP_ERR_UNSUPPORTED && c->any_message) {
         /* 101 Switching Protocols or a CONNECT tunnel: what follows is not HTTP */
         c->tunneled = true;
-        note_connection(c, msg ? msg : "left HTTP");
+        tt_conn_add_note(c, msg ? msg : "left HTTP");
         return;
     }
     on_http_error(c, "response", c->parsing_response, code, msg);

@@ -1,12 +1,15 @@
-/* conn_internal.h - the connection tracker's state, shared by its two
- * halves: conn_tracker.c (connections: the table, chunks in, eviction,
- * what is kept) and conn_http.c (one connection's HTTP messages and framed
- * events, turned into filed requests). Internal to timeline/. */
+/* conn_internal.h - the connection tracker's state, shared by its parts:
+ * conn_tracker.c (connections: the table, chunks in, eviction, what is
+ * kept), conn_http.c (one connection's HTTP/1.1 messages and framed events,
+ * turned into filed requests) and conn_h2.c (HTTP/2 with prior knowledge:
+ * each stream one request, through conn_http.c's event handling).
+ * Internal to timeline/. */
 #ifndef TT_CONN_INTERNAL_H
 #define TT_CONN_INTERNAL_H
 
 #include <stdlib.h>
 
+#include "proto/event_frame.h"
 #include "proto/framer.h"
 #include "proto/http1.h"
 #include "timeline/conn_tracker.h"
@@ -70,6 +73,13 @@ struct conn_state {
     uint64_t response_lost_ns; /* instant of the last loss in the response direction (TT_NS_NONE: none) */
     char http_error[96];
     bool any_message;
+
+    /* HTTP/2 with prior knowledge (conn_h2.c): decided on the client's
+     * first bytes; until then both directions' chunks are held. */
+    bool proto_decided;
+    struct conn_h2 *h2; /* NULL: HTTP/1.1 */
+    struct held_chunk *held;
+    size_t n_held, held_cap, held_c2s_len;
 };
 
 struct tt_tracker {
@@ -112,7 +122,25 @@ static inline void *tt_conn_grow(void *p, size_t *cap, size_t need, size_t elem)
     return np;
 }
 
+/* conn_tracker.c */
+/* One chunk to the connection's HTTP/1.1 parsers. */
+void tt_conn_dispatch_http1(conn_state *c, const tt_chunk *ch);
+
 /* conn_http.c */
+/* A new request at the back of the connection's queue. */
+pending *tt_conn_pending_new(conn_state *c);
+/* One framed event of p's response body; stream_off: the stream offset of
+ * its last byte (TT_NS_NONE: unknown). */
+void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off);
+/* An SSE comment line of r's response body. */
+void tt_conn_take_comment(tt_request *r, uint64_t off, uint64_t mono_ns);
+/* Keep response body bytes in r->body (tracker option keep_body). */
+void tt_conn_keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t body_off);
+/* The framing of a body without a telling content-type, from its first bytes. */
+tt_framing tt_conn_sniff_framing(const uint8_t *d, size_t n, tt_dialect dialect);
+/* A note on the connection (tt_tracker_notes). */
+void tt_conn_add_note(conn_state *c, const char *reason);
+
 extern const tt_http_callbacks tt_conn_request_cb, tt_conn_response_cb; /* ud: the conn_state */
 /* File p (finished or not) among the tracker's requests and free it. */
 void tt_conn_file_request(tt_tracker *t, pending *p);
@@ -122,5 +150,17 @@ void tt_conn_flush_body_piece(conn_state *c);
 void tt_conn_close_framer(conn_state *c, uint64_t mono_ns);
 /* A READY chunk: the readable instants of a direction's bytes. */
 void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch);
+
+/* conn_h2.c */
+/* While the protocol is undecided: look at ch (DATA of either direction,
+ * or an end); true when it was held or fed (the caller does nothing more
+ * with it). Decides HTTP/2 on the client preface, HTTP/1.1 on anything
+ * else, replaying what was held to the chosen parser. */
+bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch);
+/* One chunk to the connection's HTTP/2 parser (c->h2 set). */
+void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch);
+/* Free the HTTP/2 state and held chunks; open streams' framers are
+ * finished; their requests stay in c->queue (filed by the caller). */
+void tt_conn_h2_release(conn_state *c, uint64_t mono_ns);
 
 #endif

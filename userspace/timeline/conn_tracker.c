@@ -113,6 +113,7 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info, uint64_t m
         /* its earlier bytes went with the eviction: pick the stream up again */
         tt_http1_begin_midstream(c->request_parser);
         tt_http1_begin_midstream(c->response_parser);
+        c->proto_decided = true; /* HTTP/1.1 only: no preface to see */
     }
     activity_touch(t, c);
     size_t b = bucket_of(t, c->conn_id);
@@ -125,6 +126,7 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info, uint64_t m
 
 static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
 {
+    tt_conn_h2_release(c, mono_ns);
     tt_conn_close_framer(c, mono_ns);
     for (size_t i = 0; i < c->queue_len; i++) {
         pending *p = c->queue[i];
@@ -162,6 +164,17 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     if (!c) c = conn_open(t, ch->conn, ch->mono_ns);
     else activity_touch(t, c);
     if (c->tunneled) return;
+    if (ch->kind == TT_CHUNK_READY) {
+        tt_conn_ready_mark(c, ch);
+        return;
+    }
+    if (!c->proto_decided && tt_conn_h2_sniff(c, ch)) return;
+    if (c->h2) tt_conn_h2_chunk(c, ch);
+    else tt_conn_dispatch_http1(c, ch);
+}
+
+void tt_conn_dispatch_http1(conn_state *c, const tt_chunk *ch)
+{
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
     case TT_CHUNK_DATA:

@@ -1,9 +1,11 @@
 /* conn_tracker.h - chunks in, finished requests out.
  *
  * Consumes tt_chunk records of one vantage (give tt_tracker_chunk as the
- * source's tt_chunk_fn), runs an HTTP/1.1 parser per direction, SSE or
- * NDJSON framing on each response body, the dialect classifier on each
- * event, and files one tt_request per exchange. Requests are kept in the
+ * source's tt_chunk_fn), runs an HTTP/1.1 parser per direction (or, when
+ * the client's first bytes are the HTTP/2 preface, one HTTP/2 parser for
+ * the connection, each stream one exchange), SSE or NDJSON framing on each
+ * response body, the dialect classifier on each event, and files one
+ * tt_request per exchange. Requests are kept in the
  * order their responses (or connections) ended; tt_tracker_sort orders them
  * by request start. */
 #ifndef TT_CONN_TRACKER_H

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# HTTP/2 with prior knowledge (h2c) read from a loopback capture: `tokentap
+# serve --http2 --profile vllm --log` answers `nghttp` (one stream) and
+# `h2load -n 20 -c 1 -m 10` (20 streams, 10 at a time, on one connection);
+# `tokentap analyze` of the capture must give every stream as one complete
+# request (status 200, terminal event) whose token events match the serve
+# log's token writes for that stream (peer and stream id): the same count,
+# each seen on the wire no earlier than 1 ms before serve wrote it and the
+# median within 2 ms after (test_serve_capture.sh's tolerance). Then the
+# same clients under `tokentap record` (when eBPF loads): server.pcap's
+# token instants within 50 us (median) of serve's writes, as
+# test_record.sh; client.pcap's and wire.pcap's after them, median < 2 ms.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need_root "live capture needs root (libpcap on lo)"
+command -v nghttp >/dev/null || skip "nghttp not installed (Debian nghttp2-client)"
+command -v h2load >/dev/null || skip "h2load not installed (Debian nghttp2-client)"
+[ -x "$BUILD/tools/ttcapture" ] || fail "$BUILD/tools/ttcapture not built"
+work_dir
+
+printf '%s' '{"model":"m1","stream":true,"max_tokens":12,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}' \
+    > "$work/body.json"
+# clients DIR PORT: nghttp (x-request-id h2-one), then h2load's 20 streams
+clients() {
+    timeout 20 nghttp -d "$work/body.json" -H ':method: POST' -H 'content-type: application/json' \
+        -H 'x-request-id: h2-one' "http://127.0.0.1:$2/v1/chat/completions" > "$1/nghttp.out" 2> "$1/nghttp.err" \
+        || fail "nghttp: $(cat "$1/nghttp.err")"
+    timeout 30 h2load -n 20 -c 1 -m 10 -d "$work/body.json" -H 'content-type: application/json' \
+        "http://127.0.0.1:$2/v1/chat/completions" > "$1/h2load.out" 2>&1 || fail "h2load: $(cat "$1/h2load.out")"
+    grep -q '^requests: 20 total, 20 started, 20 done, 20 succeeded' "$1/h2load.out" \
+        || fail "h2load: $(grep -E '^requests' "$1/h2load.out")"
+}
+
+# 1. the wire: a loopback capture
+mkdir "$work/cap"
+start_serve "$work/cap" --profile vllm --http2 --seed 5 --ttft-ms 15 --itl-ms uniform:2:6
+pid=$SERVE_PID; port=$SERVE_PORT
+start_capture "$work/cap/h2.pcap" "tcp port $port"
+clients "$work/cap" "$port"
+stop_capture "$work/cap/h2.pcap"
+kill -TERM "$pid"; wait "$pid" || fail "serve exit $?"
+"$TT" analyze --json "$work/cap/h2.pcap" > "$work/cap/wire.json" || fail "analyze exit $?"
+checks=("$work/cap/serve.log $work/cap/wire.json wall 1000 2000")
+
+# 2. the server's and the client's syscalls: tokentap record (eBPF)
+ebpf=0
+rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
+if [ $rc = 0 ] || [ $rc = 4 ]; then
+    ebpf=1
+    mkdir "$work/rec"
+    start_serve "$work/rec" --profile vllm --http2 --seed 6 --ttft-ms 15 --itl-ms uniform:2:6
+    pid=$SERVE_PID; port=$SERVE_PORT
+    "$TT" record -o "$work/rec/dir" --port "$port" --duration 5 2> "$work/rec/record.err" &
+    rpid=$!
+    for _ in $(seq 50); do grep -q '^tokentap record: recording' "$work/rec/record.err" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^tokentap record: recording' "$work/rec/record.err" || fail "record did not start: $(cat "$work/rec/record.err")"
+    sleep 0.2
+    clients "$work/rec" "$port"
+    wait $rpid || fail "record exit $?: $(cat "$work/rec/record.err")"
+    kill -TERM "$pid"; wait "$pid" || fail "serve exit $?"
+    for v in server client wire; do
+        "$TT" analyze --json "$work/rec/dir/$v.pcap" > "$work/rec/$v.json" || fail "analyze $v.pcap exit $?"
+    done
+    checks+=("$work/rec/serve.log $work/rec/server.json mono 50 50"
+             "$work/rec/serve.log $work/rec/client.json mono 50 2000"
+             "$work/rec/serve.log $work/rec/wire.json wall 1000 2000")
+else
+    echo "note: eBPF cannot load here, the record half is skipped: $(head -1 "$work/probe.err")"
+fi
+
+for c in "${checks[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $c
+/usr/bin/python3 - "$@" <<'PY' || fail "$2"
+import json, statistics, sys
+log_path, rep_path, clk, early_us, med_us = sys.argv[1:6]
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr); sys.exit(1)
+rep = json.load(open(rep_path))
+lines = [json.loads(l) for l in open(log_path)]
+clock = lines[0]
+assert clock["type"] == "clock", clock
+# a capture's instants are wall clock, the syscall vantages' monotonic
+shift = clock["realtime_ns"] - clock["mono_ns"] if clk == "wall" else 0
+reqs = [l for l in lines if l["type"] == "request"]
+writes = [l for l in lines if l["type"] == "write"]
+if len(reqs) != 21:
+    fail(f"{len(reqs)} request lines in the serve log, want 21")
+if len(rep["requests"]) != 21:
+    fail(f"analyze reports {len(rep['requests'])} requests, want 21: {[r.get('incomplete_reasons') for r in rep['requests']]}")
+# a connection's streams in id order are its requests in tokentap's order
+by_peer = {}
+for l in reqs:
+    by_peer.setdefault(l["peer"], []).append(l)
+mine = {}
+for r in rep["requests"]:
+    mine.setdefault(r["connection"]["client"], []).append(r)
+if sorted(len(v) for v in by_peer.values()) != [1, 20] or sorted(map(len, mine.values())) != [1, 20]:
+    fail(f"requests per connection: serve {[len(v) for v in by_peer.values()]}, tokentap {[len(v) for v in mine.values()]}")
+diffs = []
+for peer, sl in by_peer.items():
+    tl = mine.get(peer)
+    if tl is None:
+        fail(f"no request of {peer} in the report (have {sorted(mine)})")
+    sl.sort(key=lambda l: l["stream_id"])
+    tl.sort(key=lambda r: r["connection"]["ordinal"])
+    for s, r in zip(sl, tl):
+        what = f"{peer} stream {s['stream_id']}"
+        (w,) = r["vantages"].values()
+        if not r["complete"] or not r["terminal_seen"]:
+            fail(f"{what}: complete {r['complete']} {r.get('incomplete_reasons')} terminal {r['terminal_seen']}")
+        if r.get("status") not in (None, 200) or r["path"] != "/v1/chat/completions" or r["method"] != "POST":
+            fail(f"{what}: {r.get('status')} {r['method']} {r['path']}")
+        if s["request_id"] and s["request_id"] != "h2-one" and r["request_id"] not in ("", None, s["request_id"]):
+            fail(f"{what}: request id {r['request_id']} != {s['request_id']}")
+        tok = [e["mono_ns"] + shift for e in writes if e["peer"] == peer and e["stream_id"] == s["stream_id"]
+               and any(k == "token" for _, k in e["events"])]
+        if w["token_events"] != len(tok) or len(tok) != 12:
+            fail(f"{what}: {w['token_events']} token events, serve wrote {len(tok)}")
+        if w["usage_completion_tokens"] != 12:
+            fail(f"{what}: usage {w['usage_completion_tokens']}")
+        wire = [w["first_token_mono_ns"]]
+        for gap in w["itl_ns"]:
+            wire.append(wire[-1] + gap)
+        diffs += [a - b for a, b in zip(wire, tok)]
+med = statistics.median(diffs)
+print(f"{rep_path.split('/')[-2]}/{rep_path.split('/')[-1]}: 21 streams (nghttp 1, h2load 20 on one connection), "
+      f"{len(diffs)} token instants; minus serve's write median {med/1e3:.1f} us, min {min(diffs)/1e3:.1f} us, "
+      f"max {max(diffs)/1e3:.1f} us")
+if min(diffs) < -int(early_us) * 1000:
+    fail(f"a token seen more than {early_us} us before serve wrote it")
+if not -int(early_us) * 1000 <= med < int(med_us) * 1000:
+    fail(f"median {med} ns not within {med_us} us")
+PY
+done
+echo "PASS: test_truth_http2"

@@ -1,0 +1,465 @@
+/* conn_h2.c - HTTP/2 with prior knowledge (h2c, and h2 plaintext from a
+ * TLS probe) on one connection: every stream is one request.
+ *
+ * The protocol is chosen on the client's first bytes: the 24-byte preface
+ * (possibly split across chunks) makes the connection HTTP/2, anything
+ * else HTTP/1.1. Until then both directions' chunks are held (an HTTP/2
+ * server may send its SETTINGS before the client's preface is seen) and
+ * replayed, in their order, to the parser chosen.
+ *
+ * HTTP/2 runs one tt_http2 parser (proto/http2.h) for the connection and
+ * one context per stream: the pending request (created at the request
+ * HEADERS), the request body (its fields read at END_STREAM, as HTTP/1.1
+ * does), and the response body's own framer, fed each DATA payload with
+ * its body offset and the instant of the chunk that completed the frame.
+ * A stream is filed when both its halves ended (END_STREAM, RST_STREAM,
+ * GOAWAY, lost bytes, end of connection); a response cut short is filed
+ * incomplete with the reason in http_error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/http2.h"
+#include "timeline/conn_internal.h"
+#include "timeline/request_fields.h"
+
+#define HELD_MAX (64u << 10) /* bytes held per connection before deciding HTTP/1.1 anyway */
+
+struct held_chunk {
+    tt_chunk ch;
+    uint8_t *data;
+};
+
+typedef struct h2_stream {
+    uint32_t id;
+    conn_state *c;
+    pending *p;
+    tt_framer *framer;
+    bool sniff;               /* decide the framing on the first body bytes */
+    bool req_ended, resp_ended;
+    char *body;               /* request body */
+    size_t body_len, body_cap;
+    bool body_overflow;
+} h2_stream;
+
+struct conn_h2 {
+    tt_http2_conn *parser;
+    conn_state *c;
+    h2_stream **s;
+    size_t n, cap;
+};
+
+/* ---- streams ---- */
+
+static h2_stream *stream_find(struct conn_h2 *h, uint32_t id)
+{
+    for (size_t i = h->n; i-- > 0;)
+        if (h->s[i]->id == id) return h->s[i];
+    return NULL;
+}
+
+static void stream_drop(struct conn_h2 *h, h2_stream *s)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->s[i] != s) continue;
+        memmove(h->s + i, h->s + i + 1, (h->n - i - 1) * sizeof *h->s);
+        h->n--;
+        break;
+    }
+    if (s->framer) tt_framer_free(s->framer);
+    free(s->body);
+    free(s);
+}
+
+static void close_framer(h2_stream *s, uint64_t mono_ns)
+{
+    if (!s->framer) return;
+    tt_framer_finish(s->framer, mono_ns);
+    tt_framer_free(s->framer);
+    s->framer = NULL;
+}
+
+/* Take p out of the connection's queue and file it. */
+static void file_pending(conn_state *c, pending *p)
+{
+    for (size_t i = 0; i < c->queue_len; i++) {
+        if (c->queue[i] != p) continue;
+        memmove(c->queue + i, c->queue + i + 1, (c->queue_len - i - 1) * sizeof *c->queue);
+        c->queue_len--;
+        break;
+    }
+    tt_conn_file_request(c->t, p);
+}
+
+/* A stream's context with a new request (TT_TRACKER_MAX_IN_FLIGHT open on
+ * the connection: the oldest is filed at once, evicted). */
+static h2_stream *stream_new(struct conn_h2 *h, uint32_t id)
+{
+    conn_state *c = h->c;
+    if (c->queue_len >= TT_TRACKER_MAX_IN_FLIGHT && h->n) {
+        h2_stream *old = h->s[0];
+        old->p->req.incomplete |= TT_INC_EVICTED;
+        c->t->evicted_requests++;
+        close_framer(old, TT_NS_NONE);
+        file_pending(c, old->p);
+        stream_drop(h, old);
+    }
+    h2_stream *s = calloc(1, sizeof *s);
+    if (!s) abort();
+    s->id = id;
+    s->c = c;
+    s->p = tt_conn_pending_new(c);
+    h->s = tt_conn_grow(h->s, &h->cap, h->n + 1, sizeof *h->s);
+    h->s[h->n++] = s;
+    return s;
+}
+
+static void maybe_file(struct conn_h2 *h, h2_stream *s)
+{
+    if (!s->req_ended || !s->resp_ended) return;
+    file_pending(h->c, s->p);
+    stream_drop(h, s);
+}
+
+/* ---- the response body's framer ---- */
+
+static void frame_event(void *ud, const tt_event_frame *ev)
+{
+    h2_stream *s = ud;
+    tt_conn_take_event(s->c, s->p, ev, TT_NS_NONE);
+}
+
+static void frame_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
+{
+    h2_stream *s = ud;
+    tt_conn_take_comment(&s->p->req, off, mono_ns);
+}
+
+static const tt_frame_callbacks stream_frame_cb = {.on_event = frame_event, .on_comment = frame_comment};
+
+/* ---- parser callbacks ---- */
+
+static void copy_value(const tt_h2_headers *hd, const char *name, char *dst, size_t cap)
+{
+    const tt_h2_header *v = tt_http2_find_header(hd, name);
+    if (!v) return;
+    size_t n = v->value_len < cap - 1 ? v->value_len : cap - 1;
+    memcpy(dst, v->value, n);
+    dst[n] = 0;
+}
+
+static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
+{
+    conn_state *c = h->c;
+    if (stream_find(h, hd->stream_id)) return; /* a second head: not a new request */
+    h2_stream *s = stream_new(h, hd->stream_id);
+    tt_request *r = &s->p->req;
+    copy_value(hd, ":method", r->method, sizeof r->method);
+    copy_value(hd, ":path", r->path, sizeof r->path);
+    copy_value(hd, "x-request-id", r->request_id, sizeof r->request_id);
+    copy_value(hd, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
+    r->req_first_ns = hd->first_ns;
+    r->req_first_off = hd->first_off;
+    r->req_seq_known = c->c2s_seq_known;
+    r->req_seq = c->c2s_seq_base + (uint32_t)hd->first_off;
+    r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], hd->first_off);
+    r->dialect = tt_dialect_from_path(r->path, strlen(r->path));
+}
+
+static void response_head(struct conn_h2 *h, const tt_h2_headers *hd)
+{
+    h2_stream *s = stream_find(h, hd->stream_id);
+    if (!s) {
+        /* its request was not seen (lost client bytes) */
+        s = stream_new(h, hd->stream_id);
+        s->p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
+        s->p->request_done = true;
+        s->req_ended = true;
+    }
+    pending *p = s->p;
+    if (p->response_started) return;
+    p->response_started = true;
+    tt_request *r = &p->req;
+    r->status = hd->status > 0 ? hd->status : 0;
+    r->resp_first_ns = hd->first_ns;
+    r->resp_headers_ns = hd->last_ns;
+    copy_value(hd, "content-type", r->content_type, sizeof r->content_type);
+    const tt_h2_header *enc = tt_http2_find_header(hd, "content-encoding");
+    if (enc && !(enc->value_len == 8 && !memcmp(enc->value, "identity", 8))) r->coding = TT_CODING_OTHER;
+    if (strstr(r->content_type, "text/event-stream")) r->framing = TT_FRAMING_SSE;
+    else if (strstr(r->content_type, "ndjson") || strstr(r->content_type, "jsonl")) r->framing = TT_FRAMING_NDJSON;
+    else if (!strncmp(r->content_type, "application/grpc", 16)) r->framing = TT_FRAMING_GRPC;
+    if (r->coding == TT_CODING_OTHER) r->framing = TT_FRAMING_NONE; /* not decoded here */
+    s->sniff = r->framing == TT_FRAMING_NONE && r->coding != TT_CODING_OTHER;
+    if (r->framing != TT_FRAMING_NONE) s->framer = tt_framer_new(r->framing, &stream_frame_cb, s);
+}
+
+static void h2_on_headers(void *ud, const tt_h2_headers *hd)
+{
+    struct conn_h2 *h = ud;
+    h->c->any_message = true;
+    /* pushed streams (even ids) answer no request of the client: not followed */
+    if (hd->promise || hd->trailers || hd->interim || hd->skipped || hd->stream_id % 2 == 0) return;
+    if (hd->dir == TT_DIR_C2S) request_head(h, hd);
+    else response_head(h, hd);
+}
+
+static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uint8_t *data, size_t len,
+                       uint64_t body_off, uint64_t mono_ns)
+{
+    struct conn_h2 *h = ud;
+    h2_stream *s = stream_find(h, stream_id);
+    if (!s || !len) return;
+    if (dir == TT_DIR_C2S) {
+        if (s->body_overflow) return;
+        if (s->body_len + len > MAX_REQUEST_BODY) {
+            s->body_overflow = true;
+            return;
+        }
+        s->body = tt_conn_grow(s->body, &s->body_cap, s->body_len + len, 1);
+        memcpy(s->body + s->body_len, data, len);
+        s->body_len += len;
+        return;
+    }
+    pending *p = s->p;
+    if (!p->response_started) return;
+    if (h->c->t->opt.keep_body) tt_conn_keep_body(&p->req, data, len, body_off);
+    if (s->sniff) {
+        s->sniff = false;
+        p->req.framing = tt_conn_sniff_framing(data, len, p->req.dialect);
+        if (p->req.framing != TT_FRAMING_NONE) s->framer = tt_framer_new(p->req.framing, &stream_frame_cb, s);
+    }
+    if (s->framer) tt_framer_feed(s->framer, data, len, body_off, mono_ns);
+}
+
+static void end_reason(const tt_h2_stream_end *e, tt_request *r)
+{
+    if (r->http_error[0] || e->how == TT_H2_END_STREAM) return;
+    if (e->how == TT_H2_END_RST || e->how == TT_H2_END_GOAWAY)
+        snprintf(r->http_error, sizeof r->http_error, "HTTP/2 %s (error code %u) from the %s",
+                 e->how == TT_H2_END_RST ? "RST_STREAM" : "GOAWAY", (unsigned)e->error_code,
+                 e->by == TT_DIR_C2S ? "client" : "server");
+    else
+        snprintf(r->http_error, sizeof r->http_error, "HTTP/2 %s half ended: %s",
+                 e->dir == TT_DIR_C2S ? "request" : "response", tt_http2_end_name(e->how));
+}
+
+static void h2_on_stream_end(void *ud, const tt_h2_stream_end *e)
+{
+    struct conn_h2 *h = ud;
+    h2_stream *s = stream_find(h, e->stream_id);
+    if (!s) return;
+    pending *p = s->p;
+    tt_request *r = &p->req;
+    end_reason(e, r);
+    if (e->how == TT_H2_END_GAP) r->incomplete |= TT_INC_GAP;
+    if (e->how == TT_H2_END_ERROR) r->incomplete |= TT_INC_HTTP_ERROR;
+    if (e->dir == TT_DIR_C2S) {
+        if (s->req_ended) return;
+        s->req_ended = true;
+        r->req_last_ns = e->how == TT_H2_END_STREAM || !e->last_ns ? e->mono_ns : e->last_ns;
+        if (e->how == TT_H2_END_STREAM) {
+            if (!s->body_overflow && s->body_len) tt_request_fields_parse(&r->fields, s->body, s->body_len);
+        } else {
+            r->incomplete |= TT_INC_REQUEST_CUT;
+        }
+        p->request_done = true;
+    } else {
+        if (s->resp_ended) return;
+        s->resp_ended = true;
+        close_framer(s, e->mono_ns);
+        r->resp_last_ns = e->how == TT_H2_END_STREAM ? e->mono_ns : (e->last_ns ? e->last_ns : TT_NS_NONE);
+        if (e->how == TT_H2_END_STREAM) {
+            r->response_end = TT_HTTP_END_COMPLETE;
+            p->response_done = true;
+        } else {
+            r->response_end = e->how == TT_H2_END_GAP     ? TT_HTTP_END_GAP
+                              : e->how == TT_H2_END_ERROR ? TT_HTTP_END_ERROR
+                                                          : TT_HTTP_END_TRUNCATED;
+            if (p->response_started) r->incomplete |= TT_INC_RESPONSE_CUT;
+            p->response_done = p->response_started; /* no head: filed as no-response */
+        }
+    }
+    maybe_file(h, s);
+}
+
+static void h2_on_error(void *ud, tt_direction dir, tt_h2_error code, const char *msg, uint64_t stream_off)
+{
+    struct conn_h2 *h = ud;
+    conn_state *c = h->c;
+    char why[96];
+    snprintf(why, sizeof why, "%s: HTTP/2 %s: %s", dir == TT_DIR_C2S ? "request" : "response",
+             tt_http2_error_name(code), msg ? msg : "");
+    if (!c->http_error[0]) snprintf(c->http_error, sizeof c->http_error, "%s", why);
+    if (code == TT_H2_ERR_GAP) {
+        c->messages_lost = true;
+        return;
+    }
+    if (!c->any_message) tt_conn_add_note(c, why);
+    for (size_t i = 0; i < h->n; i++) {
+        tt_request *r = &h->s[i]->p->req;
+        if (!r->http_error[0]) snprintf(r->http_error, sizeof r->http_error, "%s", why);
+    }
+}
+
+static const tt_http2_callbacks h2_cb = {
+    .on_headers = h2_on_headers, .on_data = h2_on_data, .on_stream_end = h2_on_stream_end, .on_error = h2_on_error};
+
+/* ---- the connection ---- */
+
+void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch)
+{
+    struct conn_h2 *h = c->h2;
+    switch (ch->kind) {
+    case TT_CHUNK_DATA:
+        if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[TT_DIR_C2S]) {
+            c->c2s_seq_known = true;
+            c->c2s_seq_base = ch->conn->seq_base[TT_DIR_C2S];
+        }
+        c->parsed_end[ch->dir] = ch->offset + ch->len;
+        tt_http2_feed(h->parser, ch->dir, ch->data, ch->len, ch->mono_ns);
+        break;
+    case TT_CHUNK_GAP:
+        c->parsed_end[ch->dir] = ch->offset + ch->len;
+        if (ch->dir == TT_DIR_S2C) c->response_lost_ns = ch->mono_ns;
+        tt_http2_gap(h->parser, ch->dir, ch->len, ch->mono_ns);
+        break;
+    case TT_CHUNK_FIN:
+        tt_http2_eof(h->parser, ch->dir, true, ch->mono_ns);
+        break;
+    case TT_CHUNK_RST:
+    case TT_CHUNK_END:
+        tt_http2_eof(h->parser, ch->dir, false, ch->mono_ns);
+        break;
+    case TT_CHUNK_READY:
+        tt_conn_ready_mark(c, ch);
+        break;
+    case TT_CHUNK_RELEASE:
+        break;
+    }
+}
+
+static void held_free(conn_state *c)
+{
+    for (size_t i = 0; i < c->n_held; i++) free(c->held[i].data);
+    free(c->held);
+    c->held = NULL;
+    c->n_held = c->held_cap = c->held_c2s_len = 0;
+}
+
+/* Choose the protocol and replay the held chunks to it. conn is the
+ * connection's current tt_conn_info (a held chunk's may be gone). */
+static void decide(conn_state *c, bool http2, const tt_conn_info *conn)
+{
+    c->proto_decided = true;
+    if (http2) {
+        c->h2 = calloc(1, sizeof *c->h2);
+        if (!c->h2) abort();
+        c->h2->c = c;
+        c->h2->parser = tt_http2_new(&h2_cb, c->h2);
+        if (!c->h2->parser) abort();
+    }
+    size_t n = c->n_held;
+    struct held_chunk *held = c->held;
+    c->held = NULL;
+    c->n_held = c->held_cap = c->held_c2s_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        tt_chunk ch = held[i].ch;
+        ch.conn = conn;
+        ch.data = held[i].data;
+        if (c->tunneled) { /* an HTTP/1.1 upgrade or CONNECT among them: the rest is not HTTP */
+            free(held[i].data);
+            continue;
+        }
+        if (c->h2) tt_conn_h2_chunk(c, &ch);
+        else tt_conn_dispatch_http1(c, &ch);
+        free(held[i].data);
+    }
+    free(held);
+}
+
+static void hold(conn_state *c, const tt_chunk *ch)
+{
+    c->held = tt_conn_grow(c->held, &c->held_cap, c->n_held + 1, sizeof *c->held);
+    struct held_chunk *hc = &c->held[c->n_held++];
+    hc->ch = *ch;
+    hc->ch.conn = NULL;
+    hc->data = malloc(ch->len ? ch->len : 1);
+    if (!hc->data) abort();
+    if (ch->len) memcpy(hc->data, ch->data, ch->len);
+    if (ch->dir == TT_DIR_C2S) c->held_c2s_len += ch->len;
+}
+
+static size_t held_bytes(const conn_state *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_held; i++) n += c->held[i].ch.len;
+    return n;
+}
+
+bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch)
+{
+    if (ch->kind != TT_CHUNK_DATA) {
+        decide(c, false, ch->conn); /* lost bytes or an end before the preface */
+        return false;
+    }
+    if (!ch->len) return false;
+    if (ch->dir == TT_DIR_S2C) {
+        /* an HTTP/2 server's first frame is a SETTINGS (length < 2^16: its
+         * first byte 0); an HTTP/1.1 response never starts with 0 */
+        if (ch->offset == 0 && ch->data[0] == 0 && held_bytes(c) + ch->len <= HELD_MAX) {
+            hold(c, ch);
+            return true;
+        }
+        if (c->n_held && ch->offset != 0 && held_bytes(c) + ch->len <= HELD_MAX) {
+            bool s2c_held = false;
+            for (size_t i = 0; i < c->n_held; i++) s2c_held |= c->held[i].ch.dir == TT_DIR_S2C;
+            if (s2c_held) {
+                hold(c, ch);
+                return true;
+            }
+        }
+        decide(c, false, ch->conn);
+        return false;
+    }
+    size_t have = c->held_c2s_len;
+    if (ch->offset != have) { /* not the connection's first client bytes */
+        decide(c, false, ch->conn);
+        return false;
+    }
+    size_t n = ch->len < TT_HTTP2_PREFACE_LEN - have ? ch->len : TT_HTTP2_PREFACE_LEN - have;
+    if (memcmp(ch->data, TT_HTTP2_PREFACE + have, n) != 0) {
+        decide(c, false, ch->conn);
+        return false;
+    }
+    if (have + n == TT_HTTP2_PREFACE_LEN) {
+        decide(c, true, ch->conn);
+        return false; /* the caller feeds this chunk to the HTTP/2 parser */
+    }
+    hold(c, ch);
+    return true;
+}
+
+void tt_conn_h2_release(conn_state *c, uint64_t mono_ns)
+{
+    if (c->n_held) {
+        /* never decided: what was held is HTTP/1.1's (the connection's own
+         * tt_conn_info is not at hand: sequence numbers stay unknown) */
+        static const tt_conn_info none;
+        decide(c, false, &none);
+    }
+    held_free(c);
+    struct conn_h2 *h = c->h2;
+    if (!h) return;
+    for (size_t i = 0; i < h->n; i++) {
+        h2_stream *s = h->s[i];
+        close_framer(s, mono_ns);
+        if (s->framer) tt_framer_free(s->framer);
+        free(s->body);
+        free(s);
+    }
+    free(h->s);
+    tt_http2_free(h->parser);
+    free(h);
+    c->h2 = NULL;
+}
