@@ -142,10 +142,7 @@ static const tt_frame_callbacks stream_frame_cb = {.on_event = frame_event, .on_
 static void copy_value(const tt_h2_headers *hd, const char *name, char *dst, size_t cap)
 {
     const tt_h2_header *v = tt_http2_find_header(hd, name);
-    if (!v) return;
-    size_t n = v->value_len < cap - 1 ? v->value_len : cap - 1;
-    memcpy(dst, v->value, n);
-    dst[n] = 0;
+    if (v) tt_conn_copy_value(v->value, v->value_len, dst, cap);
 }
 
 static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
@@ -312,11 +309,7 @@ void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch)
     struct conn_h2 *h = c->h2;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
-        if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[TT_DIR_C2S]) {
-            c->c2s_seq_known = true;
-            c->c2s_seq_base = ch->conn->seq_base[TT_DIR_C2S];
-        }
-        c->parsed_end[ch->dir] = ch->offset + ch->len;
+        tt_conn_note_data_chunk(c, ch);
         tt_http2_feed(h->parser, ch->dir, ch->data, ch->len, ch->mono_ns);
         break;
     case TT_CHUNK_GAP:

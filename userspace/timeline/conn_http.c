@@ -36,10 +36,7 @@ const char *tt_tracker_type_name(const tt_tracker *t, uint16_t type_id)
 static void copy_header(const tt_http_head *h, const char *name, char *dst, size_t cap)
 {
     const tt_http_header *v = tt_http_find_header(h, name);
-    if (!v) return;
-    size_t n = v->value_len < cap - 1 ? v->value_len : cap - 1;
-    memcpy(dst, v->value, n);
-    dst[n] = 0;
+    if (v) tt_conn_copy_value(v->value, v->value_len, dst, cap);
 }
 
 /* At TT_TRACKER_MAX_IN_FLIGHT requests waiting on one connection (a client

@@ -8,6 +8,7 @@
 #define TT_CONN_INTERNAL_H
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "proto/event_frame.h"
 #include "proto/framer.h"
@@ -125,6 +126,18 @@ static inline void *tt_conn_grow(void *p, size_t *cap, size_t need, size_t elem)
 /* conn_tracker.c */
 /* One chunk to the connection's HTTP/1.1 parsers. */
 void tt_conn_dispatch_http1(conn_state *c, const tt_chunk *ch);
+/* A DATA chunk reached a parser: the request direction's TCP sequence
+ * base when the source knows it, and how far the direction is parsed. */
+void tt_conn_note_data_chunk(conn_state *c, const tt_chunk *ch);
+/* A header value, or nothing when value is NULL, into dst (cut to cap - 1
+ * bytes, NUL-terminated). */
+static inline void tt_conn_copy_value(const char *value, size_t len, char *dst, size_t cap)
+{
+    if (!value) return;
+    size_t n = len < cap - 1 ? len : cap - 1;
+    memcpy(dst, value, n);
+    dst[n] = 0;
+}
 
 /* conn_http.c */
 /* A new request at the back of the connection's queue. */

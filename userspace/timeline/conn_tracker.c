@@ -173,16 +173,21 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     else tt_conn_dispatch_http1(c, ch);
 }
 
+void tt_conn_note_data_chunk(conn_state *c, const tt_chunk *ch)
+{
+    if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[TT_DIR_C2S]) {
+        c->c2s_seq_known = true;
+        c->c2s_seq_base = ch->conn->seq_base[TT_DIR_C2S];
+    }
+    c->parsed_end[ch->dir] = ch->offset + ch->len;
+}
+
 void tt_conn_dispatch_http1(conn_state *c, const tt_chunk *ch)
 {
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
     switch (ch->kind) {
     case TT_CHUNK_DATA:
-        if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[TT_DIR_C2S]) {
-            c->c2s_seq_known = true;
-            c->c2s_seq_base = ch->conn->seq_base[TT_DIR_C2S];
-        }
-        c->parsed_end[ch->dir] = ch->offset + ch->len;
+        tt_conn_note_data_chunk(c, ch);
         c->feed_data = ch->data;
         c->feed_len = ch->len;
         c->feed_off = ch->offset;
