@@ -43,7 +43,7 @@ static void put(wr *w, const void *d, size_t n)
         w->p = realloc(w->p, w->cap);
         assert_non_null(w->p);
     }
-    memcpy(w->p + w->n, d, n);
+    if (n) memcpy(w->p + w->n, d, n); /* an empty frame payload comes as NULL */
     w->n += n;
 }
 
