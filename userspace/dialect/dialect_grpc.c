@@ -389,6 +389,11 @@ static void init_body(gen_body *b)
     b->prompt = b->completion = -1;
 }
 
+/* Where SGLang's and vLLM's chunk and complete messages keep the fields
+ * read_body takes (the same numbers in both protos). */
+static const uint32_t generate_chunk_fields[8] = {0, 1, 0, 0, 0, 2, 3, 0};
+static const uint32_t generate_complete_fields[8] = {0, 1, 0, 0, 2, 3, 4, 0};
+
 static bool read_sglang(const uint8_t *msg, size_t len, tt_classified *out, text_sink *sink,
                         tt_grpc_detail *d)
 {
@@ -398,10 +403,8 @@ static bool read_sglang(const uint8_t *msg, size_t len, tt_classified *out, text
     if (!read_generate_top(msg, len, &g, 1, 2, 4)) return false;
     gen_body b;
     init_body(&b);
-    static const uint32_t chunk_map[8] = {0, 1, 0, 0, 0, 2, 3, 0};
-    static const uint32_t complete_map[8] = {0, 1, 0, 0, 2, 3, 4, 0};
     static const uint32_t error_map[8] = {0, 0, 0, 0, 0, 0, 0, 1};
-    const uint32_t *map = g.which == 2 ? chunk_map : g.which == 3 ? complete_map : error_map;
+    const uint32_t *map = g.which == 2 ? generate_chunk_fields : g.which == 3 ? generate_complete_fields : error_map;
     uint32_t has = g.has;
     if (g.which && !read_body(g.body, &b, &has, map)) return false;
     /* GenerateError.details: the message when message is empty */
@@ -436,10 +439,8 @@ static bool read_vllm(const uint8_t *msg, size_t len, tt_classified *out, text_s
     if (!read_generate_top(msg, len, &g, 0, 1, 2)) return false;
     gen_body b;
     init_body(&b);
-    static const uint32_t chunk_map[8] = {0, 1, 0, 0, 0, 2, 3, 0};
-    static const uint32_t complete_map[8] = {0, 1, 0, 0, 2, 3, 4, 0};
     uint32_t has = g.has;
-    if (g.which && !read_body(g.body, &b, &has, g.which == 1 ? chunk_map : complete_map))
+    if (g.which && !read_body(g.body, &b, &has, g.which == 1 ? generate_chunk_fields : generate_complete_fields))
         return false;
     out->has |= has;
     int token_frame = take_chunk_or_complete(out, &b, g.which == 1, g.which == 2);
