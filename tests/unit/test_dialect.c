@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "dialect/dialect.h"
+#include "dialect/dialect_grpc.h"
 #include "dialect/dialect_internal.h"
 #include "golden.h"
 
@@ -266,6 +267,7 @@ static void assert_other(tt_classified c, bool json_ok)
 static void test_not_json(void **state)
 {
     for (int d = 0; d < TT_DIALECT_COUNT; d++) {
+        if (tt_grpc_api_of((tt_dialect)d) != TT_GRPC_API_COUNT) continue; /* protobuf: test_grpc_hint */
         assert_other(classify((tt_dialect)d, NULL, ""), false);
         assert_other(classify((tt_dialect)d, NULL, "hello"), false);
         assert_other(classify((tt_dialect)d, NULL, "[DONE"), false);
@@ -293,6 +295,38 @@ static void test_not_json(void **state)
     char with_nul[] = "{\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\0";
     tt_dialect_classify(TT_DIALECT_OPENAI_CHAT, NULL, 0, with_nul, sizeof with_nul - 1, &c, NULL, 0);
     assert_other(c, false);
+}
+
+/* A gRPC dialect hint reads the data as that API's protobuf message: the
+ * path names the dialect, JSON and [DONE] mean nothing there, and a
+ * Triton response with text is a TOKEN read as triton-grpc. */
+static void test_grpc_hint(void **state)
+{
+    static const struct {
+        const char *path;
+        tt_dialect d;
+    } paths[] = {{"/inference.GRPCInferenceService/ModelStreamInfer", TT_DIALECT_TRITON_GRPC},
+                 {"/sglang.grpc.scheduler.SglangScheduler/Generate", TT_DIALECT_SGLANG_GRPC},
+                 {"/vllm.grpc.engine.VllmEngine/Generate", TT_DIALECT_VLLM_GRPC},
+                 {"/inference.GRPCInferenceService/ModelInfer", TT_DIALECT_UNKNOWN}};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        assert_int_equal(tt_dialect_from_path(paths[i].path, strlen(paths[i].path)), paths[i].d);
+    assert_string_equal(tt_dialect_name(TT_DIALECT_TRITON_GRPC), "triton-grpc");
+    tt_classified c = classify(TT_DIALECT_TRITON_GRPC, NULL, "[DONE]");
+    assert_int_not_equal(c.kind, TT_EV_TERMINAL);
+    assert_false(c.json_ok);
+    assert_int_equal(c.dialect, TT_DIALECT_TRITON_GRPC);
+    /* ModelStreamInferResponse {infer_response {outputs [text_output],
+     * raw_output_contents ["\x02\0\0\0hi"]}} */
+    static const char msg[] = "\x12\x1b\x2a\x0d\x0a\x0btext_output\x32\x06\x02\x00\x00\x00hi\x1a\x02id";
+    char text[16];
+    tt_dialect_classify(TT_DIALECT_TRITON_GRPC, NULL, 0, msg, sizeof msg - 1, &c, text, sizeof text);
+    assert_true(c.json_ok);
+    assert_int_equal(c.kind, TT_EV_TOKEN);
+    assert_int_equal(c.text_bytes, 2);
+    assert_string_equal(text, "hi");
+    assert_string_equal(c.response_id, "id");
+    assert_int_equal(c.dialect, TT_DIALECT_TRITON_GRPC);
 }
 
 static void test_truncated(void **state)
@@ -809,6 +843,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_files),
         cmocka_unit_test(test_not_json),
+        cmocka_unit_test(test_grpc_hint),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_huge_string),

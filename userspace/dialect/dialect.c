@@ -5,6 +5,7 @@
  * The data is parsed by dialect_json.c into cJSON-shaped nodes in an arena
  * that starts on this function's stack, so a typical event costs no malloc
  * and leaves cJSON's process-wide hooks alone. */
+#include "dialect/dialect_grpc.h"
 #include "dialect/dialect_internal.h"
 
 #include <stdbool.h>
@@ -295,6 +296,12 @@ void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, con
                          size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
 {
     if ((unsigned)hint >= TT_DIALECT_COUNT) hint = TT_DIALECT_UNKNOWN;
+    tt_grpc_api api = tt_grpc_api_of(hint);
+    if (api != TT_GRPC_API_COUNT) {
+        tt_grpc_classify(api, (const uint8_t *)data, data ? data_len : 0, out, text_out, text_cap, NULL);
+        out->dialect = hint;
+        return;
+    }
     text_sink sink = { .text_out = text_out, .text_cap = text_cap };
     reset_result(out, &sink, hint);
     if (!data) data_len = 0;
@@ -351,6 +358,8 @@ tt_dialect tt_dialect_from_path(const char *path, size_t len)
             len = i;
             break;
         }
+    tt_dialect grpc = tt_grpc_dialect(tt_grpc_api_from_path(path, len));
+    if (grpc != TT_DIALECT_UNKNOWN) return grpc;
     if (len > 1 && path[len - 1] == '/') len--;
     if (ends_with(path, len, "/chat/completions")) return TT_DIALECT_OPENAI_CHAT;
     if (equals(path, len, "/completions") || equals(path, len, "/completion") ||
@@ -377,6 +386,9 @@ const char *tt_dialect_name(tt_dialect d)
         [TT_DIALECT_TGI] = "tgi",
         [TT_DIALECT_LLAMACPP] = "llamacpp",
         [TT_DIALECT_OLLAMA] = "ollama",
+        [TT_DIALECT_TRITON_GRPC] = "triton-grpc",
+        [TT_DIALECT_SGLANG_GRPC] = "sglang-grpc",
+        [TT_DIALECT_VLLM_GRPC] = "vllm-grpc",
     };
     return (unsigned)d < TT_DIALECT_COUNT ? names[d] : "invalid";
 }

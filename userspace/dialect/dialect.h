@@ -22,6 +22,10 @@ typedef enum tt_dialect {
     TT_DIALECT_TGI,                /* /generate_stream */
     TT_DIALECT_LLAMACPP,           /* /completion */
     TT_DIALECT_OLLAMA,             /* /api/generate, /api/chat (NDJSON) */
+    /* gRPC messages (protobuf, dialect_grpc.h), never JSON */
+    TT_DIALECT_TRITON_GRPC,        /* /inference.GRPCInferenceService/ModelStreamInfer */
+    TT_DIALECT_SGLANG_GRPC,        /* /sglang.grpc.scheduler.SglangScheduler/Generate */
+    TT_DIALECT_VLLM_GRPC,          /* /vllm.grpc.engine.VllmEngine/Generate */
     TT_DIALECT_COUNT
 } tt_dialect;
 
@@ -97,7 +101,9 @@ typedef struct tt_classified {
 tt_dialect tt_dialect_from_path(const char *path, size_t len);
 
 /* Classify one event. `hint` is the dialect the request path implied (or
- * UNKNOWN: then the shape decides). `type` is the SSE event type (NULL for
+ * UNKNOWN: then the shape decides). A gRPC hint reads data as one gRPC
+ * message of that API (tt_grpc_classify, dialect_grpc.h): kinds and flags
+ * as there, json_ok meaning "decoded", out->dialect the hint. `type` is the SSE event type (NULL for
  * NDJSON; "message", the SSE default, counts as none). When text_out is
  * non-NULL and text_cap > 0, up to text_cap-1 bytes of the generated text
  * are copied there, NUL-terminated ("" when none). Keeps no state between

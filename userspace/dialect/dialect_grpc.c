@@ -513,3 +513,43 @@ const char *tt_grpc_api_name(tt_grpc_api api)
     default: return "invalid";
     }
 }
+
+tt_dialect tt_grpc_dialect(tt_grpc_api api)
+{
+    switch (api) {
+    case TT_GRPC_TRITON: return TT_DIALECT_TRITON_GRPC;
+    case TT_GRPC_SGLANG: return TT_DIALECT_SGLANG_GRPC;
+    case TT_GRPC_VLLM: return TT_DIALECT_VLLM_GRPC;
+    default: return TT_DIALECT_UNKNOWN;
+    }
+}
+
+tt_grpc_api tt_grpc_api_of(tt_dialect d)
+{
+    switch (d) {
+    case TT_DIALECT_TRITON_GRPC: return TT_GRPC_TRITON;
+    case TT_DIALECT_SGLANG_GRPC: return TT_GRPC_SGLANG;
+    case TT_DIALECT_VLLM_GRPC: return TT_GRPC_VLLM;
+    default: return TT_GRPC_API_COUNT;
+    }
+}
+
+bool tt_grpc_triton_request(const uint8_t *msg, size_t len, char *id, size_t id_cap, char *model,
+                            size_t model_cap)
+{
+    slice id_s = {0}, model_s = {0};
+    uint32_t has = 0;
+    pb_reader r;
+    pb_field f;
+    id[0] = model[0] = 0;
+    if (!msg && len) return false;
+    pb_reader_init(&r, msg, len);
+    while (pb_next_field(&r, &f)) {
+        if (f.number == 1) take_len(&f, &model_s, &has);
+        else if (f.number == 3) take_len(&f, &id_s, &has);
+    }
+    if (r.error) return false;
+    copy_slice(id, id_cap, id_s);
+    copy_slice(model, model_cap, model_s);
+    return true;
+}

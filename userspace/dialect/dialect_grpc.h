@@ -20,8 +20,9 @@
  * ends the stream); TERMINAL when it ends the stream without text; META for
  * a well-formed message that carries none of these; OTHER with json_ok
  * false when the bytes are not a message of that API (json_ok means
- * "decoded" here). out->dialect stays TT_DIALECT_UNKNOWN: the gRPC APIs
- * have no tt_dialect value (the API is the caller's). */
+ * "decoded" here). tt_grpc_classify leaves out->dialect UNKNOWN;
+ * tt_dialect_classify with a gRPC dialect hint (TT_DIALECT_TRITON_GRPC ...)
+ * calls it and names the hint. */
 #ifndef TT_DIALECT_GRPC_H
 #define TT_DIALECT_GRPC_H
 
@@ -64,5 +65,17 @@ bool tt_grpc_classify(tt_grpc_api api, const uint8_t *msg, size_t len, tt_classi
 tt_grpc_api tt_grpc_api_from_path(const char *path, size_t len);
 
 const char *tt_grpc_api_name(tt_grpc_api api); /* "triton-grpc", "sglang-grpc", "vllm-grpc" */
+
+/* The tt_dialect of an API (TT_DIALECT_UNKNOWN for TT_GRPC_API_COUNT), and
+ * back (TT_GRPC_API_COUNT for a dialect that is not gRPC). */
+tt_dialect tt_grpc_dialect(tt_grpc_api api);
+tt_grpc_api tt_grpc_api_of(tt_dialect d);
+
+/* The id (field 3) and model_name (field 1) of a Triton ModelInferRequest,
+ * the client's message on a ModelStreamInfer stream, into id and model
+ * (each cut to its cap - 1 bytes, NUL-terminated, "" when absent; cap > 0).
+ * False when the bytes do not decode as a message (both then ""). */
+bool tt_grpc_triton_request(const uint8_t *msg, size_t len, char *id, size_t id_cap, char *model,
+                            size_t model_cap);
 
 #endif

@@ -136,7 +136,7 @@ void tt_summary_compute(const tt_request *reqs, const tt_req_metrics *m, size_t 
         if (tt_request_complete(r)) s->complete++;
         else s->incomplete++;
         if (r->framing != TT_FRAMING_NONE) s->streaming++;
-        if (r->status >= 400 || r->kind_counts[TT_EV_ERROR]) s->http_errors++;
+        if (r->status >= 400 || r->grpc_status > 0 || r->kind_counts[TT_EV_ERROR]) s->http_errors++;
         if (r->token_events) s->with_tokens++;
         if (r->req_first_ns != TT_NS_NONE && r->req_first_ns < s->start_ns) s->start_ns = r->req_first_ns;
         if (r->resp_last_ns != TT_NS_NONE && r->resp_last_ns > s->end_ns) s->end_ns = r->resp_last_ns;

@@ -123,6 +123,8 @@ static void one_request_at(tt_jw *w, const tt_analysis *const *as, const size_t 
     tt_jw_str(w, "client", tt_endpoint_format(&r->client, ep, sizeof ep));
     tt_jw_str(w, "server", tt_endpoint_format(&r->server, ep, sizeof ep));
     tt_jw_uint(w, "ordinal", r->ordinal);
+    if (r->stream_id) tt_jw_uint(w, "stream_id", r->stream_id);
+    else tt_jw_null(w, "stream_id");
     tt_jw_object_end(w);
     tt_jw_str_or_null(w, "method", r->method);
     tt_jw_str_or_null(w, "path", r->path);
@@ -136,6 +138,9 @@ static void one_request_at(tt_jw *w, const tt_analysis *const *as, const size_t 
     tt_jw_str_or_null(w, "incomplete_reasons", tt_incomplete_reasons(r, why, sizeof why));
     tt_jw_uint(w, "gap_bytes", r->gap_bytes);
     tt_jw_str_or_null(w, "http_error", r->http_error);
+    if (r->grpc_status >= 0) tt_jw_int(w, "grpc_status", r->grpc_status);
+    else tt_jw_null(w, "grpc_status");
+    tt_jw_str_or_null(w, "grpc_message", r->grpc_message);
     tt_jw_bool(w, "terminal_seen", r->terminal_seen);
     tt_jw_str_or_null(w, "finish_reason", r->finish_reason);
     tt_jw_str_or_null(w, "error", r->error_message);

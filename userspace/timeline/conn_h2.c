@@ -33,7 +33,8 @@ struct held_chunk {
 typedef struct h2_stream {
     uint32_t id;
     conn_state *c;
-    pending *p;
+    pending *p;               /* the stream's request; NULL when calls has them */
+    tt_grpc_calls *calls;     /* a stream of many requests (conn_grpc.c) */
     tt_framer *framer;
     bool sniff;               /* decide the framing on the first body bytes */
     bool req_ended, resp_ended;
@@ -67,6 +68,7 @@ static void stream_drop(struct conn_h2 *h, h2_stream *s)
         break;
     }
     if (s->framer) tt_framer_free(s->framer);
+    tt_grpc_calls_free(s->calls);
     free(s->body);
     free(s);
 }
@@ -79,36 +81,49 @@ static void close_framer(h2_stream *s, uint64_t mono_ns)
     s->framer = NULL;
 }
 
-/* Take p out of the connection's queue and file it. */
-static void file_pending(conn_state *c, pending *p)
+/* File the oldest stream at once, evicted (its calls too); keep's stream
+ * is spared, but its oldest call goes when it is the only stream. False
+ * when there was nothing to evict. */
+static bool evict_oldest(struct conn_h2 *h, const tt_grpc_calls *keep)
 {
-    for (size_t i = 0; i < c->queue_len; i++) {
-        if (c->queue[i] != p) continue;
-        memmove(c->queue + i, c->queue + i + 1, (c->queue_len - i - 1) * sizeof *c->queue);
-        c->queue_len--;
-        break;
+    h2_stream *old = NULL;
+    for (size_t i = 0; i < h->n && !old; i++)
+        if (!keep || h->s[i]->calls != keep) old = h->s[i];
+    if (!old) {
+        for (size_t i = 0; i < h->n; i++)
+            if (h->s[i]->calls == keep) return tt_grpc_calls_evict_oldest(h->s[i]->calls);
+        return false;
     }
-    tt_conn_file_request(c->t, p);
+    close_framer(old, TT_NS_NONE);
+    if (old->calls) tt_grpc_calls_evict_all(old->calls);
+    if (old->p) {
+        old->p->req.incomplete |= TT_INC_EVICTED;
+        h->c->t->evicted_requests++;
+        tt_conn_file_pending(h->c, old->p);
+    }
+    stream_drop(h, old);
+    return true;
 }
 
-/* A stream's context with a new request (TT_TRACKER_MAX_IN_FLIGHT open on
- * the connection: the oldest is filed at once, evicted). */
-static h2_stream *stream_new(struct conn_h2 *h, uint32_t id)
+void tt_conn_h2_make_room(conn_state *c, const tt_grpc_calls *keep)
+{
+    while (c->h2 && c->queue_len >= TT_TRACKER_MAX_IN_FLIGHT && evict_oldest(c->h2, keep)) {
+    }
+}
+
+/* A stream's context, with a new request unless its requests are calls. */
+static h2_stream *stream_new(struct conn_h2 *h, uint32_t id, bool with_request)
 {
     conn_state *c = h->c;
-    if (c->queue_len >= TT_TRACKER_MAX_IN_FLIGHT && h->n) {
-        h2_stream *old = h->s[0];
-        old->p->req.incomplete |= TT_INC_EVICTED;
-        c->t->evicted_requests++;
-        close_framer(old, TT_NS_NONE);
-        file_pending(c, old->p);
-        stream_drop(h, old);
-    }
     h2_stream *s = calloc(1, sizeof *s);
     if (!s) abort();
     s->id = id;
     s->c = c;
-    s->p = tt_conn_pending_new(c);
+    if (with_request) {
+        tt_conn_h2_make_room(c, NULL);
+        s->p = tt_conn_pending_new(c);
+        s->p->req.stream_id = id;
+    }
     h->s = tt_conn_grow(h->s, &h->cap, h->n + 1, sizeof *h->s);
     h->s[h->n++] = s;
     return s;
@@ -117,7 +132,7 @@ static h2_stream *stream_new(struct conn_h2 *h, uint32_t id)
 static void maybe_file(struct conn_h2 *h, h2_stream *s)
 {
     if (!s->req_ended || !s->resp_ended) return;
-    file_pending(h->c, s->p);
+    if (s->p) tt_conn_file_pending(h->c, s->p);
     stream_drop(h, s);
 }
 
@@ -126,13 +141,14 @@ static void maybe_file(struct conn_h2 *h, h2_stream *s)
 static void frame_event(void *ud, const tt_event_frame *ev)
 {
     h2_stream *s = ud;
-    tt_conn_take_event(s->c, s->p, ev, TT_NS_NONE);
+    if (s->calls) tt_grpc_calls_response_event(s->calls, ev);
+    else tt_conn_take_event(s->c, s->p, ev, TT_NS_NONE);
 }
 
 static void frame_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
 {
     h2_stream *s = ud;
-    tt_conn_take_comment(&s->p->req, off, mono_ns);
+    if (s->p) tt_conn_take_comment(&s->p->req, off, mono_ns);
 }
 
 static const tt_frame_callbacks stream_frame_cb = {.on_event = frame_event, .on_comment = frame_comment};
@@ -145,12 +161,10 @@ static void copy_value(const tt_h2_headers *hd, const char *name, char *dst, siz
     if (v) tt_conn_copy_value(v->value, v->value_len, dst, cap);
 }
 
-static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
+/* The request head's fields into r. */
+static void request_from_head(conn_state *c, const tt_h2_headers *hd, tt_request *r)
 {
-    conn_state *c = h->c;
-    if (stream_find(h, hd->stream_id)) return; /* a second head: not a new request */
-    h2_stream *s = stream_new(h, hd->stream_id);
-    tt_request *r = &s->p->req;
+    r->stream_id = hd->stream_id;
     copy_value(hd, ":method", r->method, sizeof r->method);
     copy_value(hd, ":path", r->path, sizeof r->path);
     copy_value(hd, "x-request-id", r->request_id, sizeof r->request_id);
@@ -163,23 +177,54 @@ static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
     r->dialect = tt_dialect_from_path(r->path, strlen(r->path));
 }
 
-static void response_head(struct conn_h2 *h, const tt_h2_headers *hd)
+static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
 {
-    h2_stream *s = stream_find(h, hd->stream_id);
-    if (!s) {
-        /* its request was not seen (lost client bytes) */
-        s = stream_new(h, hd->stream_id);
-        s->p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
-        s->p->request_done = true;
-        s->req_ended = true;
+    conn_state *c = h->c;
+    if (stream_find(h, hd->stream_id)) return; /* a second head: not a new request */
+    tt_request head;
+    memset(&head, 0, sizeof head);
+    request_from_head(c, hd, &head);
+    if (tt_grpc_calls_wanted(&head)) {
+        h2_stream *s = stream_new(h, hd->stream_id, false);
+        s->calls = tt_grpc_calls_new(c, &head);
+        return;
     }
-    pending *p = s->p;
-    if (p->response_started) return;
-    p->response_started = true;
-    tt_request *r = &p->req;
+    h2_stream *s = stream_new(h, hd->stream_id, true);
+    request_from_head(c, hd, &s->p->req);
+}
+
+/* The gRPC status of a trailers block (or a trailers-only response), -1
+ * when it has none; its grpc-message percent-decoded into msg. */
+static int grpc_status_of(const tt_h2_headers *hd, char *msg, size_t cap)
+{
+    msg[0] = 0;
+    const tt_h2_header *st = tt_http2_find_header(hd, "grpc-status");
+    if (!st || !st->value_len || st->value_len > 9) return -1;
+    int code = 0;
+    for (size_t i = 0; i < st->value_len; i++) {
+        if (st->value[i] < '0' || st->value[i] > '9') return -1;
+        code = code * 10 + (st->value[i] - '0');
+    }
+    const tt_h2_header *m = tt_http2_find_header(hd, "grpc-message");
+    size_t n = 0;
+    for (size_t i = 0; m && i < m->value_len && n + 1 < cap; i++) {
+        unsigned hi, lo;
+        if (m->value[i] == '%' && i + 2 < m->value_len && sscanf(m->value + i + 1, "%1x%1x", &hi, &lo) == 2) {
+            msg[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            msg[n++] = m->value[i];
+        }
+    }
+    msg[n] = 0;
+    return code;
+}
+
+/* The response head's fields into r; false when the body is not framed
+ * here (an unknown content coding). */
+static void response_from_head(const tt_h2_headers *hd, tt_request *r)
+{
     r->status = hd->status > 0 ? hd->status : 0;
-    r->resp_first_ns = hd->first_ns;
-    r->resp_headers_ns = hd->last_ns;
     copy_value(hd, "content-type", r->content_type, sizeof r->content_type);
     const tt_h2_header *enc = tt_http2_find_header(hd, "content-encoding");
     if (enc && !(enc->value_len == 8 && !memcmp(enc->value, "identity", 8))) r->coding = TT_CODING_OTHER;
@@ -187,8 +232,60 @@ static void response_head(struct conn_h2 *h, const tt_h2_headers *hd)
     else if (strstr(r->content_type, "ndjson") || strstr(r->content_type, "jsonl")) r->framing = TT_FRAMING_NDJSON;
     else if (!strncmp(r->content_type, "application/grpc", 16)) r->framing = TT_FRAMING_GRPC;
     if (r->coding == TT_CODING_OTHER) r->framing = TT_FRAMING_NONE; /* not decoded here */
+}
+
+static void response_head(struct conn_h2 *h, const tt_h2_headers *hd)
+{
+    h2_stream *s = stream_find(h, hd->stream_id);
+    if (!s) {
+        /* its request was not seen (lost client bytes) */
+        s = stream_new(h, hd->stream_id, true);
+        s->p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
+        s->p->request_done = true;
+        s->req_ended = true;
+    }
+    tt_request head;
+    memset(&head, 0, sizeof head);
+    response_from_head(hd, &head);
+    char grpc_message[sizeof head.grpc_message];
+    int grpc_status = grpc_status_of(hd, grpc_message, sizeof grpc_message);
+    if (s->calls) {
+        if (s->framer) return; /* a second head */
+        tt_grpc_calls_response_head(s->calls, &head);
+        if (grpc_status >= 0) tt_grpc_calls_trailers(s->calls, grpc_status, grpc_message);
+        if (head.framing != TT_FRAMING_NONE) s->framer = tt_framer_new(head.framing, &stream_frame_cb, s);
+        return;
+    }
+    pending *p = s->p;
+    if (p->response_started) return;
+    p->response_started = true;
+    tt_request *r = &p->req;
+    r->status = head.status;
+    memcpy(r->content_type, head.content_type, sizeof r->content_type);
+    r->coding = head.coding;
+    r->framing = head.framing;
+    r->grpc_status = grpc_status;
+    memcpy(r->grpc_message, grpc_message, sizeof r->grpc_message);
+    r->resp_first_ns = hd->first_ns;
+    r->resp_headers_ns = hd->last_ns;
     s->sniff = r->framing == TT_FRAMING_NONE && r->coding != TT_CODING_OTHER;
     if (r->framing != TT_FRAMING_NONE) s->framer = tt_framer_new(r->framing, &stream_frame_cb, s);
+}
+
+/* The response's trailers: its gRPC status. */
+static void response_trailers(struct conn_h2 *h, const tt_h2_headers *hd)
+{
+    h2_stream *s = stream_find(h, hd->stream_id);
+    if (!s) return;
+    char grpc_message[sizeof s->p->req.grpc_message];
+    int grpc_status = grpc_status_of(hd, grpc_message, sizeof grpc_message);
+    if (grpc_status < 0) return;
+    if (s->calls) {
+        tt_grpc_calls_trailers(s->calls, grpc_status, grpc_message);
+    } else {
+        s->p->req.grpc_status = grpc_status;
+        memcpy(s->p->req.grpc_message, grpc_message, sizeof grpc_message);
+    }
 }
 
 static void h2_on_headers(void *ud, const tt_h2_headers *hd)
@@ -196,7 +293,11 @@ static void h2_on_headers(void *ud, const tt_h2_headers *hd)
     struct conn_h2 *h = ud;
     h->c->any_message = true;
     /* pushed streams (even ids) answer no request of the client: not followed */
-    if (hd->promise || hd->trailers || hd->interim || hd->skipped || hd->stream_id % 2 == 0) return;
+    if (hd->promise || hd->interim || hd->skipped || hd->stream_id % 2 == 0) return;
+    if (hd->trailers) {
+        if (hd->dir == TT_DIR_S2C) response_trailers(h, hd);
+        return;
+    }
     if (hd->dir == TT_DIR_C2S) request_head(h, hd);
     else response_head(h, hd);
 }
@@ -207,6 +308,11 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
     struct conn_h2 *h = ud;
     h2_stream *s = stream_find(h, stream_id);
     if (!s || !len) return;
+    if (s->calls) {
+        if (dir == TT_DIR_C2S) tt_grpc_calls_request_data(s->calls, data, len, body_off, mono_ns);
+        else if (s->framer) tt_framer_feed(s->framer, data, len, body_off, mono_ns);
+        return;
+    }
     if (dir == TT_DIR_C2S) {
         if (s->body_overflow) return;
         if (s->body_len + len > MAX_REQUEST_BODY) {
@@ -229,7 +335,7 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
     if (s->framer) tt_framer_feed(s->framer, data, len, body_off, mono_ns);
 }
 
-static void end_reason(const tt_h2_stream_end *e, tt_request *r)
+void tt_conn_h2_end_reason(const tt_h2_stream_end *e, tt_request *r)
 {
     if (r->http_error[0] || e->how == TT_H2_END_STREAM) return;
     if (e->how == TT_H2_END_RST || e->how == TT_H2_END_GOAWAY)
@@ -241,14 +347,34 @@ static void end_reason(const tt_h2_stream_end *e, tt_request *r)
                  e->dir == TT_DIR_C2S ? "request" : "response", tt_http2_end_name(e->how));
 }
 
+/* A half of a stream of calls ended. */
+static void calls_stream_end(struct conn_h2 *h, h2_stream *s, const tt_h2_stream_end *e)
+{
+    if (e->dir == TT_DIR_C2S) {
+        if (s->req_ended) return;
+        s->req_ended = true;
+        tt_grpc_calls_request_end(s->calls, e->mono_ns);
+    } else {
+        if (s->resp_ended) return;
+        s->resp_ended = true;
+        close_framer(s, e->mono_ns);
+        tt_grpc_calls_response_end(s->calls, e);
+    }
+    maybe_file(h, s);
+}
+
 static void h2_on_stream_end(void *ud, const tt_h2_stream_end *e)
 {
     struct conn_h2 *h = ud;
     h2_stream *s = stream_find(h, e->stream_id);
     if (!s) return;
+    if (s->calls) {
+        calls_stream_end(h, s, e);
+        return;
+    }
     pending *p = s->p;
     tt_request *r = &p->req;
-    end_reason(e, r);
+    tt_conn_h2_end_reason(e, r);
     if (e->how == TT_H2_END_GAP) r->incomplete |= TT_INC_GAP;
     if (e->how == TT_H2_END_ERROR) r->incomplete |= TT_INC_HTTP_ERROR;
     if (e->dir == TT_DIR_C2S) {
@@ -294,6 +420,10 @@ static void h2_on_error(void *ud, tt_direction dir, tt_h2_error code, const char
     }
     if (!c->any_message) tt_conn_add_note(c, why);
     for (size_t i = 0; i < h->n; i++) {
+        if (h->s[i]->calls) {
+            tt_grpc_calls_error(h->s[i]->calls, why);
+            continue;
+        }
         tt_request *r = &h->s[i]->p->req;
         if (!r->http_error[0]) snprintf(r->http_error, sizeof r->http_error, "%s", why);
     }
@@ -447,7 +577,8 @@ void tt_conn_h2_release(conn_state *c, uint64_t mono_ns)
     for (size_t i = 0; i < h->n; i++) {
         h2_stream *s = h->s[i];
         close_framer(s, mono_ns);
-        if (s->framer) tt_framer_free(s->framer);
+        if (s->calls) tt_grpc_calls_request_end(s->calls, mono_ns);
+        tt_grpc_calls_free(s->calls);
         free(s->body);
         free(s);
     }

@@ -74,6 +74,7 @@ pending *tt_conn_pending_new(conn_state *c)
     r->resp_last_ns = TT_NS_NONE;
     r->first_comment_off = r->first_comment_ns = TT_NS_NONE;
     r->usage_completion_tokens = r->usage_prompt_tokens = -1;
+    r->grpc_status = -1;
     c->queue = tt_conn_grow(c->queue, &c->queue_cap, c->queue_len + 1, sizeof *c->queue);
     c->queue[c->queue_len++] = p;
     c->t->in_flight++;
@@ -102,6 +103,17 @@ void tt_conn_file_request(tt_tracker *t, pending *p)
     t->reqs[t->n_reqs++] = *r;
     t->in_flight--;
     free(p);
+}
+
+void tt_conn_file_pending(conn_state *c, pending *p)
+{
+    for (size_t i = 0; i < c->queue_len; i++) {
+        if (c->queue[i] != p) continue;
+        memmove(c->queue + i, c->queue + i + 1, (c->queue_len - i - 1) * sizeof *c->queue);
+        c->queue_len--;
+        break;
+    }
+    tt_conn_file_request(c->t, p);
 }
 
 /* File finished requests from the front of the queue, in order. */
@@ -157,10 +169,22 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch)
     }
 }
 
+void tt_conn_classify_event(const conn_state *c, const tt_request *r, const tt_event_frame *ev, tt_classified *cl)
+{
+    char *text = c->t->opt.keep_text ? c->t->text_scratch : NULL;
+    if (ev->flags & (TT_FRAME_COMPRESSED | TT_FRAME_BAD_PREFIX)) {
+        /* a compressed gRPC message is not decoded here: OTHER, not read */
+        tt_dialect_classify(TT_DIALECT_UNKNOWN, NULL, 0, NULL, 0, cl, text, text ? TEXT_SCRATCH : 0);
+        cl->json_ok = false;
+        return;
+    }
+    tt_dialect_classify(r->dialect, ev->type, ev->type_len, ev->data, ev->data_len, cl, text,
+                        text ? TEXT_SCRATCH : 0);
+}
+
 void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off)
 {
     tt_request *r = &p->req;
-    tt_tracker *t = c->t;
     if (ev->flags & TT_FRAME_UNTERMINATED) {
         /* not dispatched: the stream ended inside it */
         r->incomplete |= TT_INC_RESPONSE_CUT;
@@ -173,9 +197,17 @@ void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uin
         return;
     }
     tt_classified cl;
+    tt_conn_classify_event(c, r, ev, &cl);
+    tt_conn_record_event(c, p, ev, stream_off, &cl);
+}
+
+void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off,
+                          const tt_classified *classified)
+{
+    tt_request *r = &p->req;
+    tt_tracker *t = c->t;
+    const tt_classified cl = *classified;
     char *text = t->opt.keep_text ? t->text_scratch : NULL;
-    tt_dialect_classify(r->dialect, ev->type, ev->type_len, ev->data, ev->data_len, &cl, text,
-                        text ? TEXT_SCRATCH : 0);
     if (r->dialect == TT_DIALECT_UNKNOWN && cl.dialect != TT_DIALECT_UNKNOWN) r->dialect = cl.dialect;
 
     r->events = tt_conn_grow(r->events, &r->cap_events, r->n_events + 1, sizeof *r->events);

@@ -13,6 +13,7 @@
 #include "proto/event_frame.h"
 #include "proto/framer.h"
 #include "proto/http1.h"
+#include "proto/http2.h"
 #include "timeline/conn_tracker.h"
 #include "timeline/ready_marks.h"
 
@@ -21,6 +22,7 @@
 #define TEXT_SCRATCH (64u << 10)
 
 typedef struct conn_state conn_state;
+typedef struct tt_grpc_calls tt_grpc_calls;
 
 /* A request the tracker is still building. */
 typedef struct pending {
@@ -143,8 +145,16 @@ static inline void tt_conn_copy_value(const char *value, size_t len, char *dst, 
 /* A new request at the back of the connection's queue. */
 pending *tt_conn_pending_new(conn_state *c);
 /* One framed event of p's response body; stream_off: the stream offset of
- * its last byte (TT_NS_NONE: unknown). */
+ * its last byte (TT_NS_NONE: unknown). An event cut by the end of the body
+ * (TT_FRAME_UNTERMINATED) marks p cut; any other is classified and
+ * recorded (the two steps below). */
 void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off);
+/* What ev means in r's dialect (a compressed gRPC message: OTHER, not
+ * decoded); the text, when the tracker keeps it, in its scratch buffer. */
+void tt_conn_classify_event(const conn_state *c, const tt_request *r, const tt_event_frame *ev, tt_classified *cl);
+/* Record ev, classified as cl by the call just before, among p's events. */
+void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off,
+                          const tt_classified *cl);
 /* An SSE comment line of r's response body. */
 void tt_conn_take_comment(tt_request *r, uint64_t off, uint64_t mono_ns);
 /* Keep response body bytes in r->body (tracker option keep_body). */
@@ -157,6 +167,8 @@ void tt_conn_add_note(conn_state *c, const char *reason);
 extern const tt_http_callbacks tt_conn_request_cb, tt_conn_response_cb; /* ud: the conn_state */
 /* File p (finished or not) among the tracker's requests and free it. */
 void tt_conn_file_request(tt_tracker *t, pending *p);
+/* Take p out of c's queue, wherever it is, and file it. */
+void tt_conn_file_pending(conn_state *c, pending *p);
 /* Hand the framer the body bytes the current chunk carried. */
 void tt_conn_flush_body_piece(conn_state *c);
 /* End the response body's framer (the connection ends). */
@@ -175,5 +187,37 @@ void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch);
 /* Free the HTTP/2 state and held chunks; open streams' framers are
  * finished; their requests stay in c->queue (filed by the caller). */
 void tt_conn_h2_release(conn_state *c, uint64_t mono_ns);
+/* Room for one more request on c (TT_TRACKER_MAX_IN_FLIGHT): the oldest
+ * stream other than keep's is filed, evicted, or else keep's oldest call. */
+void tt_conn_h2_make_room(conn_state *c, const tt_grpc_calls *keep);
+/* Why a half ended, into r->http_error (kept when already set; nothing
+ * for a clean END_STREAM). */
+void tt_conn_h2_end_reason(const tt_h2_stream_end *e, tt_request *r);
+
+/* conn_grpc.c: a stream that carries many requests (Triton
+ * ModelStreamInfer), each client message one call. */
+/* True when a stream with this request head carries many calls. */
+bool tt_grpc_calls_wanted(const tt_request *stream);
+/* The calls of one stream; stream holds the request head's fields. */
+tt_grpc_calls *tt_grpc_calls_new(conn_state *c, const tt_request *stream);
+/* Free g; its calls stay in the connection's queue. */
+void tt_grpc_calls_free(tt_grpc_calls *g);
+/* Client DATA on the stream (each whole message a new call), and its end. */
+void tt_grpc_calls_request_data(tt_grpc_calls *g, const uint8_t *data, size_t len, uint64_t body_off,
+                                uint64_t mono_ns);
+void tt_grpc_calls_request_end(tt_grpc_calls *g, uint64_t mono_ns);
+/* The response head (status, content-type, coding, framing of head). */
+void tt_grpc_calls_response_head(tt_grpc_calls *g, const tt_request *head);
+/* One framed response message: to its call; a final or error one files it. */
+void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev);
+/* The trailers' grpc-status and grpc-message, for the calls still open. */
+void tt_grpc_calls_trailers(tt_grpc_calls *g, int grpc_status, const char *grpc_message);
+/* The response half ended: every open call is filed, cut. */
+void tt_grpc_calls_response_end(tt_grpc_calls *g, const tt_h2_stream_end *e);
+/* A connection-level error: its reason on the open calls. */
+void tt_grpc_calls_error(tt_grpc_calls *g, const char *why);
+/* File the oldest open call evicted (false: none open), or all of them. */
+bool tt_grpc_calls_evict_oldest(tt_grpc_calls *g);
+void tt_grpc_calls_evict_all(tt_grpc_calls *g);
 
 #endif

@@ -69,6 +69,7 @@ typedef struct tt_request {
     uint64_t conn_id;
     tt_endpoint client, server;
     uint32_t ordinal;             /* 0-based position on its connection */
+    uint32_t stream_id;           /* HTTP/2 stream id, 0 for HTTP/1.x */
     char method[16];
     char path[256];
     char request_id[128];         /* x-request-id, "" when absent */
@@ -78,6 +79,8 @@ typedef struct tt_request {
 
     /* response */
     int status;                   /* 0 when no response head */
+    int grpc_status;              /* gRPC status code of the trailers (or a trailers-only answer), -1 when none */
+    char grpc_message[128];       /* its grpc-message, percent-decoded, "" when none */
     char content_type[64];
     tt_content_coding coding;
     tt_dialect dialect;

@@ -1,0 +1,247 @@
+/* The connection tracker on gRPC over HTTP/2: a Triton ModelStreamInfer
+ * stream carrying four inference requests (one client message each, two
+ * of them in one write, answered interleaved and routed by the id they
+ * echo; one failed by an error response; one still open when the trailers
+ * end the stream with grpc-status 1) and a unary call answered
+ * trailers-only with grpc-status 12. Protobuf messages are encoded here
+ * field by field (tests/golden/grpc_dialect/triton.proto numbers); the
+ * exchange is fed whole, split in two at every byte of every write, and
+ * byte by byte, and must always give the same five requests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "h2_script.h"
+#include "proto/http2.h"
+#include "timeline/conn_tracker.h"
+
+#define MS 1000000ull
+#define STREAM_INFER "/inference.GRPCInferenceService/ModelStreamInfer"
+
+/* ---- protobuf, field by field ---- */
+
+typedef struct pb {
+    uint8_t b[512];
+    size_t n;
+} pb;
+
+static void pb_raw(pb *m, const void *d, size_t n)
+{
+    assert_true(m->n + n <= sizeof m->b);
+    memcpy(m->b + m->n, d, n);
+    m->n += n;
+}
+
+static void pb_varint(pb *m, uint64_t v)
+{
+    do {
+        uint8_t byte = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v) byte |= 0x80;
+        pb_raw(m, &byte, 1);
+    } while (v);
+}
+
+static void pb_bytes(pb *m, uint32_t field, const void *d, size_t n)
+{
+    pb_varint(m, (uint64_t)field << 3 | 2);
+    pb_varint(m, n);
+    pb_raw(m, d, n);
+}
+
+static void pb_str(pb *m, uint32_t field, const char *s) { pb_bytes(m, field, s, strlen(s)); }
+static void pb_sub(pb *m, uint32_t field, const pb *sub) { pb_bytes(m, field, sub->b, sub->n); }
+
+/* ModelInferRequest {model_name, id} */
+static pb infer_request(const char *id)
+{
+    pb m = {0};
+    pb_str(&m, 1, "llm");
+    pb_str(&m, 3, id);
+    return m;
+}
+
+/* ModelStreamInferResponse {infer_response {model_name, id, parameters
+ * {triton_final_response: final}, outputs [text_output BYTES],
+ * raw_output_contents [len32le text]}} */
+static pb infer_response(const char *id, const char *text, bool final)
+{
+    pb param = {0}, entry = {0}, out = {0}, resp = {0}, top = {0};
+    pb_varint(&param, 1 << 3 | 0);
+    pb_varint(&param, final);
+    pb_str(&entry, 1, "triton_final_response");
+    pb_sub(&entry, 2, &param);
+    pb_str(&out, 1, "text_output");
+    pb_str(&out, 2, "BYTES");
+    pb_str(&resp, 1, "llm");
+    pb_str(&resp, 3, id);
+    pb_sub(&resp, 4, &entry);
+    pb_sub(&resp, 5, &out);
+    size_t n = strlen(text);
+    uint8_t raw[64] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    assert_true(n + 4 <= sizeof raw);
+    memcpy(raw + 4, text, n);
+    pb_bytes(&resp, 6, raw, n + 4);
+    pb_sub(&top, 2, &resp);
+    return top;
+}
+
+static pb error_response(const char *message)
+{
+    pb top = {0};
+    pb_str(&top, 1, message);
+    return top;
+}
+
+/* One DATA frame holding one gRPC length-prefixed message. */
+static void grpc_data(h2_write *w, uint32_t sid, uint8_t flags, pb m)
+{
+    uint8_t buf[600] = {0, (uint8_t)(m.n >> 24), (uint8_t)(m.n >> 16), (uint8_t)(m.n >> 8), (uint8_t)m.n};
+    memcpy(buf + 5, m.b, m.n);
+    h2_frame(w, TT_H2_DATA, flags, sid, buf, m.n + 5);
+}
+
+/* ---- the exchange ---- */
+
+static void build(h2_script *s)
+{
+    h2_script_init(s);
+    h2_frame(h2_write_at(s, TT_DIR_S2C, 1 * MS), TT_H2_SETTINGS, 0, 0, NULL, 0);
+    h2_write *w = h2_write_at(s, TT_DIR_C2S, 2 * MS);
+    h2_put(w, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN);
+    h2_frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
+    const char *const req[] = {":method", "POST", ":scheme", "http", ":authority", "localhost:8001", ":path",
+                               STREAM_INFER, "content-type", "application/grpc", "te", "trailers", NULL};
+    h2_headers(s, w, 1, 0, req);
+    grpc_data(w, 1, 0, infer_request("r1"));
+    const char *const resp[] = {":status", "200", "content-type", "application/grpc", NULL};
+    h2_headers(s, h2_write_at(s, TT_DIR_S2C, 3 * MS), 1, 0, resp);
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 5 * MS), 1, 0, infer_response("r1", "a", false));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 6 * MS), 1, 0, infer_response("r1", "b", false));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 7 * MS), 1, 0, infer_response("r1", "", true));
+    w = h2_write_at(s, TT_DIR_C2S, 10 * MS);
+    grpc_data(w, 1, 0, infer_request("r2"));
+    grpc_data(w, 1, 0, infer_request("r3"));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 12 * MS), 1, 0, infer_response("r3", "x", false));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 13 * MS), 1, 0, infer_response("r2", "y", false));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 14 * MS), 1, 0, infer_response("r2", "z", true));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 15 * MS), 1, 0, error_response("boom"));
+    grpc_data(h2_write_at(s, TT_DIR_C2S, 16 * MS), 1, 0, infer_request("r4"));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 17 * MS), 1, 0, infer_response("r4", "q", false));
+    h2_frame(h2_write_at(s, TT_DIR_C2S, 18 * MS), TT_H2_DATA, TT_H2_FLAG_END_STREAM, 1, NULL, 0);
+    const char *const trailers[] = {"grpc-status", "1", "grpc-message", "cancelled%20by%20test", NULL};
+    h2_headers(s, h2_write_at(s, TT_DIR_S2C, 20 * MS), 1, TT_H2_FLAG_END_STREAM, trailers);
+
+    /* a unary call of a method the server does not have: trailers-only */
+    w = h2_write_at(s, TT_DIR_C2S, 21 * MS);
+    const char *const unary[] = {":method", "POST", ":scheme", "http", ":authority", "localhost:8001", ":path",
+                                 "/inference.GRPCInferenceService/ModelInfer", "content-type", "application/grpc",
+                                 "x-request-id", "u1", NULL};
+    h2_headers(s, w, 3, 0, unary);
+    grpc_data(w, 3, TT_H2_FLAG_END_STREAM, infer_request("u1"));
+    const char *const only[] = {":status", "200", "content-type", "application/grpc", "grpc-status", "12",
+                                "grpc-message", "no such method", NULL};
+    h2_headers(s, h2_write_at(s, TT_DIR_S2C, 22 * MS), 3, TT_H2_FLAG_END_STREAM, only);
+}
+
+static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(r[i].request_id, id)) return &r[i];
+    return NULL;
+}
+
+/* 0 when the tracker's requests are the exchange's; else a message. */
+static const char *check(tt_tracker *t)
+{
+    size_t n;
+    const tt_request *rs = tt_tracker_requests(t, &n);
+    if (n != 5) return "not 5 requests";
+    static const struct {
+        const char *id;
+        uint32_t ordinal;
+        uint64_t req_ns, resp_ns;
+        uint32_t tokens;
+        uint64_t first, last, end;
+        bool terminal, cut;
+        int grpc_status;
+    } want[] = {
+        {"r1", 0, 2 * MS, 5 * MS, 2, 5 * MS, 6 * MS, 7 * MS, true, false, -1},
+        {"r2", 1, 10 * MS, 13 * MS, 2, 13 * MS, 14 * MS, 14 * MS, true, false, -1},
+        {"r3", 2, 10 * MS, 12 * MS, 1, 12 * MS, 12 * MS, 15 * MS, false, false, -1},
+        {"r4", 3, 16 * MS, 17 * MS, 1, 17 * MS, 17 * MS, 17 * MS, false, true, 1},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        const tt_request *r = by_id(rs, n, want[i].id);
+        if (!r) return "a call's id missing";
+        if (r->stream_id != 1 || r->ordinal != want[i].ordinal) return "stream id or ordinal";
+        if (strcmp(r->method, "POST") || strcmp(r->path, STREAM_INFER)) return "method or path";
+        if (strcmp(r->fields.model, "llm")) return "model from the request message";
+        if (r->status != 200 || r->framing != TT_FRAMING_GRPC || r->dialect != TT_DIALECT_TRITON_GRPC)
+            return "status, framing or dialect";
+        if (r->req_first_ns != want[i].req_ns || r->req_last_ns != want[i].req_ns) return "request instants";
+        if (r->resp_first_ns != want[i].resp_ns) return "response start";
+        if (r->token_events != want[i].tokens) return "token event count";
+        if (r->first_token_ns != want[i].first || r->last_token_ns != want[i].last) return "token instants";
+        if (r->resp_last_ns != want[i].end) return "response end";
+        if (r->terminal_seen != want[i].terminal) return "terminal";
+        if (r->grpc_status != want[i].grpc_status) return "grpc-status";
+        if (want[i].cut != !!(r->incomplete & TT_INC_RESPONSE_CUT)) return "cut";
+        if (!want[i].cut && r->incomplete) return "a whole call filed incomplete";
+    }
+    const tt_request *r3 = by_id(rs, n, "r3");
+    if (strcmp(r3->error_message, "boom") || r3->kind_counts[TT_EV_ERROR] != 1) return "r3's error response";
+    const tt_request *r4 = by_id(rs, n, "r4");
+    if (strcmp(r4->grpc_message, "cancelled by test")) return "grpc-message not percent-decoded";
+    if (!strstr(r4->http_error, "final response")) return "r4's reason";
+    const tt_request *r2 = by_id(rs, n, "r2");
+    if (r2->text_bytes != 2 || by_id(rs, n, "r1")->text_bytes != 2) return "text bytes";
+    const tt_request *u1 = by_id(rs, n, "u1");
+    if (!u1) return "the unary call missing";
+    if (u1->stream_id != 3 || u1->grpc_status != 12 || strcmp(u1->grpc_message, "no such method")) return "trailers-only";
+    if (u1->status != 200 || u1->incomplete || u1->n_events || u1->dialect != TT_DIALECT_UNKNOWN) return "unary call";
+    size_t nn;
+    tt_tracker_notes(t, &nn);
+    if (nn) return "a connection note";
+    return NULL;
+}
+
+static void test_grpc_calls(void **state)
+{
+    (void)state;
+    h2_script s;
+    build(&s);
+    tt_tracker *t = h2_script_run(&s, 0, 0, false);
+    const char *why = check(t);
+    if (why) fail_msg("whole writes: %s", why);
+    tt_tracker_free(t);
+    t = h2_script_run(&s, 0, 0, true);
+    why = check(t);
+    if (why) fail_msg("byte by byte: %s", why);
+    tt_tracker_free(t);
+    size_t runs = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        for (size_t k = 1; k < s.w[i].n; k++, runs++) {
+            t = h2_script_run(&s, i, k, false);
+            why = check(t);
+            if (why) fail_msg("write %zu split at %zu: %s", i, k, why);
+            tt_tracker_free(t);
+        }
+    }
+    assert_true(runs > 500);
+    h2_script_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grpc_calls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
