@@ -82,6 +82,7 @@ static bool is_openai_text_dialect(tt_dialect d)
 static void lint_events(const tt_request *r, occurrence *occ)
 {
     bool terminal_seen = false, choices_seen = false;
+    bool h2 = r->stream_id != 0;
     for (uint32_t k = 0; k < r->n_events; k++) {
         const tt_event_rec *e = &r->events[k];
         int32_t ev = k > INT32_MAX ? INT32_MAX : (int32_t)k;
@@ -89,8 +90,11 @@ static void lint_events(const tt_request *r, occurrence *occ)
         uint64_t ext = event_extent(r, e);
         if (e->terminators & (TT_TERM_CR | TT_TERM_CRLF))
             note(&occ[TT_LINT_CRLF_SEPARATOR], ev, e->first_off + e->cr_rel, e->dispatch_ns, at, ext);
-        if (e->last_chunk != e->first_chunk) note(&occ[TT_LINT_SPLIT_EVENT], ev, at, ns, at, ext);
-        if (e->shared_chunk) note(&occ[TT_LINT_COALESCED_EVENTS], ev, at, e->dispatch_ns, at, ext);
+        /* an HTTP/2 stream's framer is fed DATA frame by frame: its chunks are frames */
+        if (e->last_chunk != e->first_chunk)
+            note(&occ[h2 ? TT_LINT_H2_SPLIT_EVENT : TT_LINT_SPLIT_EVENT], ev, at, ns, at, ext);
+        if (e->shared_chunk)
+            note(&occ[h2 ? TT_LINT_H2_COALESCED_EVENTS : TT_LINT_COALESCED_EVENTS], ev, at, e->dispatch_ns, at, ext);
         if ((e->has & TT_HAS_USAGE) && (e->has & TT_HAS_CHOICES))
             note(&occ[TT_LINT_USAGE_WITH_CHOICES], ev, at, e->dispatch_ns, at, ext);
         if ((e->has & TT_HAS_USAGE) && (e->has & TT_HAS_EMPTY_CHOICES))
@@ -119,6 +123,30 @@ static void lint_events(const tt_request *r, occurrence *occ)
             choices_seen = true;
             if (e->kind == TT_EV_ROLE) note(&occ[TT_LINT_ROLE_ONLY_FIRST_CHUNK], ev, at, e->dispatch_ns, at, ext);
         }
+    }
+}
+
+/* What only HTTP/2 and gRPC show: flow control, resets, gRPC status. */
+static void lint_http2(const tt_request *r, occurrence *occ)
+{
+    if (r->h2_window_stalls) {
+        occurrence *o = &occ[TT_LINT_H2_FLOW_CONTROL_STALL];
+        note(o, -1, TT_LINT_NO_OFFSET, r->h2_first_stall_ns, 0, 0);
+        o->count = r->h2_window_stalls;
+        snprintf(o->detail, sizeof o->detail, "the window stayed closed %.3f ms in all",
+                 (double)r->h2_window_closed_ns / 1e6);
+    }
+    if (r->h2_reset_by && (r->incomplete & (TT_INC_RESPONSE_CUT | TT_INC_NO_RESPONSE))) {
+        occurrence *o = &occ[TT_LINT_H2_STREAM_RESET];
+        note(o, -1, TT_LINT_NO_OFFSET, r->resp_last_ns, 0, 0);
+        snprintf(o->detail, sizeof o->detail, "RST_STREAM error code %u from the %s", (unsigned)r->h2_reset_code,
+                 r->h2_reset_by == 1 ? "client" : "server");
+    }
+    if (r->grpc_status > 0) {
+        occurrence *o = &occ[TT_LINT_GRPC_STATUS_ERROR];
+        note(o, -1, TT_LINT_NO_OFFSET, r->resp_last_ns, 0, 0);
+        snprintf(o->detail, sizeof o->detail, "grpc-status %d%s%.100s", r->grpc_status, r->grpc_message[0] ? ": " : "",
+                 r->grpc_message);
     }
 }
 
@@ -175,6 +203,7 @@ static void lint_request(const tt_request *r, occurrence *occ)
         note(o, -1, 0, r->resp_first_ns, 0, r->body ? r->body_len : 0);
         snprintf(o->detail, sizeof o->detail, "status %d", r->status);
     }
+    lint_http2(r, occ);
     if (r->cut_event)
         note(&occ[TT_LINT_CLOSED_MID_EVENT], -1, r->cut_event_off, r->cut_event_ns, r->cut_event_off,
              r->cut_event_end - r->cut_event_off);

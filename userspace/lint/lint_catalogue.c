@@ -113,6 +113,26 @@ static const tt_lint_entry catalogue[TT_LINT_COUNT] = {
      "a usage frame with an empty choices array (vLLM's include_usage frame)",
      "clients that index choices[0] of every frame raise IndexError: sglang bench_serving and llmperf fail "
      "the request, genai-perf's profile parse aborts; vllm bench serve, aiperf and guidellm read the usage"},
+    {TT_LINT_H2_SPLIT_EVENT, "h2-split-event", TT_LINT_INFO,
+     "HTTP/2: an event's (or gRPC message's) bytes in more than one DATA frame",
+     "HTTP/2 clients get DATA frame by frame: SSE readers over httpx/h2 stamp the event at its last frame, "
+     "as with split segments; gRPC delivers a message only when whole"},
+    {TT_LINT_H2_COALESCED_EVENTS, "h2-coalesced-events", TT_LINT_WARN,
+     "HTTP/2: several events (or gRPC messages) in one DATA frame",
+     "every client receives them together however it reads the socket: ITL samples of ~0 then one long gap; "
+     "genai-perf and perf_analyzer stamp each gRPC response as their callback runs, one after another"},
+    {TT_LINT_H2_FLOW_CONTROL_STALL, "h2-flow-control-stall", TT_LINT_WARN,
+     "HTTP/2: the server's send window ran out and it waited for the client's WINDOW_UPDATE",
+     "the wait is the client's own doing (a small window, or reading slowly) but every client counts it as "
+     "server time: a long ITL sample, or TTFT when it comes early"},
+    {TT_LINT_H2_STREAM_RESET, "h2-stream-reset", TT_LINT_ERROR,
+     "HTTP/2: RST_STREAM ended the stream before the response was whole",
+     "a client reset is usually its own timeout or cancel; clients count a server reset as a failed request, "
+     "httpx raises RemoteProtocolError, grpc reports the status of the error code"},
+    {TT_LINT_GRPC_STATUS_ERROR, "grpc-status-error", TT_LINT_ERROR,
+     "gRPC: grpc-status other than 0 (OK) in the trailers or a trailers-only response",
+     "the call failed whatever its messages said; genai-perf/perf_analyzer count it as an error, but tokens "
+     "already streamed may have been timed"},
 };
 
 const tt_lint_entry *tt_lint_entry_of(tt_lint_id id)

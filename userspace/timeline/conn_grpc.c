@@ -197,6 +197,10 @@ void tt_grpc_calls_response_end(tt_grpc_calls *g, const tt_h2_stream_end *e)
         pending *p = g->open[0];
         tt_request *r = &p->req;
         tt_conn_h2_end_reason(e, r);
+        if (e->how == TT_H2_END_RST && !r->h2_reset_by) {
+            r->h2_reset_by = e->by == TT_DIR_C2S ? 1 : 2;
+            r->h2_reset_code = e->error_code;
+        }
         if (!r->http_error[0])
             snprintf(r->http_error, sizeof r->http_error, "gRPC stream ended before the request's final response");
         if (e->how == TT_H2_END_GAP) r->incomplete |= TT_INC_GAP;

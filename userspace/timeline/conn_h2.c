@@ -38,12 +38,14 @@ typedef struct h2_stream {
     tt_framer *framer;
     bool sniff;               /* decide the framing on the first body bytes */
     bool req_ended, resp_ended;
+    uint64_t window_closed_ns; /* the server's send window on the stream ran out then (0: open) */
     char *body;               /* request body */
     size_t body_len, body_cap;
     bool body_overflow;
 } h2_stream;
 
 struct conn_h2 {
+    uint64_t conn_window_closed_ns; /* the server's connection send window ran out then (0: open) */
     tt_http2_conn *parser;
     conn_state *c;
     h2_stream **s;
@@ -302,6 +304,8 @@ static void h2_on_headers(void *ud, const tt_h2_headers *hd)
     else response_head(h, hd);
 }
 
+static void note_window(struct conn_h2 *h, h2_stream *s, uint64_t mono_ns);
+
 static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uint8_t *data, size_t len,
                        uint64_t body_off, uint64_t mono_ns)
 {
@@ -333,6 +337,44 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
         if (p->req.framing != TT_FRAMING_NONE) s->framer = tt_framer_new(p->req.framing, &stream_frame_cb, s);
     }
     if (s->framer) tt_framer_feed(s->framer, data, len, body_off, mono_ns);
+    note_window(h, s, mono_ns);
+}
+
+/* ---- flow control: the server waiting for the client's credit ---- */
+
+/* After a response DATA frame: the server's send windows it left closed. */
+static void note_window(struct conn_h2 *h, h2_stream *s, uint64_t mono_ns)
+{
+    int64_t conn_window, stream_window;
+    if (!tt_http2_send_window(h->parser, TT_DIR_S2C, s->id, &conn_window, &stream_window)) return;
+    if (stream_window <= 0 && !s->window_closed_ns) s->window_closed_ns = mono_ns;
+    if (conn_window <= 0 && !h->conn_window_closed_ns) h->conn_window_closed_ns = mono_ns;
+}
+
+/* The window that closed at closed_ns opened at open_ns: a stall of s's
+ * request, when its response was still open. */
+static void stall(h2_stream *s, uint64_t closed_ns, uint64_t open_ns)
+{
+    if (!s->p || s->resp_ended) return;
+    tt_request *r = &s->p->req;
+    if (r->h2_window_stalls++ == 0) r->h2_first_stall_ns = closed_ns;
+    r->h2_window_closed_ns += open_ns > closed_ns ? open_ns - closed_ns : 0;
+}
+
+static void h2_on_window_update(void *ud, const tt_h2_window_update *w)
+{
+    struct conn_h2 *h = ud;
+    if (w->dir != TT_DIR_C2S || !w->window_known || w->window <= 0) return;
+    if (w->stream_id == 0) {
+        if (!h->conn_window_closed_ns) return;
+        for (size_t i = 0; i < h->n; i++) stall(h->s[i], h->conn_window_closed_ns, w->mono_ns);
+        h->conn_window_closed_ns = 0;
+        return;
+    }
+    h2_stream *s = stream_find(h, w->stream_id);
+    if (!s || !s->window_closed_ns) return;
+    stall(s, s->window_closed_ns, w->mono_ns);
+    s->window_closed_ns = 0;
 }
 
 void tt_conn_h2_end_reason(const tt_h2_stream_end *e, tt_request *r)
@@ -375,6 +417,10 @@ static void h2_on_stream_end(void *ud, const tt_h2_stream_end *e)
     pending *p = s->p;
     tt_request *r = &p->req;
     tt_conn_h2_end_reason(e, r);
+    if (e->how == TT_H2_END_RST && !r->h2_reset_by) {
+        r->h2_reset_by = e->by == TT_DIR_C2S ? 1 : 2;
+        r->h2_reset_code = e->error_code;
+    }
     if (e->how == TT_H2_END_GAP) r->incomplete |= TT_INC_GAP;
     if (e->how == TT_H2_END_ERROR) r->incomplete |= TT_INC_HTTP_ERROR;
     if (e->dir == TT_DIR_C2S) {
@@ -430,7 +476,8 @@ static void h2_on_error(void *ud, tt_direction dir, tt_h2_error code, const char
 }
 
 static const tt_http2_callbacks h2_cb = {
-    .on_headers = h2_on_headers, .on_data = h2_on_data, .on_stream_end = h2_on_stream_end, .on_error = h2_on_error};
+    .on_headers = h2_on_headers, .on_data = h2_on_data, .on_stream_end = h2_on_stream_end, .on_error = h2_on_error,
+    .on_window_update = h2_on_window_update};
 
 /* ---- the connection ---- */
 

@@ -73,6 +73,7 @@ pending *tt_conn_pending_new(conn_state *c)
     r->req_ready_ns = r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
     r->resp_last_ns = TT_NS_NONE;
     r->first_comment_off = r->first_comment_ns = TT_NS_NONE;
+    r->h2_first_stall_ns = TT_NS_NONE;
     r->usage_completion_tokens = r->usage_prompt_tokens = -1;
     r->grpc_status = -1;
     c->queue = tt_conn_grow(c->queue, &c->queue_cap, c->queue_len + 1, sizeof *c->queue);

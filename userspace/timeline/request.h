@@ -124,6 +124,11 @@ typedef struct tt_request {
     char http_error[96];
 
     /* evidence for lint (lint/lint.h) */
+    uint8_t h2_reset_by;          /* HTTP/2: 0, or the RST_STREAM that ended the stream came from 1 the client, 2 the server */
+    uint32_t h2_reset_code;       /* its error code */
+    uint32_t h2_window_stalls;    /* HTTP/2: times the server's send window was closed until the client's WINDOW_UPDATE */
+    uint64_t h2_window_closed_ns; /* how long it stayed closed, summed */
+    uint64_t h2_first_stall_ns;   /* when it first closed (TT_NS_NONE: never) */
     uint64_t first_comment_off;   /* body offset of the first SSE comment line, TT_NS_NONE when none */
     uint64_t first_comment_ns;
     bool cut_event;               /* the body ended inside an event, which was discarded */
