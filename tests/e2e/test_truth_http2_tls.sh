@@ -94,7 +94,7 @@ export -f curlc; export url work
 
 if [ $rec = 1 ]; then
     sleep 0.3
-    kill -INT $rpid; wait $rpid || fail "record exit $?: $(cat "$work/record.err")"
+    kill -INT "$rpid"; wait "$rpid" || fail "record exit $?: $(cat "$work/record.err")"
     [ -s "$work/rec/server_tls.pcap" ] || fail "no server_tls.pcap: $(cat "$work/record.err")"
     "$TT" analyze --json "$work/rec" > "$work/server_tls.json" || fail "analyze DIR exit $?"
 fi
