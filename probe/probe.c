@@ -122,6 +122,9 @@ static __thread int in_probe __attribute__((tls_model("initial-exec")));
 static __thread int ssl_depth __attribute__((tls_model("initial-exec")));
 static __thread int ssl_last_fd __attribute__((tls_model("initial-exec")));
 static __thread int ssl_saw_eof __attribute__((tls_model("initial-exec"))); /* a socket read returned 0 inside */
+/* The TCP socket this thread last read outside SSL calls, plus one (0:
+ * none): an SSL object on memory BIOs (asyncio's SSLObject) is fed from it. */
+static __thread int thread_recv_fd1 __attribute__((tls_model("initial-exec")));
 static __thread struct {
     const void *ssl;
     int fd;
@@ -469,6 +472,7 @@ static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov
     uint64_t ts = now_ns();
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_TCP && slot_classify(fd, s) != SLOT_TCP) return;
     if (UNLIKELY(ssl_depth)) ssl_last_fd = fd;
+    else if (dir == TT_PROBE_DIR_RECV) thread_recv_fd1 = fd + 1;
     record_data(s, fd, dir, call, TT_PROBE_LAYER_SOCKET, ts, enter, iov, iovcnt, moved, ret);
 }
 
@@ -1051,18 +1055,20 @@ static void ssl_enter(void)
 static void ssl_leave(void) { ssl_depth--; }
 
 /* The socket under ssl: SSL_get_fd, else the one the TLS library just read
- * or wrote (a custom BIO, e.g. curl's), else the one ssl was last seen on. */
+ * or wrote (a custom BIO, e.g. curl's), else the one ssl was last seen on,
+ * else (memory BIOs, no socket touched inside the call: asyncio's
+ * SSLObject) the TCP socket this thread last read, which fed the BIO. */
 static int ssl_socket(SSL *ssl)
 {
     int (*get_fd)(const SSL *) = SSL_REAL(get_fd, "SSL_get_fd");
     int fd = get_fd ? get_fd(ssl) : -1;
     if (fd < 0) fd = ssl_last_fd;
     unsigned slot = (unsigned)(((uintptr_t)ssl >> 4) % SSL_FD_CACHE);
+    if (fd < 0 && ssl_fd_cache[slot].ssl == ssl) return ssl_fd_cache[slot].fd;
+    if (fd < 0) fd = thread_recv_fd1 - 1;
     if (fd >= 0) {
         ssl_fd_cache[slot].ssl = ssl;
         ssl_fd_cache[slot].fd = fd;
-    } else if (ssl_fd_cache[slot].ssl == ssl) {
-        fd = ssl_fd_cache[slot].fd;
     }
     return fd;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tokentap serve --http2 (h2c, prior knowledge) with nghttp2's clients:
-# --http2 --tls is refused (exit 2, one line); a streamed chat completion
+# tokentap serve --http2 (h2c, prior knowledge) with nghttp2's clients
+# (h2 over TLS: test_truth_http2_tls.sh): a streamed chat completion
 # fetched with `nghttp` carries the same SSE bytes as the HTTP/1.1 path
 # gives curl for the same request (a second serve, same seed and --created),
 # one DATA frame per event, and the log's write lines for it carry the
@@ -15,13 +15,6 @@ command -v h2load >/dev/null || skip "h2load not installed (Debian nghttp2-clien
 command -v curl >/dev/null || skip "curl not installed"
 [ -x "$TT" ] || fail "$TT not built"
 work_dir
-
-# --http2 with --tls: a usage error
-set +e
-"$TT" serve --listen 127.0.0.1:0 --profile vllm --http2 --tls a.pem b.pem > /dev/null 2> "$work/e1"; rc=$?
-set -e
-[ $rc = 2 ] && [ "$(wc -l < "$work/e1")" = 1 ] && grep -q '^tokentap serve: --http2 with --tls is not supported' "$work/e1" \
-    || fail "--http2 --tls: rc $rc: $(cat "$work/e1")"
 
 mkdir "$work/h1" "$work/h2"
 args="--profile vllm --created 1700000000 --seed 7 --ttft-ms 20 --itl-ms 10"

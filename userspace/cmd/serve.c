@@ -58,13 +58,14 @@ static void serve_usage(FILE *out)
             "  --model NAME          served model name (default tokentap-model)\n"
             "  --created T           fixed \"created\" value (default: the clock per request)\n"
             "  --no-nodelay          leave TCP_NODELAY off on accepted sockets\n"
-            "  --tls CERT KEY        HTTPS (OpenSSL, ALPN http/1.1) with this PEM certificate (chain)\n"
-            "                        and key; the log is unchanged: a write's instant is taken just\n"
-            "                        before its SSL_write\n"
-            "  --http2               HTTP/2 with prior knowledge over cleartext (h2c, nghttp2):\n"
-            "                        many streams per connection, each answered as over\n"
-            "                        HTTP/1.1, one DATA frame per write; log lines add\n"
-            "                        stream_id (not with --tls)\n"
+            "  --tls CERT KEY        HTTPS (OpenSSL; ALPN http/1.1, with --http2 h2 first) with\n"
+            "                        this PEM certificate (chain) and key; the log is unchanged:\n"
+            "                        a write's instant is taken just before its SSL_write\n"
+            "  --http2               HTTP/2 (nghttp2) with prior knowledge over cleartext (h2c),\n"
+            "                        or with --tls where ALPN chooses h2 (http/1.1 or no ALPN:\n"
+            "                        HTTP/1.1): many streams per connection, each answered as\n"
+            "                        over HTTP/1.1, one DATA frame per write; log lines add\n"
+            "                        stream_id\n"
             "  --workers N           event-loop threads (default 1, at most %d); connections\n"
             "                        are dealt round-robin and stay on theirs; the log gets\n"
             "                        whole lines from every worker, in order per connection\n"
@@ -314,8 +315,6 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
                 tt_serve_profile_names());
         return TT_EXIT_USAGE;
     }
-    if (cfg->http2 && cfg->tls_cert)
-        return bad("%s", "--http2 with --tls is not supported (only h2c, HTTP/2 with prior knowledge over cleartext)");
     if (cfg->faults.n_split && cfg->faults.coalesce > 1)
         return bad("%s", "--split-at and --coalesce cannot be combined");
     if (cfg->faults.close_after >= 0 && cfg->faults.error_after >= 0)

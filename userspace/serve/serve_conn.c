@@ -352,8 +352,32 @@ static void on_error(void *ud, tt_http_error code, const char *msg, uint64_t str
 
 static const tt_http_callbacks request_callbacks = {on_head, on_body, on_end, on_error};
 
+/* --http2 --tls: one handshake step; once ALPN is known, an h2 connection
+ * gets its nghttp2 session. False while the handshake waits (or c died). */
+static bool finish_alpn(serve_conn *c)
+{
+    int r = tt_serve_tls_handshake(c->tls);
+    if (r == TT_SERVE_TLS_WANT_READ) return false;
+    if (r == TT_SERVE_TLS_WANT_WRITE) {
+        c->tls_read_wants_write = true;
+        set_want_out(c, true);
+        return false;
+    }
+    if (r != 1) {
+        tt_serve_conn_kill(c);
+        return false;
+    }
+    c->tls_alpn_pending = false;
+    if (tt_serve_tls_is_h2(c->tls) && tt_serve_h2_attach(c) != 0) {
+        tt_serve_conn_kill(c);
+        return false;
+    }
+    return true;
+}
+
 void tt_serve_conn_readable(serve_conn *c)
 {
+    if (c->tls_alpn_pending && !finish_alpn(c)) return;
     if (c->h2) { tt_serve_h2_readable(c); return; }
     uint8_t *buf = c->srv->read_buf; /* the worker's; bytes are consumed at once */
     for (;;) {
@@ -413,7 +437,9 @@ void tt_serve_conn_adopt(serve_worker *s, int fd, const struct sockaddr_storage 
         return;
     }
     c->timer.slot = SIZE_MAX;
-    if (s->cfg.http2 && tt_serve_h2_attach(c) != 0) {
+    /* over TLS the protocol is ALPN's: decided when the handshake ends (readable) */
+    if (c->tls && s->cfg.http2) c->tls_alpn_pending = true;
+    else if (s->cfg.http2 && tt_serve_h2_attach(c) != 0) {
         close(fd);
         tt_http1_free(c->parser);
         free(c);

@@ -1,5 +1,6 @@
-/* serve_h2.c - tokentap serve --http2: HTTP/2 with prior knowledge over
- * cleartext (h2c) through nghttp2's server session.
+/* serve_h2.c - tokentap serve --http2: HTTP/2 through nghttp2's server
+ * session, with prior knowledge over cleartext (h2c) or over TLS when ALPN
+ * chose h2 (--tls: the frames go through the connection's SSL session).
  *
  * The socket's connection (serve_conn with h2 set) owns the nghttp2 session
  * and writes its frames. Each request stream gets a connection of its own
@@ -95,11 +96,19 @@ static void h2_send(struct tt_serve_h2 *h)
         if (c->dead) return;
         if (h->out.oom) { tt_serve_conn_kill(c); return; }
         if (h->out.len == 0 || c->want_out) break;
-        ssize_t n = send(c->fd, h->out.p, h->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) set_out(c, true);
-            else tt_serve_conn_kill(c);
-            return;
+        ssize_t n;
+        if (c->tls) {
+            n = tt_serve_tls_write(c->tls, h->out.p, h->out.len);
+            if (n == TT_SERVE_TLS_WANT_WRITE) { set_out(c, true); return; }
+            if (n == TT_SERVE_TLS_WANT_READ) return; /* the next read goes on (readable calls h2_send) */
+            if (n <= 0) { tt_serve_conn_kill(c); return; }
+        } else {
+            n = send(c->fd, h->out.p, h->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) set_out(c, true);
+                else tt_serve_conn_kill(c);
+                return;
+            }
         }
         tt_sbuf_consume(&h->out, (size_t)n);
         if (h->out.len) { set_out(c, true); return; }
@@ -371,7 +380,7 @@ void tt_serve_h2_readable(serve_conn *c)
     struct tt_serve_h2 *h = c->h2;
     uint8_t *buf = c->srv->read_buf;
     for (;;) {
-        ssize_t n = recv(c->fd, buf, READ_CHUNK, MSG_DONTWAIT);
+        ssize_t n = c->tls ? tt_serve_tls_read(c->tls, buf, READ_CHUNK) : recv(c->fd, buf, READ_CHUNK, MSG_DONTWAIT);
         if (n > 0) {
             h->recv_ns = tt_serve_mono_ns();
             h->busy = true;
@@ -388,6 +397,16 @@ void tt_serve_h2_readable(serve_conn *c)
             tt_serve_conn_kill(c);
             return;
         }
+        if (c->tls) {
+            if (n == TT_SERVE_TLS_WANT_READ) break;
+            if (n == TT_SERVE_TLS_WANT_WRITE) {
+                c->tls_read_wants_write = true;
+                set_out(c, true);
+                break;
+            }
+            tt_serve_conn_kill(c);
+            return;
+        }
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
             tt_serve_conn_kill(c);
@@ -401,6 +420,12 @@ void tt_serve_h2_readable(serve_conn *c)
 void tt_serve_h2_writable(serve_conn *c)
 {
     set_out(c, false);
+    if (c->tls_read_wants_write) {
+        /* a TLS read could not send its bytes: go on reading (it sends too) */
+        c->tls_read_wants_write = false;
+        tt_serve_h2_readable(c);
+        return;
+    }
     if (!c->dead) h2_send(c->h2);
 }
 

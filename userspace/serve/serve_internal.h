@@ -57,6 +57,7 @@ typedef struct serve_conn {
     int fd;
     tt_serve_tls_conn *tls; /* --tls: the session on fd (its reads and writes go through it) */
     bool tls_read_wants_write; /* a TLS read (the handshake) waits for the socket to take bytes */
+    bool tls_alpn_pending; /* --http2 --tls: the handshake (and so ALPN) is not complete yet */
     char peer[64];
     struct tt_serve_h2 *h2; /* --http2: the connection's nghttp2 session (serve_h2.c) */
     struct h2_stream *h2st; /* an HTTP/2 stream's own connection: its stream (NULL once ended) */
@@ -188,7 +189,8 @@ void tt_serve_emit_due(serve_conn *c, uint64_t now);
 void tt_serve_resume_accept(serve_worker *s);
 
 /* ---- serve_h2.c (--http2) ---- */
-/* Give c (just accepted) an HTTP/2 server session. -1 when impossible. */
+/* Give c (just accepted, or over TLS just after ALPN chose h2) an HTTP/2
+ * server session. -1 when impossible. */
 int tt_serve_h2_attach(serve_conn *c);
 /* The HTTP/2 connection c is readable / writable / may have output. */
 void tt_serve_h2_readable(serve_conn *c);

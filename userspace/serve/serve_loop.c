@@ -222,7 +222,7 @@ tt_server *tt_server_new(const tt_serve_config *cfg, const char *host, uint16_t 
         return NULL;
     }
     s->halt_fd = -1;
-    if (cfg->tls_cert && !(s->tls = tt_serve_tls_new(cfg->tls_cert, cfg->tls_key, err, errlen))) {
+    if (cfg->tls_cert && !(s->tls = tt_serve_tls_new(cfg->tls_cert, cfg->tls_key, cfg->http2, err, errlen))) {
         close(fd);
         free(s->workers);
         free(s);

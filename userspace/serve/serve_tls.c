@@ -3,32 +3,42 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 struct tt_serve_tls {
     SSL_CTX *ctx;
+    bool offer_h2;
 };
 
 struct tt_serve_tls_conn {
     SSL *ssl;
 };
 
-/* ALPN: http/1.1 whatever the client offers beside it; none in common: no ALPN. */
+/* ALPN, in the server's order of preference: h2 (with --http2) then
+ * http/1.1, whatever the client offers beside them; none in common: no ALPN
+ * (the connection is then HTTP/1.1). */
 static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                        unsigned int inlen, void *arg)
 {
-    static const unsigned char ours[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    (void)ssl;
+    static const unsigned char both[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    const tt_serve_tls *t = arg;
+    const unsigned char *ours = t->offer_h2 ? both : both + 3;
+    unsigned ours_len = t->offer_h2 ? sizeof both : sizeof both - 3;
     unsigned char *sel = NULL;
-    if (SSL_select_next_proto(&sel, outlen, ours, sizeof ours, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&sel, outlen, ours, ours_len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_NOACK;
     *out = sel;
     return SSL_TLSEXT_ERR_OK;
 }
 
-tt_serve_tls *tt_serve_tls_new(const char *cert_path, const char *key_path, char *err, size_t errlen)
+tt_serve_tls *tt_serve_tls_new(const char *cert_path, const char *key_path, bool offer_h2, char *err,
+                               size_t errlen)
 {
     tt_serve_tls *t = calloc(1, sizeof *t);
+    if (t) t->offer_h2 = offer_h2;
     if (!t || !(t->ctx = SSL_CTX_new(TLS_server_method()))) {
         snprintf(err, errlen, "cannot set up TLS: out of memory");
         free(t);
@@ -46,7 +56,7 @@ tt_serve_tls *tt_serve_tls_new(const char *cert_path, const char *key_path, char
         return NULL;
     }
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_alpn_select_cb(t->ctx, select_alpn, NULL);
+    SSL_CTX_set_alpn_select_cb(t->ctx, select_alpn, t);
     return t;
 }
 
@@ -104,4 +114,21 @@ ssize_t tt_serve_tls_write(tt_serve_tls_conn *c, const void *buf, size_t n)
 {
     int r = SSL_write(c->ssl, buf, n > 0x7fffffff ? 0x7fffffff : (int)n);
     return r > 0 ? r : failure(c, r);
+}
+
+int tt_serve_tls_handshake(tt_serve_tls_conn *c)
+{
+    if (SSL_is_init_finished(c->ssl)) return 1;
+    int r = SSL_do_handshake(c->ssl);
+    if (r == 1) return 1;
+    ssize_t f = failure(c, r);
+    return f == 0 ? TT_SERVE_TLS_ERROR : (int)f;
+}
+
+bool tt_serve_tls_is_h2(const tt_serve_tls_conn *c)
+{
+    const unsigned char *p = NULL;
+    unsigned n = 0;
+    SSL_get0_alpn_selected(c->ssl, &p, &n);
+    return n == 2 && p[0] == 'h' && p[1] == '2';
 }
