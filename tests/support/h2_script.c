@@ -86,23 +86,59 @@ typedef struct feed {
     uint64_t off[2];
 } feed;
 
-static void chunk(feed *f, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n, uint64_t ns)
+static void chunk_at(feed *f, tt_vantage v, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n,
+                     uint64_t ns)
 {
-    tt_chunk c = {.conn = &f->conn, .vantage = TT_VANTAGE_WIRE, .dir = dir, .kind = kind, .mono_ns = ns,
+    tt_chunk c = {.conn = &f->conn, .vantage = v, .dir = dir, .kind = kind, .mono_ns = ns,
                   .offset = f->off[dir], .data = d, .len = n};
     tt_tracker_chunk(f->t, &c);
     if (kind == TT_CHUNK_DATA) f->off[dir] += n;
 }
 
+static void chunk(feed *f, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n, uint64_t ns)
+{
+    chunk_at(f, TT_VANTAGE_WIRE, dir, kind, d, n, ns);
+}
+
+/* A tracker and the feed of the script's one connection. */
+static void feed_open(feed *f)
+{
+    memset(f, 0, sizeof *f);
+    f->t = tt_tracker_new(NULL);
+    if (!f->t) die("tt_tracker_new failed");
+    f->conn.conn_id = 7;
+    f->conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
+    f->conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+}
+
+/* FIN both ways after the last write, release, sort. */
+static tt_tracker *feed_close(feed *f, uint64_t last)
+{
+    chunk(f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, last + 1000);
+    chunk(f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, last + 1000);
+    chunk(f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, last + 2000);
+    tt_tracker_sort(f->t);
+    return f->t;
+}
+
+tt_tracker *h2_script_run_ready(const h2_script *s, uint64_t lead_ns)
+{
+    feed f;
+    feed_open(&f);
+    uint64_t last = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const h2_write *w = &s->w[i];
+        if (w->dir == TT_DIR_S2C) chunk_at(&f, TT_VANTAGE_CLIENT, w->dir, TT_CHUNK_READY, NULL, w->n, w->ns - lead_ns);
+        chunk_at(&f, TT_VANTAGE_CLIENT, w->dir, TT_CHUNK_DATA, w->p, w->n, w->ns);
+        last = w->ns;
+    }
+    return feed_close(&f, last);
+}
+
 tt_tracker *h2_script_run(const h2_script *s, size_t cut_w, size_t cut_at, bool bytewise)
 {
     feed f;
-    memset(&f, 0, sizeof f);
-    f.t = tt_tracker_new(NULL);
-    if (!f.t) die("tt_tracker_new failed");
-    f.conn.conn_id = 7;
-    f.conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
-    f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+    feed_open(&f);
     uint64_t last = 0;
     for (size_t i = 0; i < s->n; i++) {
         const h2_write *w = &s->w[i];
@@ -116,9 +152,5 @@ tt_tracker *h2_script_run(const h2_script *s, size_t cut_w, size_t cut_at, bool 
         }
         last = w->ns;
     }
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, last + 1000);
-    chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, last + 1000);
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, last + 2000);
-    tt_tracker_sort(f.t);
-    return f.t;
+    return feed_close(&f, last);
 }

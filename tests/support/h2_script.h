@@ -49,5 +49,8 @@ void h2_data(h2_write *w, uint32_t sid, uint8_t flags, const char *str);
  * 127.0.0.1:40000, server :8000): write cut_w split at byte cut_at (0: no
  * split), or every write byte by byte; then FIN both ways, release, sort. */
 tt_tracker *h2_script_run(const h2_script *s, size_t cut_w, size_t cut_at, bool bytewise);
+/* The same, whole writes at the client vantage, each server write's bytes
+ * made readable (a READY chunk) lead_ns before the write's instant. */
+tt_tracker *h2_script_run_ready(const h2_script *s, uint64_t lead_ns);
 
 #endif

@@ -238,10 +238,38 @@ static void test_grpc_calls(void **state)
     h2_script_free(&s);
 }
 
+/* At the client vantage every server write's bytes became readable 300 us
+ * before the read: each call's first and last token are readable then
+ * (the DATA frame's last byte), and no instant is taken from elsewhere. */
+static void test_grpc_ready_instants(void **state)
+{
+    (void)state;
+    h2_script s;
+    build(&s);
+    tt_tracker *t = h2_script_run_ready(&s, 300000);
+    size_t n;
+    const tt_request *rs = tt_tracker_requests(t, &n);
+    assert_int_equal(n, 5);
+    static const struct {
+        const char *id;
+        uint64_t first, last;
+    } want[] = {{"r1", 5 * MS, 6 * MS}, {"r2", 13 * MS, 14 * MS}, {"r3", 12 * MS, 12 * MS}, {"r4", 17 * MS, 17 * MS}};
+    for (size_t i = 0; i < 4; i++) {
+        const tt_request *r = by_id(rs, n, want[i].id);
+        assert_non_null(r);
+        assert_int_equal(r->first_token_ns, want[i].first);
+        assert_int_equal(r->first_token_ready_ns, want[i].first - 300000);
+        assert_int_equal(r->last_token_ready_ns, want[i].last - 300000);
+    }
+    tt_tracker_free(t);
+    h2_script_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grpc_calls),
+        cmocka_unit_test(test_grpc_ready_instants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -699,6 +699,11 @@ void tt_http2_eof(tt_http2_conn *c, tt_direction dir, bool clean, uint64_t mono_
     }
 }
 
+uint64_t tt_http2_offset(const tt_http2_conn *c, tt_direction dir)
+{
+    return c ? c->d[dir & 1].off : 0;
+}
+
 bool tt_http2_send_window(const tt_http2_conn *c, tt_direction dir, uint32_t stream_id, int64_t *conn_window,
                           int64_t *stream_window)
 {

@@ -353,6 +353,11 @@ void tt_http2_gap(tt_http2_conn *c, tt_direction dir, uint64_t missing, uint64_t
 /* Direction dir ended (FIN, RST, end of capture; clean for FIN). */
 void tt_http2_eof(tt_http2_conn *c, tt_direction dir, bool clean, uint64_t mono_ns);
 
+/* The parser's offset in dir: the bytes fed to it plus those it was told
+ * were lost, since tt_http2_new. Inside on_data, it is just past the DATA
+ * payload handed over (past the whole frame when the frame is complete). */
+uint64_t tt_http2_offset(const tt_http2_conn *c, tt_direction dir);
+
 /* Counters of one direction. */
 const tt_h2_dir_stats *tt_http2_stats(const tt_http2_conn *c, tt_direction dir);
 

@@ -150,7 +150,7 @@ static void file_call(tt_grpc_calls *g, size_t i)
     tt_conn_file_pending(g->c, p);
 }
 
-void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev)
+void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev, uint64_t stream_off)
 {
     tt_classified cl;
     memset(&cl, 0, sizeof cl);
@@ -170,10 +170,10 @@ void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev)
     pending *p = g->open[i];
     start_response(g, p, ev->first_ns);
     if (cut) {
-        tt_conn_take_event(g->c, p, ev, TT_NS_NONE);
+        tt_conn_take_event(g->c, p, ev, stream_off);
         return;
     }
-    tt_conn_record_event(g->c, p, ev, TT_NS_NONE, &cl);
+    tt_conn_record_event(g->c, p, ev, stream_off, &cl);
     if (cl.has & (TT_HAS_TERMINAL | TT_HAS_ERROR)) {
         p->req.resp_last_ns = ev->dispatch_ns;
         p->req.response_end = TT_HTTP_END_COMPLETE;

@@ -39,6 +39,7 @@ typedef struct h2_stream {
     bool sniff;               /* decide the framing on the first body bytes */
     bool req_ended, resp_ended;
     uint64_t window_closed_ns; /* the server's send window on the stream ran out then (0: open) */
+    uint64_t data_end_off;    /* stream offset just past the response DATA being framed (0: none) */
     char *body;               /* request body */
     size_t body_len, body_cap;
     bool body_overflow;
@@ -46,6 +47,10 @@ typedef struct h2_stream {
 
 struct conn_h2 {
     uint64_t conn_window_closed_ns; /* the server's connection send window ran out then (0: open) */
+    /* the stream offset of the parser's offset 0, per direction (the
+     * parser counts from its first byte, the source from the connection's) */
+    uint64_t parser_base[2];
+    bool based[2];
     tt_http2_conn *parser;
     conn_state *c;
     h2_stream **s;
@@ -143,8 +148,10 @@ static void maybe_file(struct conn_h2 *h, h2_stream *s)
 static void frame_event(void *ud, const tt_event_frame *ev)
 {
     h2_stream *s = ud;
-    if (s->calls) tt_grpc_calls_response_event(s->calls, ev);
-    else tt_conn_take_event(s->c, s->p, ev, TT_NS_NONE);
+    /* readable when the DATA frame completing it is: its last byte */
+    uint64_t stream_off = s->data_end_off ? s->data_end_off - 1 : TT_NS_NONE;
+    if (s->calls) tt_grpc_calls_response_event(s->calls, ev, stream_off);
+    else tt_conn_take_event(s->c, s->p, ev, stream_off);
 }
 
 static void frame_comment(void *ud, const char *text, size_t len, uint64_t off, uint64_t mono_ns)
@@ -312,6 +319,7 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
     struct conn_h2 *h = ud;
     h2_stream *s = stream_find(h, stream_id);
     if (!s || !len) return;
+    if (dir == TT_DIR_S2C) s->data_end_off = h->parser_base[dir] + tt_http2_offset(h->parser, dir);
     if (s->calls) {
         if (dir == TT_DIR_C2S) tt_grpc_calls_request_data(s->calls, data, len, body_off, mono_ns);
         else if (s->framer) tt_framer_feed(s->framer, data, len, body_off, mono_ns);
@@ -484,6 +492,10 @@ static const tt_http2_callbacks h2_cb = {
 void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch)
 {
     struct conn_h2 *h = c->h2;
+    if ((ch->kind == TT_CHUNK_DATA || ch->kind == TT_CHUNK_GAP) && !h->based[ch->dir]) {
+        h->based[ch->dir] = true;
+        h->parser_base[ch->dir] = ch->offset - tt_http2_offset(h->parser, ch->dir);
+    }
     switch (ch->kind) {
     case TT_CHUNK_DATA:
         tt_conn_note_data_chunk(c, ch);

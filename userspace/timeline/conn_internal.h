@@ -208,8 +208,9 @@ void tt_grpc_calls_request_data(tt_grpc_calls *g, const uint8_t *data, size_t le
 void tt_grpc_calls_request_end(tt_grpc_calls *g, uint64_t mono_ns);
 /* The response head (status, content-type, coding, framing of head). */
 void tt_grpc_calls_response_head(tt_grpc_calls *g, const tt_request *head);
-/* One framed response message: to its call; a final or error one files it. */
-void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev);
+/* One framed response message (stream_off: the stream offset of its last
+ * byte, TT_NS_NONE: unknown): to its call; a final or error one files it. */
+void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev, uint64_t stream_off);
 /* The trailers' grpc-status and grpc-message, for the calls still open. */
 void tt_grpc_calls_trailers(tt_grpc_calls *g, int grpc_status, const char *grpc_message);
 /* The response half ended: every open call is filed, cut. */
