@@ -475,12 +475,33 @@ static void test_many_events_cheap(void **state)
     free(r.events);
 }
 
+/* Triton's generate stream has no end marker: a whole one is not
+ * missing-terminal; the same stream read as TGI is. */
+static void test_triton_has_no_end_marker(void **state)
+{
+    tt_request r;
+    memset(&r, 0, sizeof r);
+    r.status = 200;
+    r.framing = TT_FRAMING_SSE;
+    r.usage_completion_tokens = r.usage_prompt_tokens = -1;
+    r.fields.max_tokens = r.fields.min_tokens = -1;
+    r.grpc_status = -1;
+    for (int tgi = 0; tgi < 2; tgi++) {
+        r.dialect = tgi ? TT_DIALECT_TGI : TT_DIALECT_TRITON;
+        tt_lint_result res;
+        assert_int_equal(tt_lint_run(&r, 1, &res), 0);
+        assert_int_equal(res.by_id[TT_LINT_MISSING_TERMINAL], tgi);
+        tt_lint_result_free(&res);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_case),
         cmocka_unit_test(test_every_id_covered),
         cmocka_unit_test(test_catalogue),
+        cmocka_unit_test(test_triton_has_no_end_marker),
         cmocka_unit_test(test_first_occurrence_details),
         cmocka_unit_test(test_missing_terminal_is_error),
         cmocka_unit_test(test_usage_empty_choices_at_frame),

@@ -177,6 +177,7 @@ static tt_dialect shape_dialect(const dialect_top *top, const char *type, size_t
     if (dj_is_object(top->token) || (dj_is_string(top->generated_text) && top->details))
         return TT_DIALECT_TGI;
     if (dj_is_string(top->content) && dj_is_bool(top->stop)) return TT_DIALECT_LLAMACPP;
+    if (dj_is_string(top->text_output) && dj_is_string(top->model_name)) return TT_DIALECT_TRITON;
     if (dj_is_bool(top->done) && (top->model || top->created_at || top->response || top->message))
         return TT_DIALECT_OLLAMA;
     return TT_DIALECT_UNKNOWN;
@@ -199,6 +200,8 @@ static int read_as(tt_dialect d, const dialect_top *top, const char *type, size_
         return dialect_read_llamacpp(top, out, sink);
     case TT_DIALECT_OLLAMA:
         return dialect_read_ollama(top, out, sink);
+    case TT_DIALECT_TRITON:
+        return dialect_read_triton(top, out, sink);
     default:
         return 0;
     }
@@ -370,8 +373,9 @@ tt_dialect tt_dialect_from_path(const char *path, size_t len)
     if (ends_with(path, len, "/messages")) return TT_DIALECT_ANTHROPIC;
     if (ends_with(path, len, "/api/generate") || ends_with(path, len, "/api/chat"))
         return TT_DIALECT_OLLAMA;
-    if (ends_with(path, len, "/generate_stream") || ends_with(path, len, "/generate"))
-        return TT_DIALECT_TGI;
+    bool generate = ends_with(path, len, "/generate_stream") || ends_with(path, len, "/generate");
+    if (generate && len > 11 && memcmp(path, "/v2/models/", 11) == 0) return TT_DIALECT_TRITON;
+    if (generate) return TT_DIALECT_TGI;
     return TT_DIALECT_UNKNOWN;
 }
 
@@ -386,6 +390,7 @@ const char *tt_dialect_name(tt_dialect d)
         [TT_DIALECT_TGI] = "tgi",
         [TT_DIALECT_LLAMACPP] = "llamacpp",
         [TT_DIALECT_OLLAMA] = "ollama",
+        [TT_DIALECT_TRITON] = "triton",
         [TT_DIALECT_TRITON_GRPC] = "triton-grpc",
         [TT_DIALECT_SGLANG_GRPC] = "sglang-grpc",
         [TT_DIALECT_VLLM_GRPC] = "vllm-grpc",

@@ -22,6 +22,7 @@ typedef enum tt_dialect {
     TT_DIALECT_TGI,                /* /generate_stream */
     TT_DIALECT_LLAMACPP,           /* /completion */
     TT_DIALECT_OLLAMA,             /* /api/generate, /api/chat (NDJSON) */
+    TT_DIALECT_TRITON,             /* Triton /v2/models/M/generate_stream: text_output */
     /* gRPC messages (protobuf, dialect_grpc.h), never JSON */
     TT_DIALECT_TRITON_GRPC,        /* /inference.GRPCInferenceService/ModelStreamInfer */
     TT_DIALECT_SGLANG_GRPC,        /* /sglang.grpc.scheduler.SglangScheduler/Generate */

@@ -27,7 +27,8 @@
     X(token) X(generated_text) X(details)                  /* TGI */                               \
     X(content) X(stop) X(stop_type) X(stopped_eos) X(stopped_limit) X(stopped_word)                \
     X(tokens_predicted) X(tokens_evaluated) X(timings)     /* llama.cpp */                         \
-    X(done) X(done_reason) X(thinking) X(eval_count) X(prompt_eval_count) X(created_at) /* Ollama */
+    X(done) X(done_reason) X(thinking) X(eval_count) X(prompt_eval_count) X(created_at) /* Ollama */   \
+    X(text_output) X(model_name)                           /* Triton */
 #define DJ_NESTED_KEYS(X)                                                                          \
     X(text) X(finish_reason) X(refusal) X(reasoning_content) X(reasoning) X(tool_calls)            \
     X(function_call) X(role) X(function) X(arguments) X(prompt_tokens) X(input_tokens)             \
@@ -176,5 +177,6 @@ int dialect_read_anthropic(const dialect_top *top, const char *type, size_t type
 int dialect_read_tgi(const dialect_top *top, tt_classified *out, text_sink *sink);
 int dialect_read_llamacpp(const dialect_top *top, tt_classified *out, text_sink *sink);
 int dialect_read_ollama(const dialect_top *top, tt_classified *out, text_sink *sink);
+int dialect_read_triton(const dialect_top *top, tt_classified *out, text_sink *sink);
 
 #endif

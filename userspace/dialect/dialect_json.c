@@ -103,8 +103,8 @@ dj_key dj_key_lookup(const char *s, size_t len)
     case 7: TRY(content) TRY(choices) TRY(message) TRY(details) TRY(timings) TRY(refusal) TRY(special) break;
     case 8: TRY(response) TRY(thinking) TRY(function) TRY(prompt_n) break;
     case 9: TRY(reasoning) TRY(arguments) TRY(stop_type) break;
-    case 10: TRY(tool_calls) TRY(created_at) TRY(eval_count) TRY(error_type) break;
-    case 11: TRY(stop_reason) TRY(done_reason) TRY(stopped_eos) TRY(predicted_n) break;
+    case 10: TRY(tool_calls) TRY(created_at) TRY(eval_count) TRY(error_type) TRY(model_name) break;
+    case 11: TRY(stop_reason) TRY(done_reason) TRY(stopped_eos) TRY(predicted_n) TRY(text_output) break;
     case 12: TRY(input_tokens) TRY(partial_json) TRY(stopped_word) TRY(input_length) break;
     case 13:
         TRY(finish_reason) TRY(prompt_tokens) TRY(output_tokens) TRY(content_block) TRY(function_call)

@@ -1,5 +1,6 @@
 /* dialect_native.c - the servers' own streaming APIs: TGI /generate_stream,
- * llama.cpp /completion, Ollama /api/generate and /api/chat (NDJSON).
+ * llama.cpp /completion, Ollama /api/generate and /api/chat (NDJSON),
+ * Triton's generate extension (/v2/models/M/generate_stream).
  *
  * TGI: every frame is one generated token, so a frame with a token object
  * is TOKEN even when its text is empty or the token is special (a special
@@ -14,7 +15,13 @@
  * Ollama: "response" (generate) or message.content (chat) is text,
  * "thinking" / message.thinking reasoning, message.tool_calls arguments tool
  * arguments (an object there, counted as its compact JSON); done:true ends
- * the stream with eval_count, prompt_eval_count and done_reason. */
+ * the stream with eval_count, prompt_eval_count and done_reason.
+ *
+ * Triton: every SSE event is one response of the model, its text the
+ * "text_output" string (model_name and model_version beside it, plus
+ * whatever other outputs the model has); there is no end marker (the body
+ * ends after the final response), so no event is TERMINAL; an event with
+ * "error" is an error (dialect.c reads that first). */
 #include "dialect/dialect_internal.h"
 
 #include <string.h>
@@ -129,6 +136,15 @@ int dialect_read_ollama(const dialect_top *top, tt_classified *out, text_sink *s
         dj_finish(out, dj_string(out, top->done_reason));
     }
     out->dialect = TT_DIALECT_OLLAMA;
+    out->kind = dj_derive_kind(out, 0, TT_EV_META);
+    return 1;
+}
+
+int dialect_read_triton(const dialect_top *top, tt_classified *out, text_sink *sink)
+{
+    if (!dj_is_string(top->text_output)) return 0;
+    add_string(out, sink, top->text_output, 0);
+    out->dialect = TT_DIALECT_TRITON;
     out->kind = dj_derive_kind(out, 0, TT_EV_META);
     return 1;
 }

@@ -162,7 +162,8 @@ static void lint_request(const tt_request *r, occurrence *occ)
              line_length(r, r->first_comment_off));
         o->count = r->comments;
     }
-    if (streamed && ok_status && !r->terminal_seen) {
+    /* Triton's generate stream has no end marker: its end is the body's */
+    if (streamed && ok_status && !r->terminal_seen && r->dialect != TT_DIALECT_TRITON) {
         occurrence *o = &occ[TT_LINT_MISSING_TERMINAL];
         uint64_t end = r->n_events ? r->events[r->n_events - 1].dispatch_off : 0;
         note(o, -1, end, r->resp_last_ns, 0, 0);

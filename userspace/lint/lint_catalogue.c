@@ -28,7 +28,8 @@ static const tt_lint_entry catalogue[TT_LINT_COUNT] = {
      "vllm bench serve 2025 takes it for a token (extra ITL sample, E2EL moved) and never reads its usage "
      "(it tokenizes the text instead); aiperf, guidellm and sglang read the usage"},
     {TT_LINT_MISSING_TERMINAL, "missing-terminal", TT_LINT_ERROR,
-     "the stream ended without its terminal event ([DONE], message_stop, done:true, ...)",
+     "the stream ended without its terminal event ([DONE], message_stop, done:true, ...; not for Triton's "
+     "generate stream, which has none)",
      "vllm bench serve 2024 fails the request (latency unset without [DONE]); vllm 2025, sglang, llmperf, "
      "aiperf, guidellm, genai-perf and the openai SDKs end quietly: a cut stream looks complete"},
     {TT_LINT_DATA_NO_SPACE, "data-no-space", TT_LINT_WARN,
