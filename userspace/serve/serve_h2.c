@@ -10,7 +10,7 @@
  * head becomes the response HEADERS, every later write one DATA frame sent
  * at once (the data provider answers NGHTTP2_ERR_DEFERRED until bytes are
  * pending; the write resumes it). The stream's connection logs the write. */
-#include "serve/serve_internal.h"
+#include "serve/serve_h2_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,25 +24,6 @@
 #define H2_MAX_HEADERS 24
 #define H2_OUT_HIGH (256u * 1024u)
 
-typedef struct h2_stream {
-    struct h2_stream *prev, *next;
-    struct tt_serve_h2 *hc;
-    int32_t id;
-    serve_conn *sc;        /* the stream's connection; NULL once its response ended */
-    serve_req *req;        /* the request being received; NULL once handed over */
-    tt_sbuf pending;       /* response body bytes not yet in a DATA frame */
-    bool submitted, eof, rst;
-} h2_stream;
-
-struct tt_serve_h2 {
-    serve_conn *c;
-    nghttp2_session *session;
-    h2_stream *streams;
-    tt_sbuf out;           /* frames not yet taken by the socket */
-    uint64_t recv_ns;      /* instant of the read being processed */
-    bool busy;             /* inside nghttp2 (recv or send): no sending now */
-    bool closing;
-};
 
 static void req_drop(serve_req *r)
 {
@@ -59,6 +40,7 @@ static void stream_free(struct tt_serve_h2 *h, h2_stream *st)
     if (st->next) st->next->prev = st->prev;
     req_drop(st->req);
     tt_sbuf_free(&st->pending);
+    tt_serve_grpc_free(st);
     free(st);
 }
 
@@ -73,8 +55,7 @@ static void set_out(serve_conn *c, bool want)
     c->want_out = want;
 }
 
-/* Take nghttp2's pending frames and write them to the socket. */
-static void h2_send(struct tt_serve_h2 *h)
+void tt_serve_h2_send(struct tt_serve_h2 *h)
 {
     serve_conn *c = h->c;
     if (c->dead || h->busy) return;
@@ -183,7 +164,7 @@ int tt_serve_h2_write(serve_conn *sc)
         if (st->pending.oom) return -1;
         nghttp2_session_resume_data(h->session, st->id);
     }
-    h2_send(h);
+    tt_serve_h2_send(h);
     return 0;
 }
 
@@ -202,7 +183,7 @@ void tt_serve_h2_stream_end(serve_conn *sc)
         if (sc->abort_at_end) st->rst = true; /* --close-after: the stream is cut, not ended */
         nghttp2_session_resume_data(h->session, st->id);
     }
-    h2_send(h);
+    tt_serve_h2_send(h);
 }
 
 /* ---- request callbacks ---- */
@@ -255,6 +236,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         r->path[n] = 0;
     } else if (namelen == 12 && !memcmp(name, "x-request-id", 12) && !r->request_id) {
         r->request_id = strndup((const char *)value, valuelen);
+    } else if (namelen == 12 && !memcmp(name, "content-type", 12)) {
+        st->grpc_ct = valuelen >= 16 && !memcmp(value, "application/grpc", 16);
     }
     return 0;
 }
@@ -265,6 +248,10 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
     (void)flags;
     struct tt_serve_h2 *h = user_data;
     h2_stream *st = nghttp2_session_get_stream_user_data(session, id);
+    if (st && st->grpc) {
+        tt_serve_grpc_data(st, data, len);
+        return 0;
+    }
     if (!st || !st->req || st->req->body_too_large) return 0;
     serve_req *r = st->req;
     if (r->body.len + len > h->c->srv->cfg.max_body) {
@@ -305,11 +292,23 @@ static int start_request(struct tt_serve_h2 *h, h2_stream *st)
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct tt_serve_h2 *h = user_data;
-    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-        !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-        return 0;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     h2_stream *st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-    if (!st || !st->req) return 0;
+    if (!st) return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && st->req && st->grpc_ct &&
+        h->c->srv->cfg.profile->id == TT_PROFILE_TRITON_GRPC) {
+        /* a gRPC call: its messages are requests of their own (serve_grpc.c) */
+        int rv = tt_serve_grpc_begin(h, st, st->req->path);
+        req_drop(st->req);
+        st->req = NULL;
+        if (rv != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+    if (st->grpc) {
+        tt_serve_grpc_half_close(st);
+        return 0;
+    }
+    if (!st->req) return 0;
     if (start_request(h, st) != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
 }
@@ -322,6 +321,7 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t error_
     h2_stream *st = nghttp2_session_get_stream_user_data(session, id);
     if (!st) return 0;
     nghttp2_session_set_stream_user_data(session, id, NULL);
+    if (st->grpc) tt_serve_grpc_stop(st);
     if (st->sc) {
         /* reset by the client: its response stops */
         serve_conn *sc = st->sc;
@@ -395,24 +395,25 @@ void tt_serve_h2_readable(serve_conn *c)
         }
         break;
     }
-    h2_send(h);
+    tt_serve_h2_send(h);
 }
 
 void tt_serve_h2_writable(serve_conn *c)
 {
     set_out(c, false);
-    if (!c->dead) h2_send(c->h2);
+    if (!c->dead) tt_serve_h2_send(c->h2);
 }
 
 void tt_serve_h2_pump(serve_conn *c)
 {
-    if (!c->dead) h2_send(c->h2);
+    if (!c->dead) tt_serve_h2_send(c->h2);
 }
 
 void tt_serve_h2_kill(serve_conn *c)
 {
     struct tt_serve_h2 *h = c->h2;
     for (h2_stream *st = h->streams; st; st = st->next) {
+        if (st->grpc) tt_serve_grpc_stop(st);
         if (!st->sc) continue;
         serve_conn *sc = st->sc;
         st->sc = NULL;
