@@ -27,6 +27,12 @@
 #     INVALID_ARGUMENT with the reason; --error-after 1: an error_message
 #     response with the final flag (to the dialect: TERMINAL with its error
 #     bit set).
+#  5. (needs python3-h2; skipped without it) raw HTTP/2 framing through
+#     tests/e2e/grpc_h2_raw_client.py: two requests sent one byte per DATA
+#     frame, three in one DATA frame (all answered, grpc-status 0); the
+#     compressed flag and END_STREAM inside a message (3), a 2 MiB length
+#     (8); a call reset by the client and a connection dropped mid-call stop
+#     their requests early (the log), and serve answers the next calls.
 set -eu
 . "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || skip "python3-grpcio / python3-protobuf not installed"
@@ -107,7 +113,21 @@ EOF
 run_client "$work/p4" "$work/p4/spec.json"
 stop_serve "$work/p4"
 
-/usr/bin/python3 - "$work" <<'PY'
+# ---- 5. raw HTTP/2 framing ----
+raw=0
+if /usr/bin/python3 -c 'import h2' 2>/dev/null; then
+    raw=1
+    mkdir "$work/p5"
+    start_serve "$work/p5" --http2 --profile triton-grpc --ttft-ms 5 --itl-ms 2
+    timeout 60 /usr/bin/python3 "$(dirname "$0")/grpc_h2_raw_client.py" "$work" "$SERVE_PORT" "$work/p5/raw.json" \
+        > "$work/p5/raw.out" 2>&1 || fail "raw h2 client: $(cat "$work/p5/raw.out")"
+    sleep 0.3
+    stop_serve "$work/p5"
+else
+    echo "part 5 skipped: python3-h2 not installed"
+fi
+
+/usr/bin/python3 - "$work" "$raw" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
 WORDS = [" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy",
@@ -247,6 +267,31 @@ if [(k["kind"], k["error"]) for k in cls[2]] != [("TOKEN", False), ("TERMINAL", 
     fail(f"--error-after 1: dialect {cls[2]}")
 if any(l["type"] == "request" and l["request_id"] == "g0" for l in log):
     fail("a request without text_input was logged as answered")
+
+# ---- part 5 ----
+if sys.argv[2] == "1":
+    r = json.load(open(f"{work}/p5/raw.json"))
+    def words(res, rid):
+        return [(t, f) for i, t, f in res["responses"] if i == rid]
+    for case, want in (("split", {"s0": 3, "s1": 2}), ("oneframe", {"o0": 1, "o1": 2, "o2": 3}),
+                       ("after_cancel", {"k1": 2}), ("after_drop", {"d1": 1})):
+        res = r[case]
+        if res["status"] != "0" or res["left"] or res["reset"] is not None:
+            fail(f"{case}: {res}")
+        for rid, n in want.items():
+            if words(res, rid) != [(w, k == n - 1) for k, w in enumerate(WORDS[:n])]:
+                fail(f"{case}: {rid}: {words(res, rid)}")
+        if len(res["responses"]) != sum(want.values()):
+            fail(f"{case}: {len(res['responses'])} responses")
+    for case, status, text in (("compressed", "3", "compressed"), ("truncated", "3", "inside a message"),
+                               ("oversize", "8", "over the limit")):
+        if r[case]["status"] != status or text not in r[case]["message"] or r[case]["responses"]:
+            fail(f"{case}: {r[case]}")
+    log = [json.loads(l) for l in open(f"{work}/p5/serve.log")]
+    for rid in ("k0", "d0"):
+        n = sum(1 for l in log if l["type"] == "write" and l["request_id"] == rid)
+        if not 1 <= n < 50:
+            fail(f"{rid}: {n} writes logged for a call stopped after its first response")
 print("ok")
 PY
 echo "PASS test_serve_grpc"
