@@ -31,7 +31,7 @@
 #     tests/e2e/grpc_h2_raw_client.py: two requests sent one byte per DATA
 #     frame, three in one DATA frame (all answered, grpc-status 0); the
 #     compressed flag and END_STREAM inside a message (3), a 2 MiB length
-#     (8); a call reset by the client and a connection dropped mid-call stop
+#     and a 257th request at once (8); a call reset by the client and a connection dropped mid-call stop
 #     their requests early (the log), and serve answers the next calls.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -284,9 +284,11 @@ if sys.argv[2] == "1":
         if len(res["responses"]) != sum(want.values()):
             fail(f"{case}: {len(res['responses'])} responses")
     for case, status, text in (("compressed", "3", "compressed"), ("truncated", "3", "inside a message"),
-                               ("oversize", "8", "over the limit")):
-        if r[case]["status"] != status or text not in r[case]["message"] or r[case]["responses"]:
+                               ("oversize", "8", "over the limit"), ("toomany", "8", "more than 256")):
+        if r[case]["status"] != status or text not in r[case]["message"] or r[case]["left"]:
             fail(f"{case}: {r[case]}")
+        if case != "toomany" and r[case]["responses"]:
+            fail(f"{case}: responses {r[case]['responses']}")
     log = [json.loads(l) for l in open(f"{work}/p5/serve.log")]
     for rid in ("k0", "d0"):
         n = sum(1 for l in log if l["type"] == "write" and l["request_id"] == rid)

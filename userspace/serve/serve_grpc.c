@@ -27,6 +27,7 @@
 #define GRPC_STATUS_INVALID_ARGUMENT 3
 #define GRPC_STATUS_RESOURCE_EXHAUSTED 8
 #define GRPC_STATUS_UNIMPLEMENTED 12
+#define MAX_CALL_REQUESTS 256  /* requests answered at once on one call */
 
 struct tt_serve_grpc {
     struct tt_serve_h2 *h;
@@ -34,6 +35,7 @@ struct tt_serve_grpc {
     char path[256];
     tt_sbuf in;            /* request bytes not yet a whole message */
     serve_conn *requests;  /* live requests of the call */
+    size_t n_requests;
     tt_sbuf pending;       /* response bytes not yet in DATA frames */
     uint32_t *writes;      /* byte counts of the writes in pending, oldest first */
     size_t w_head, w_n, w_cap;
@@ -117,6 +119,7 @@ static void stop_requests(struct tt_serve_grpc *g)
     while (g->requests) {
         serve_conn *sc = g->requests;
         g->requests = sc->gnext;
+        g->n_requests--;
         sc->gprev = sc->gnext = NULL;
         sc->grpc = NULL;
         tt_serve_conn_kill(sc);
@@ -184,6 +187,11 @@ static void start_request(struct tt_serve_grpc *g, const uint8_t *msg, size_t le
     serve_worker *s = c->srv;
     tt_serve_request probe;
     char err[200];
+    if (g->n_requests == MAX_CALL_REQUESTS) {
+        snprintf(err, sizeof err, "more than %d requests at once on one call", MAX_CALL_REQUESTS);
+        fail(g, GRPC_STATUS_RESOURCE_EXHAUSTED, err);
+        return;
+    }
     if (tt_serve_request_parse(s->cfg.profile, TT_API_TRITON_STREAM, (const char *)msg, len, &s->cfg.gen, NULL, 0, 0,
                                &probe, err, sizeof err) != 0) {
         fail(g, GRPC_STATUS_INVALID_ARGUMENT, err);
@@ -218,6 +226,7 @@ static void start_request(struct tt_serve_grpc *g, const uint8_t *msg, size_t le
     sc->gnext = g->requests;
     if (g->requests) g->requests->gprev = sc;
     g->requests = sc;
+    g->n_requests++;
     sc->q_head = sc->q_tail = r;
     sc->q_len = 1;
     tt_serve_conn_pump(sc);
@@ -287,6 +296,7 @@ void tt_serve_grpc_request_end(serve_conn *sc)
     if (sc->gprev) sc->gprev->gnext = sc->gnext;
     else g->requests = sc->gnext;
     if (sc->gnext) sc->gnext->gprev = sc->gprev;
+    g->n_requests--;
     sc->gprev = sc->gnext = NULL;
     sc->grpc = NULL;
     if (g->h->c->dead) return;

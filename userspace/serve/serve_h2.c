@@ -9,7 +9,10 @@
  * framing (no chunks). What that connection "writes" is handed here: its
  * head becomes the response HEADERS, every later write one DATA frame sent
  * at once (the data provider answers NGHTTP2_ERR_DEFERRED until bytes are
- * pending; the write resumes it). The stream's connection logs the write. */
+ * pending; the write resumes it). The stream's connection logs the write.
+ * Under --profile triton-grpc a stream whose content-type is
+ * application/grpc is a gRPC call instead: serve_grpc.c takes its DATA
+ * (each message a request of its own) and answers it. */
 #include "serve/serve_h2_internal.h"
 
 #include <ctype.h>
