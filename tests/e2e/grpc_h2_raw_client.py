@@ -11,8 +11,8 @@ Cases, each its own call (stream) on one connection unless said:
   compressed  a message with the compressed flag set
   truncated   END_STREAM half way through a message
   oversize    a prefix announcing 2 MiB
-  toomany     257 requests at once, in 16000-byte DATA frames (256 may be
-              answered at once)
+  toomany     257 requests of 1000 tokens at once, in 16000-byte DATA frames
+              (256 may be answered at once)
   cancel      a 50-token request reset (RST_STREAM CANCEL) after its first
               response, then a 2-token call on the same connection
   drop        (own connection) a 50-token request, the socket closed after
@@ -135,7 +135,7 @@ good = request("x", 1)
 simple("compressed", b"\1" + good[1:])
 simple("truncated", good[:len(good) // 2])
 simple("oversize", b"\0" + struct.pack(">I", 2 << 20))
-simple("toomany", b"".join(request("t%d" % i, 5) for i in range(257)), chunk=16000)
+simple("toomany", b"".join(request("t%d" % i, 1000) for i in range(257)), chunk=16000)
 
 sid = conn.open()
 conn.send(sid, request("k0", 50), end=False)

@@ -286,7 +286,7 @@ if sys.argv[2] == "1":
     for case, status, text in (("compressed", "3", "compressed"), ("truncated", "3", "inside a message"),
                                ("oversize", "8", "over the limit"), ("toomany", "8", "more than 256")):
         if r[case]["status"] != status or text not in r[case]["message"] or r[case]["left"]:
-            fail(f"{case}: {r[case]}")
+            fail(f"{case}: {str(r[case])[:400]}")
         if case != "toomany" and r[case]["responses"]:
             fail(f"{case}: responses {r[case]['responses']}")
     log = [json.loads(l) for l in open(f"{work}/p5/serve.log")]
