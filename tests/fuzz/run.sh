@@ -3,6 +3,7 @@
 # and run each: `short` for a few seconds each (inside make test), `long`
 # for FUZZ_SECONDS (default 300) each. Seeds: tests/fuzz/corpus/<name>/ and
 # the golden inputs named in tests/fuzz/<name>.seeds (one glob a line).
+# FUZZ_ONLY=fuzz_a,fuzz_b runs only those targets.
 set -eu
 mode=${1:-short}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +36,7 @@ pass=0; fail=0
 for f in tests/fuzz/fuzz_*.c; do
     [ -e "$f" ] || continue
     name=$(basename "$f" .c)
+    [ -z "${FUZZ_ONLY:-}" ] || [[ ",$FUZZ_ONLY," == *",$name,"* ]] || continue
     bin="$out/$name"
     clang $cflags "$f" "${objs[@]}" $libs -o "$bin"
     corpus="$out/corpus-$name"

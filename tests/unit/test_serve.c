@@ -269,7 +269,8 @@ static void test_route(void **state)
     assert_int_equal(tt_serve_route(vllm, "/nope", &api), 0);
     for (int a = 0; a < TT_API_COUNT; a++) {
         int served = 0;
-        static const char *const names[] = {"vllm", "tabby", "responses", "anthropic", "tgi", "llamacpp", "ollama"};
+        static const char *const names[] = {"vllm", "tabby", "responses", "anthropic", "tgi", "llamacpp", "ollama",
+                                            "triton-grpc"};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             served += tt_serve_route(tt_serve_profile_find(names[i]), tt_serve_api_path((tt_serve_api)a), &api) == 1;
         assert_true(served >= 1); /* every endpoint has a profile */

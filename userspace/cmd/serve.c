@@ -32,6 +32,8 @@ static void serve_usage(FILE *out)
             "  responses    POST /v1/responses        anthropic  POST /v1/messages\n"
             "  tgi          POST /generate_stream, POST /generate\n"
             "  llamacpp     POST /completion          ollama     POST /api/generate, /api/chat\n"
+            "  triton-grpc  gRPC /inference.GRPCInferenceService/ModelStreamInfer (with --http2;\n"
+            "               a decoupled Triton model: one response message per token)\n"
             "and under every profile GET /v1/models, GET /health, GET /metrics (Prometheus\n"
             "text: the server's own TTFT, ITL and E2E histograms under vLLM's names).\n"
             "\n"
@@ -66,6 +68,10 @@ static void serve_usage(FILE *out)
             "                        HTTP/1.1): many streams per connection, each answered as\n"
             "                        over HTTP/1.1, one DATA frame per write; log lines add\n"
             "                        stream_id\n"
+            "  --triton-final MODE   triton-grpc: where triton_final_response=true goes: last\n"
+            "                        (with the last token, as vLLM's backend; default) or\n"
+            "                        empty (an empty final response, sent when the request\n"
+            "                        sets triton_enable_empty_final_response, as Triton does)\n"
             "  --workers N           event-loop threads (default 1, at most %d); connections\n"
             "                        are dealt round-robin and stay on theirs; the log gets\n"
             "                        whole lines from every worker, in order per connection\n"
@@ -171,7 +177,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
 {
     enum { O_LISTEN = 256, O_PROFILE, O_LOG, O_TTFT, O_ITL, O_TOKENS, O_TOKENS_MAX, O_EOS,
            O_SEED, O_MODEL, O_CREATED, O_NO_NODELAY, O_REASONING, O_SPLIT_AT, O_SPLIT_PAUSE, O_COALESCE,
-           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS, O_TLS, O_HTTP2 };
+           O_KEEPALIVE, O_CLOSE_AFTER, O_ERROR_AFTER, O_STATUS, O_WORKERS, O_TLS, O_HTTP2, O_TRITON_FINAL };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"profile", required_argument, NULL, O_PROFILE},
@@ -196,6 +202,7 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
         {"workers", required_argument, NULL, O_WORKERS},
         {"tls", required_argument, NULL, O_TLS},
         {"http2", no_argument, NULL, O_HTTP2},
+        {"triton-final", required_argument, NULL, O_TRITON_FINAL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -251,6 +258,11 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
             break;
         case O_NO_NODELAY: cfg->nodelay = false; break;
         case O_HTTP2: cfg->http2 = true; break;
+        case O_TRITON_FINAL:
+            if (!strcmp(optarg, "last")) cfg->gen.triton_empty_final = false;
+            else if (!strcmp(optarg, "empty")) cfg->gen.triton_empty_final = true;
+            else return bad("--triton-final: '%s' is not last or empty", optarg);
+            break;
         case O_TLS:
             /* two values: CERT KEY */
             if (optind >= argc || argv[optind][0] == '-') return bad("--tls wants CERT KEY (two PEM files)%s", "");
@@ -319,6 +331,11 @@ static int serve_main(int argc, char **argv, tt_serve_config *cfg)
         return bad("%s", "--split-at and --coalesce cannot be combined");
     if (cfg->faults.close_after >= 0 && cfg->faults.error_after >= 0)
         return bad("%s", "--close-after and --error-after cannot be combined");
+    if (cfg->profile->id == TT_PROFILE_TRITON_GRPC) {
+        if (!cfg->http2) return bad("%s", "profile triton-grpc speaks gRPC, which needs --http2");
+        if (cfg->faults.keepalive_ns) return bad("%s", "--keepalive-ms: gRPC messages have no keep-alive comment");
+        if (cfg->faults.status) return bad("%s", "--status: not for triton-grpc (no HTTP error answers on a gRPC call)");
+    }
     if (cfg->faults.keepalive_ns && cfg->profile->id == TT_PROFILE_OLLAMA)
         return bad("%s", "--keepalive-ms: NDJSON (ollama) has no comment lines");
     char host[256];

@@ -76,7 +76,8 @@ void tt_serve_conn_kill(serve_conn *c)
     if (c->stream_id) {
         /* an HTTP/2 stream: no socket of its own */
         tt_heap_remove(&s->heap, &c->timer);
-        tt_serve_h2_stream_end(c);
+        if (c->grpc) tt_serve_grpc_request_end(c);
+        else tt_serve_h2_stream_end(c);
         c->next_dead = s->dead;
         s->dead = c;
         return;
@@ -172,6 +173,7 @@ static void log_write(serve_conn *c, uint64_t t, size_t n)
         if (req && req->request_id) tt_sbuf_json_str(b, req->request_id, strlen(req->request_id));
         else tt_sbuf_puts(b, "null");
         if (c->stream_id) tt_sbuf_printf(b, ",\"stream_id\":%d", (int)c->stream_id);
+        if (c->grpc) tt_sbuf_printf(b, ",\"stream_off\":%llu", (unsigned long long)c->grpc_off);
         tt_sbuf_puts(b, ",\"wire_len\":");
         tt_sbuf_u64(b, n);
         tt_sbuf_puts(b, ",\"head_len\":");
@@ -204,7 +206,7 @@ void tt_serve_conn_flush_at(serve_conn *c, uint64_t t)
     if (c->dead || c->out.len == 0 || c->want_out) return;
     ssize_t n;
     if (c->stream_id) {
-        if (tt_serve_h2_write(c) != 0) {
+        if ((c->grpc ? tt_serve_grpc_write(c) : tt_serve_h2_write(c)) != 0) {
             tt_serve_conn_kill(c);
             return;
         }

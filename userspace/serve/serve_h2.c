@@ -10,8 +10,11 @@
  * framing (no chunks). What that connection "writes" is handed here: its
  * head becomes the response HEADERS, every later write one DATA frame sent
  * at once (the data provider answers NGHTTP2_ERR_DEFERRED until bytes are
- * pending; the write resumes it). The stream's connection logs the write. */
-#include "serve/serve_internal.h"
+ * pending; the write resumes it). The stream's connection logs the write.
+ * Under --profile triton-grpc a stream whose content-type is
+ * application/grpc is a gRPC call instead: serve_grpc.c takes its DATA
+ * (each message a request of its own) and answers it. */
+#include "serve/serve_h2_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,25 +28,6 @@
 #define H2_MAX_HEADERS 24
 #define H2_OUT_HIGH (256u * 1024u)
 
-typedef struct h2_stream {
-    struct h2_stream *prev, *next;
-    struct tt_serve_h2 *hc;
-    int32_t id;
-    serve_conn *sc;        /* the stream's connection; NULL once its response ended */
-    serve_req *req;        /* the request being received; NULL once handed over */
-    tt_sbuf pending;       /* response body bytes not yet in a DATA frame */
-    bool submitted, eof, rst;
-} h2_stream;
-
-struct tt_serve_h2 {
-    serve_conn *c;
-    nghttp2_session *session;
-    h2_stream *streams;
-    tt_sbuf out;           /* frames not yet taken by the socket */
-    uint64_t recv_ns;      /* instant of the read being processed */
-    bool busy;             /* inside nghttp2 (recv or send): no sending now */
-    bool closing;
-};
 
 static void req_drop(serve_req *r)
 {
@@ -60,6 +44,7 @@ static void stream_free(struct tt_serve_h2 *h, h2_stream *st)
     if (st->next) st->next->prev = st->prev;
     req_drop(st->req);
     tt_sbuf_free(&st->pending);
+    tt_serve_grpc_free(st);
     free(st);
 }
 
@@ -74,8 +59,7 @@ static void set_out(serve_conn *c, bool want)
     c->want_out = want;
 }
 
-/* Take nghttp2's pending frames and write them to the socket. */
-static void h2_send(struct tt_serve_h2 *h)
+void tt_serve_h2_send(struct tt_serve_h2 *h)
 {
     serve_conn *c = h->c;
     if (c->dead || h->busy) return;
@@ -192,7 +176,7 @@ int tt_serve_h2_write(serve_conn *sc)
         if (st->pending.oom) return -1;
         nghttp2_session_resume_data(h->session, st->id);
     }
-    h2_send(h);
+    tt_serve_h2_send(h);
     return 0;
 }
 
@@ -211,7 +195,7 @@ void tt_serve_h2_stream_end(serve_conn *sc)
         if (sc->abort_at_end) st->rst = true; /* --close-after: the stream is cut, not ended */
         nghttp2_session_resume_data(h->session, st->id);
     }
-    h2_send(h);
+    tt_serve_h2_send(h);
 }
 
 /* ---- request callbacks ---- */
@@ -264,6 +248,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         r->path[n] = 0;
     } else if (namelen == 12 && !memcmp(name, "x-request-id", 12) && !r->request_id) {
         r->request_id = strndup((const char *)value, valuelen);
+    } else if (namelen == 12 && !memcmp(name, "content-type", 12)) {
+        st->grpc_ct = valuelen >= 16 && !memcmp(value, "application/grpc", 16);
     }
     return 0;
 }
@@ -274,6 +260,10 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
     (void)flags;
     struct tt_serve_h2 *h = user_data;
     h2_stream *st = nghttp2_session_get_stream_user_data(session, id);
+    if (st && st->grpc) {
+        tt_serve_grpc_data(st, data, len);
+        return 0;
+    }
     if (!st || !st->req || st->req->body_too_large) return 0;
     serve_req *r = st->req;
     if (r->body.len + len > h->c->srv->cfg.max_body) {
@@ -314,11 +304,23 @@ static int start_request(struct tt_serve_h2 *h, h2_stream *st)
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct tt_serve_h2 *h = user_data;
-    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-        !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-        return 0;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     h2_stream *st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-    if (!st || !st->req) return 0;
+    if (!st) return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && st->req && st->grpc_ct &&
+        h->c->srv->cfg.profile->id == TT_PROFILE_TRITON_GRPC) {
+        /* a gRPC call: its messages are requests of their own (serve_grpc.c) */
+        int rv = tt_serve_grpc_begin(h, st, st->req->path);
+        req_drop(st->req);
+        st->req = NULL;
+        if (rv != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+    if (st->grpc) {
+        tt_serve_grpc_half_close(st);
+        return 0;
+    }
+    if (!st->req) return 0;
     if (start_request(h, st) != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
 }
@@ -331,6 +333,7 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t error_
     h2_stream *st = nghttp2_session_get_stream_user_data(session, id);
     if (!st) return 0;
     nghttp2_session_set_stream_user_data(session, id, NULL);
+    if (st->grpc) tt_serve_grpc_stop(st);
     if (st->sc) {
         /* reset by the client: its response stops */
         serve_conn *sc = st->sc;
@@ -414,7 +417,7 @@ void tt_serve_h2_readable(serve_conn *c)
         }
         break;
     }
-    h2_send(h);
+    tt_serve_h2_send(h);
 }
 
 void tt_serve_h2_writable(serve_conn *c)
@@ -426,18 +429,19 @@ void tt_serve_h2_writable(serve_conn *c)
         tt_serve_h2_readable(c);
         return;
     }
-    if (!c->dead) h2_send(c->h2);
+    if (!c->dead) tt_serve_h2_send(c->h2);
 }
 
 void tt_serve_h2_pump(serve_conn *c)
 {
-    if (!c->dead) h2_send(c->h2);
+    if (!c->dead) tt_serve_h2_send(c->h2);
 }
 
 void tt_serve_h2_kill(serve_conn *c)
 {
     struct tt_serve_h2 *h = c->h2;
     for (h2_stream *st = h->streams; st; st = st->next) {
+        if (st->grpc) tt_serve_grpc_stop(st);
         if (!st->sc) continue;
         serve_conn *sc = st->sc;
         st->sc = NULL;

@@ -50,6 +50,7 @@ typedef struct out_seg {
 
 struct tt_serve_h2;
 struct h2_stream;
+struct tt_serve_grpc;
 
 typedef struct serve_conn {
     tt_heap_item timer;    /* keyed by the next due instant of the active stream */
@@ -62,6 +63,10 @@ typedef struct serve_conn {
     struct tt_serve_h2 *h2; /* --http2: the connection's nghttp2 session (serve_h2.c) */
     struct h2_stream *h2st; /* an HTTP/2 stream's own connection: its stream (NULL once ended) */
     int32_t stream_id;     /* > 0: this is one HTTP/2 stream (no socket, not in the list) */
+    struct tt_serve_grpc *grpc; /* one gRPC request (message) on stream stream_id: its call
+                                   (serve_grpc.c); NULL once the call is gone */
+    struct serve_conn *gprev, *gnext; /* the call's other requests */
+    uint64_t grpc_off;     /* gRPC: offset in the stream's response bytes where the last write began */
     tt_http1_parser *parser;
     serve_req *parsing;    /* head seen, body still coming */
     serve_req *q_head, *q_tail; /* complete requests; q_head is answered first */
@@ -205,5 +210,14 @@ int tt_serve_h2_write(serve_conn *c);
 /* A stream's connection was killed: end its stream (END_STREAM, or
  * RST_STREAM when cut by --close-after or before any head). */
 void tt_serve_h2_stream_end(serve_conn *c);
+
+/* ---- serve_grpc.c (--profile triton-grpc) ---- */
+/* A gRPC request's connection hands its pending bytes (c->out, all taken)
+ * to the call's stream as one DATA frame; -1 when the call is gone. */
+int tt_serve_grpc_write(serve_conn *c);
+/* A gRPC request's connection was killed: it leaves its call (the call's
+ * trailers go once the client half-closed and no request is left; a
+ * --close-after cut resets the stream). */
+void tt_serve_grpc_request_end(serve_conn *c);
 
 #endif

@@ -3,6 +3,7 @@
 #include "serve/serve_profile.h"
 
 #include "serve/serve_native.h"
+#include "serve/serve_triton.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -37,6 +38,9 @@ static const tt_serve_profile profiles[] = {
     {.name = "ollama", .id = TT_PROFILE_OLLAMA, .separator = "\n", .honours_ignore_eos = false,
      .echoes_model = true, .extra_headers = "", .stream_content_type = "application/x-ndjson",
      .apis = API_BIT(TT_API_OLLAMA_GENERATE) | API_BIT(TT_API_OLLAMA_CHAT)},
+    {.name = "triton-grpc", .id = TT_PROFILE_TRITON_GRPC, .separator = "", .honours_ignore_eos = true,
+     .echoes_model = true, .extra_headers = "", .stream_content_type = "application/grpc",
+     .apis = API_BIT(TT_API_TRITON_STREAM)},
 };
 
 static const char *const api_paths[TT_API_COUNT] = {
@@ -45,6 +49,7 @@ static const char *const api_paths[TT_API_COUNT] = {
     [TT_API_TGI_STREAM] = "/generate_stream", [TT_API_TGI_GENERATE] = "/generate",
     [TT_API_LLAMACPP] = "/completion",        [TT_API_OLLAMA_GENERATE] = "/api/generate",
     [TT_API_OLLAMA_CHAT] = "/api/chat",
+    [TT_API_TRITON_STREAM] = "/inference.GRPCInferenceService/ModelStreamInfer",
 };
 
 const char *tt_serve_api_path(tt_serve_api api) { return api < TT_API_COUNT ? api_paths[api] : "?"; }
@@ -66,7 +71,7 @@ const tt_serve_profile *tt_serve_profile_find(const char *name)
     return NULL;
 }
 
-const char *tt_serve_profile_names(void) { return "vllm, tabby, responses, anthropic, tgi, llamacpp, ollama"; }
+const char *tt_serve_profile_names(void) { return "vllm, tabby, responses, anthropic, tgi, llamacpp, ollama, triton-grpc"; }
 
 static const char *const words[16] = {
     " the", " quick", " brown", " fox", " jumps", " over", " a", " lazy",
@@ -312,6 +317,8 @@ int tt_serve_request_parse(const tt_serve_profile *prof, tt_serve_api api, const
                            char *err, size_t errlen)
 {
     *out = (tt_serve_request){.api = api, .finish_reason = "length"};
+    if (api == TT_API_TRITON_STREAM)
+        return tt_serve_triton_parse(prof, (const uint8_t *)body, len, opts, out, err, errlen);
     const char *parse_end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &parse_end, false);
     if (!root) {
@@ -448,6 +455,8 @@ size_t tt_serve_plan(const tt_serve_profile *prof, const tt_serve_request *req, 
         for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
         if (n == 0) plan[n++] = (tt_serve_event){TT_SEV_DONE, 0};
         return n;
+    case TT_PROFILE_TRITON_GRPC:
+        return tt_serve_triton_plan(req, plan);
     case TT_PROFILE_LLAMACPP:
     case TT_PROFILE_OLLAMA:
         for (uint32_t k = 0; k < req->n_tokens; k++) plan[n++] = (tt_serve_event){TT_SEV_TOKEN, k};
@@ -564,6 +573,9 @@ void tt_serve_frame(const tt_serve_profile *prof, const tt_serve_request *req,
             vllm_frame(req, ev, out);
         else
             tabby_frame(req, ev, out);
+        break;
+    case TT_PROFILE_TRITON_GRPC:
+        tt_serve_triton_frame(req, ev, out);
         break;
     default:
         tt_serve_native_frame(prof, req, ev, out);

@@ -21,7 +21,8 @@ typedef enum tt_serve_profile_id {
     TT_PROFILE_ANTHROPIC, /* Anthropic Messages API */
     TT_PROFILE_TGI,       /* Hugging Face text-generation-inference */
     TT_PROFILE_LLAMACPP,  /* llama.cpp llama-server, native /completion */
-    TT_PROFILE_OLLAMA     /* Ollama /api/generate and /api/chat (NDJSON) */
+    TT_PROFILE_OLLAMA,    /* Ollama /api/generate and /api/chat (NDJSON) */
+    TT_PROFILE_TRITON_GRPC /* Triton's gRPC ModelStreamInfer, a decoupled model (--http2 only) */
 } tt_serve_profile_id;
 
 typedef struct tt_serve_profile {
@@ -50,6 +51,7 @@ typedef enum tt_serve_api {
     TT_API_LLAMACPP,        /* POST /completion */
     TT_API_OLLAMA_GENERATE, /* POST /api/generate (streamed unless stream:false) */
     TT_API_OLLAMA_CHAT,     /* POST /api/chat (streamed unless stream:false) */
+    TT_API_TRITON_STREAM,   /* gRPC /inference.GRPCInferenceService/ModelStreamInfer (always streamed) */
     TT_API_COUNT
 } tt_serve_api;
 
@@ -68,6 +70,8 @@ typedef struct tt_serve_gen_opts {
     const char *model;       /* served model name */
     int64_t created;         /* "created" value; < 0 means the clock at the request */
     uint32_t reasoning_tokens; /* the first this many output tokens are reasoning (docs/serve.md) */
+    bool triton_empty_final; /* triton-grpc: the final flag comes alone (empty final response), not
+                                with the last token (--triton-final empty) */
 } tt_serve_gen_opts;
 
 /* One generation request, as the profile understood it. */
@@ -80,8 +84,15 @@ typedef struct tt_serve_request {
     uint32_t prompt_tokens;  /* estimate: prompt text bytes / 4, at least 1 */
     const char *finish_reason; /* "length" or "stop" */
     int64_t created;
-    char id[96];             /* the response id ("chatcmpl-...", "cmpl-...") */
-    char model[128];         /* already JSON-escaped, without quotes */
+    char id[96];             /* the response id ("chatcmpl-...", "cmpl-..."; triton-grpc: the
+                                request's id, raw bytes) */
+    char model[128];         /* already JSON-escaped, without quotes (triton-grpc: raw bytes) */
+    char model_version[32];  /* triton-grpc: the request's model_version, else "1" */
+    bool grpc_final_alone;   /* triton-grpc: the last token does not carry the final flag
+                                (--triton-final empty) */
+    bool grpc_empty_final;   /* triton-grpc: an empty final response ends the request (final
+                                alone and the request's triton_enable_empty_final_response, or
+                                no token at all) */
     char item_id[48];        /* Responses: the output message's id ("msg_...") */
     char created_at[40];     /* Ollama: `created` as RFC 3339 UTC ("2023-11-14T22:13:20Z") */
     bool want_details;       /* TGI: parameters.details (the final frame carries details) */

@@ -156,7 +156,8 @@ static void start_stream(serve_conn *c, serve_req *r)
                    c->chunked ? "transfer-encoding: chunked\r\n" : "",
                    r->keep_alive ? "" : "connection: close\r\n");
     c->body_off = 0;
-    tt_serve_conn_append(c, r, -1, "head", true, head.p, head.len, NULL, 0, NULL, 0);
+    if (!c->grpc) /* a gRPC request's stream has its one head already (serve_grpc.c) */
+        tt_serve_conn_append(c, r, -1, "head", true, head.p, head.len, NULL, 0, NULL, 0);
     tt_sbuf_free(&head);
     log_request(c, r, 200, true, &c->params, c->plan_n);
     tt_serve_conn_flush(c);
