@@ -55,8 +55,9 @@ typedef __s64 tt_s64;
 #endif
 
 #define TT_SOCKTAP_MAX_COPY 16384u /* data bytes per record; a power of two */
-#define TT_SOCKTAP_MAX_PIECES 8u   /* data records per syscall before truncation */
-#define TT_SOCKTAP_MAX_IOV 8u      /* iovec entries walked per syscall before truncation */
+#define TT_SOCKTAP_MAX_PIECES 64u  /* data records per syscall before truncation (one per iovec entry at least) */
+#define TT_SOCKTAP_MAX_IOV 64u     /* iovec entries walked per syscall before truncation (grpcio's first
+                                      * write of a connection spans more than 8) */
 #define TT_SOCKTAP_MAX_MMSG 8u     /* messages of recvmmsg/sendmmsg copied before truncation */
 #define TT_SOCKTAP_MAX_MMSG_SUM 1024u /* messages whose lengths are summed past that (UIO_MAXIOV) */
 

@@ -5,7 +5,7 @@
 # so most reads spread over several iovec entries. Every token write in
 # serve's log must be a TOKEN event at the client vantage, and the text of
 # those events, in order, must be the text the client itself decoded.
-# Then a client reading with 12 buffers of 2 bytes: past the 8-entry bound
+# Then a client reading with 80 buffers of 2 bytes: past the 64-entry bound
 # the bytes are missing, and watch must say so (gaps, an incomplete request),
 # never report a clean stream. Root; skipped when BPF cannot load.
 set -eu
@@ -69,7 +69,7 @@ PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" rv-1 wri
 watch_stop iov
 
 watch_start cut
-PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" cut-1 sendmsg recvmsg 2,2,2,2,2,2,2,2,2,2,2,2 "$work/cut-1.json"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" cut-1 sendmsg recvmsg "$(printf '2,%.0s' $(seq 79))2" "$work/cut-1.json"
 watch_stop cut
 kill -TERM $spid; wait $spid || fail "serve exit $?"
 
@@ -98,6 +98,6 @@ assert ntrunc > 0, gap_line
 rep = json.load(open(f"{work}/cut.json"))
 cut_toks = sum(1 for r in rep["requests"] for e in r["events"] if e["kind"] == "TOKEN")
 assert cut_toks < 40, "a stream with bytes missing was reported whole"
-print(f"watch iovec: 12 x 2-byte buffers: {ntrunc} syscalls cut at the 8-entry bound, counted and "
+print(f"watch iovec: 80 x 2-byte buffers: {ntrunc} syscalls cut at the 64-entry bound, counted and "
       f"turned into gaps; {cut_toks} of 40 token events claimed")
 PY

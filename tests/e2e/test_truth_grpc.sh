@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# gRPC through every vantage: `tokentap serve --http2 --profile triton-grpc
+# --log` answers a grpcio client (tests/e2e/grpc_triton_client.py, the
+# protocol genai-perf's triton service kind speaks) making two
+# ModelStreamInfer calls at once on one connection: one with three requests
+# 20 ms apart, one with two requests sent together (their responses
+# interleave: tokentap routes them by the id they echo). `tokentap analyze`
+# of a loopback capture, then of `tokentap record`'s server, client and
+# wire pcaps (when eBPF loads), must give each request message as one
+# complete request (dialect triton-grpc, framing grpc, its id as
+# request_id, the call's stream_id) whose token events match serve's
+# token writes for that request: the same count, the terminal (the final
+# flag) seen, each instant no earlier than the write (1 ms slack at the
+# wire, whose clock is the capture's) and the median within the tolerances
+# of test_truth_http2.sh. grpcio's own receipt instants (CLOCK_MONOTONIC)
+# bound the client vantage from above: no token event there after grpcio
+# had the message.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need_root "live capture needs root (libpcap on lo)"
+/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || skip "python3-grpcio / python3-protobuf not installed"
+command -v protoc >/dev/null || skip "protoc not installed (Debian protobuf-compiler)"
+[ -x "$BUILD/tools/ttcapture" ] || fail "$BUILD/tools/ttcapture not built"
+work_dir
+protoc -I tests/golden/grpc_dialect --python_out="$work" tests/golden/grpc_dialect/triton.proto \
+    || fail "protoc could not compile triton.proto"
+cat > "$work/spec.json" <<'JSON'
+{"calls": [
+ {"gap_ms": 20, "requests": [{"id": "g1a", "max_tokens": 6, "how": "input"},
+                             {"id": "g1b", "max_tokens": 4, "how": "sampling"},
+                             {"id": "g1c", "max_tokens": 5, "how": "input"}]},
+ {"requests": [{"id": "g2a", "max_tokens": 7, "how": "input"}, {"id": "g2b", "max_tokens": 3, "how": "input"}]}
+]}
+JSON
+client() { # DIR
+    timeout 60 /usr/bin/python3 "$(dirname "$0")/grpc_triton_client.py" "$work" "127.0.0.1:$SERVE_PORT" \
+        "$work/spec.json" "$1" > "$1/client.out" 2>&1 || fail "grpc client: $(cat "$1/client.out")"
+}
+stop_serve() {
+    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || fail "serve exit $?"
+}
+
+# 1. the wire: a loopback capture
+mkdir "$work/cap"
+start_serve "$work/cap" --http2 --profile triton-grpc --seed 5 --ttft-ms 15 --itl-ms uniform:2:6
+start_capture "$work/cap/grpc.pcap" "tcp port $SERVE_PORT"
+client "$work/cap"
+stop_capture "$work/cap/grpc.pcap"
+stop_serve
+"$TT" analyze --json "$work/cap/grpc.pcap" > "$work/cap/wire.json" || fail "analyze exit $?"
+checks=("$work/cap wire.json wall 1000 2000")
+
+# 2. the server's and the client's syscalls: tokentap record (eBPF)
+rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
+if [ $rc = 0 ] || [ $rc = 4 ]; then
+    mkdir "$work/rec"
+    start_serve "$work/rec" --http2 --profile triton-grpc --seed 6 --ttft-ms 15 --itl-ms uniform:2:6
+    "$TT" record -o "$work/rec/dir" --port "$SERVE_PORT" --duration 5 2> "$work/rec/record.err" &
+    rpid=$!
+    for _ in $(seq 50); do grep -q '^tokentap record: recording' "$work/rec/record.err" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^tokentap record: recording' "$work/rec/record.err" || fail "record did not start: $(cat "$work/rec/record.err")"
+    sleep 0.2
+    client "$work/rec"
+    wait $rpid || fail "record exit $?: $(cat "$work/rec/record.err")"
+    stop_serve
+    for v in server client wire; do
+        "$TT" analyze --json "$work/rec/dir/$v.pcap" > "$work/rec/$v.json" || fail "analyze $v.pcap exit $?"
+    done
+    checks+=("$work/rec server.json mono 50 50" "$work/rec client.json mono 50 2000" "$work/rec wire.json wall 1000 2000")
+else
+    echo "note: eBPF cannot load here, the record half is skipped: $(head -1 "$work/probe.err")"
+fi
+
+for c in "${checks[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $c
+/usr/bin/python3 - "$@" <<'PY' || fail "$1/$2"
+import json, statistics, sys
+d, rep_name, clk, early_us, med_us = sys.argv[1:6]
+def fail(msg):
+    print(f"FAIL {rep_name}: " + msg, file=sys.stderr); sys.exit(1)
+rep = json.load(open(f"{d}/{rep_name}"))
+lines = [json.loads(l) for l in open(f"{d}/serve.log")]
+clock = lines[0]
+shift = clock["realtime_ns"] - clock["mono_ns"] if clk == "wall" else 0
+reqs = [l for l in lines if l["type"] == "request"]
+writes = [l for l in lines if l["type"] == "write"]
+ids = sorted(l["request_id"] for l in reqs)
+if ids != ["g1a", "g1b", "g1c", "g2a", "g2b"]:
+    fail(f"serve logged requests {ids}")
+mine = {r["request_id"]: r for r in rep["requests"]}
+if sorted(mine) != ids:
+    fail(f"tokentap reports requests {sorted(mine)}: {[(r['request_id'], r.get('incomplete_reasons')) for r in rep['requests']]}")
+calls = json.load(open(f"{d}/calls.json"))["calls"]
+got_at = {}
+for call in calls:
+    for resp in call["responses"]:
+        got_at.setdefault(resp["id"], []).append(resp["t"])
+diffs = []
+for s in reqs:
+    rid = s["request_id"]
+    r = mine[rid]
+    (w,) = r["vantages"].values()
+    what = f"request {rid}"
+    if not r["complete"] or not r["terminal_seen"]:
+        fail(f"{what}: complete {r['complete']} {r.get('incomplete_reasons')} terminal {r['terminal_seen']}")
+    if r["dialect"] != "triton-grpc" or r["framing"] != "grpc" or r["status"] != 200:
+        fail(f"{what}: {r['dialect']} {r['framing']} {r['status']}")
+    if r["connection"]["stream_id"] != s["stream_id"]:
+        fail(f"{what}: stream_id {r['connection']['stream_id']}, serve says {s['stream_id']}")
+    if r["grpc_status"] not in (None, 0):
+        fail(f"{what}: grpc_status {r['grpc_status']}")
+    tok = [e["mono_ns"] + shift for e in writes if e["stream_id"] == s["stream_id"] and e.get("request_id") == rid
+           and any(k == "token" for _, k in e["events"])]
+    if not tok or w["token_events"] != len(tok):
+        fail(f"{what}: {w['token_events']} token events, serve wrote {len(tok)}")
+    seen = [w["first_token_mono_ns"]]
+    for gap in w["itl_ns"]:
+        seen.append(seen[-1] + gap)
+    diffs += [a - b for a, b in zip(seen, tok)]
+    if clk == "mono" and rep_name == "client.json":
+        late = [a - b for a, b in zip(seen, got_at[rid])]
+        if max(late) > 0:
+            fail(f"{what}: a token event at the client's socket {max(late)} ns after grpcio had the message")
+med = statistics.median(diffs)
+print(f"{rep_name}: 5 requests on 2 calls, {len(diffs)} token instants; minus serve's write median {med/1e3:.1f} us, "
+      f"min {min(diffs)/1e3:.1f} us, max {max(diffs)/1e3:.1f} us")
+if min(diffs) < -int(early_us) * 1000:
+    fail(f"a token seen more than {early_us} us before serve wrote it")
+if not -int(early_us) * 1000 <= med < int(med_us) * 1000:
+    fail(f"median {med} ns not within {med_us} us")
+PY
+done
+echo "PASS: test_truth_grpc"
