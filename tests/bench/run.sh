@@ -3,7 +3,9 @@
 # 1. tokentap analyze throughput on a generated capture of at least
 #    1,000,000 token events, beside `cat FILE > /dev/null` and
 #    `tshark -r FILE -Y http` on the same file in the same run. Medians of
-#    BENCH_RUNS runs (default 5).
+#    BENCH_RUNS runs (default 5). Then the same streams as HTTP/2 (h2c,
+#    ttpcapgen --http2: one stream per connection, and 8 per connection),
+#    their rates beside the HTTP/1.1 one (issue 15: at least half of it).
 # 2. tokentap serve under build/tools/ttload: 1000 keep-alive connections
 #    with zero delays (events/s, medians of BENCH_SERVE_RUNS runs, default 3)
 #    with --workers BENCH_SERVE_WORKERS (default: the number of CPUs), the
@@ -49,6 +51,7 @@ time_cmd() { # time_cmd RUNS CMD... -> median seconds
 rate() { awk -v n="$1" -v t="$2" 'BEGIN {printf "%.0f", n/t}'; }
 mbps() { awk -v b="$1" -v t="$2" 'BEGIN {printf "%.1f", b/t/1e6}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a/b}'; }
+frac() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 
 # Every process the bench starts is stopped on exit.
 . tests/bench/started.sh
@@ -77,7 +80,8 @@ analyze_section() {
     streams=${BENCH_STREAMS:-2000}
     tokens=${BENCH_TOKENS:-500}
     cap="$work/bench.pcap"
-    gen_cmd="$BUILD/tools/ttpcapgen -o $cap --dialect openai-chat --streams $streams --tokens $tokens --concurrency 64 --seed 1"
+    gen_args="--dialect openai-chat --streams $streams --tokens $tokens --concurrency 64 --seed 1"
+    gen_cmd="$BUILD/tools/ttpcapgen -o $cap $gen_args"
     echo "bench: $gen_cmd"
     $gen_cmd > /dev/null
     sync "$cap"   # let writeback of the new file finish before anything is timed
@@ -102,6 +106,12 @@ analyze_section() {
     else
         t_tshark=""
     fi
+
+    # the same streams over HTTP/2: one per connection (the same instants), then 8 per connection
+    h2_bench "$work/bench-h2.pcap" --http2
+    one_cmd=$h2_gen one_bytes=$h2_bytes t_one=$t_h2
+    h2_bench "$work/bench-h2-mux.pcap" --http2 --streams-per-conn 8
+    mux_cmd=$h2_gen mux_bytes=$h2_bytes t_mux=$t_h2
 
     ev_rate=$(rate "$events" "$t_tt")
     {
@@ -131,7 +141,43 @@ analyze_section() {
         echo "- token events/s: $ev_rate"
         [ -n "$t_tshark" ] && echo "- tokentap vs tshark: $(ratio "$t_tshark" "$t_tt") times faster"
         echo "- tokentap vs cat: $(ratio "$t_tt" "$t_cat") times cat's time"
+        echo
+        echo "HTTP/2 (h2c with prior knowledge): the same streams, the same instants,"
+        echo "\`$one_cmd\`"
+        echo "($one_bytes bytes), and multiplexed 8 streams to a connection (ids 1, 3 ... 15),"
+        echo "\`$mux_cmd\`"
+        echo "($mux_bytes bytes). Both give the same $events token events."
+        echo
+        echo "| command | seconds | token events/s | MB/s |"
+        echo "|---|---|---|---|"
+        echo "| \`tokentap analyze FILE\` (HTTP/1.1, above) | $t_tt | $ev_rate | $(mbps "$bytes" "$t_tt") |"
+        echo "| \`tokentap analyze FILE-h2\` (HTTP/2, a stream per connection) | $t_one | $(rate "$events" "$t_one") | $(mbps "$one_bytes" "$t_one") |"
+        echo "| \`tokentap analyze FILE-h2-mux\` (HTTP/2, 8 streams per connection) | $t_mux | $(rate "$events" "$t_mux") | $(mbps "$mux_bytes" "$t_mux") |"
+        echo
+        echo "Target (issue 15): HTTP/2 token events/s on one core at least half the HTTP/1.1 figure."
+        echo
+        echo "- HTTP/2, a stream per connection: $(rate "$events" "$t_one") token events/s, $(frac "$t_tt" "$t_one") times the HTTP/1.1 figure"
+        echo "- HTTP/2, 8 streams per connection: $(rate "$events" "$t_mux") token events/s, $(frac "$t_tt" "$t_mux") times the HTTP/1.1 figure"
     } > "$work/analyze.md"
+}
+
+# h2_bench FILE GEN_ARGS...: the analyze section's streams ($gen_args) written
+# to FILE with GEN_ARGS added, analyzed once to check it gives the HTTP/1.1
+# capture's $events token events, then timed on one core; sets h2_gen (the
+# command), h2_bytes and t_h2 (median seconds). FILE is removed after.
+h2_bench() {
+    local file=$1; shift
+    h2_gen="$BUILD/tools/ttpcapgen -o $file $gen_args $*"
+    echo "bench: $h2_gen"
+    $h2_gen > /dev/null
+    sync "$file"
+    h2_bytes=$(stat -c %s "$file")
+    "$BUILD/tokentap" analyze "$file" > "$work/report-h2.txt"   # also warms the page cache
+    local n
+    n=$(awk -F: '/^Total token events:/ {gsub(/ /,"",$2); print $2}' "$work/report-h2.txt")
+    [ "$n" = "$events" ] || { echo "bench: $file gives $n token events, the HTTP/1.1 capture $events" >&2; exit 1; }
+    t_h2=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$file")
+    rm -f "$file"
 }
 
 # Starts `tokentap serve ARGS...` on a kernel-chosen loopback port; sets

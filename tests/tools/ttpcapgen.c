@@ -8,6 +8,22 @@
  * zero chunk and the close. Streams run in `concurrency` lanes: a lane starts
  * its next stream shortly after its previous one closes.
  *
+ * --http2 writes the same streams as h2c with prior knowledge: after the
+ * handshake the client's preface, SETTINGS (push off, a 1 GiB window) and a
+ * connection WINDOW_UPDATE, the server's SETTINGS and its ACK; the request
+ * at t0 as HEADERS (HPACK from nghttp2's deflater, one per direction and
+ * connection; the first request carries the client's SETTINGS ACK before
+ * it) and its body as DATA with END_STREAM; the response HEADERS (:status
+ * 200) at the same instant as the HTTP/1.1 head; each event one DATA frame
+ * (split at 16384 bytes) in its own segment(s) at its instant, the last
+ * with END_STREAM (no zero chunk). --streams-per-conn N puts N streams on
+ * one connection (ids 1, 3, 5 ..., their requests 10 us apart, all in
+ * flight at once, as h2load -m N does): a lane then runs one connection of
+ * N streams after another, closed (FIN) once its last stream ended, and
+ * --concurrency counts streams, so ceil(C / N) connections are in flight.
+ * Each stream's instants are chosen as without --http2 (the same seed gives
+ * the same truth for N = 1).
+ *
  * --truth writes one JSON line per stream with the instants chosen here
  * (request_id, req_first_ns, token_ns[], ttft_ns, e2el_ns, tokens): ground
  * truth that tokentap's analysis did not compute. */
@@ -20,31 +36,22 @@
 #include <time.h>
 
 #include "golden.h"
+#include "h2_script.h"
+#include "llm_frames.h"
 #include "pcap_writer.h"
 
 #ifndef DLT_LINUX_SLL2
 #define DLT_LINUX_SLL2 276
 #endif
 
-typedef enum dialect {
-    D_OPENAI_CHAT,
-    D_OPENAI_COMPLETIONS,
-    D_RESPONSES,
-    D_ANTHROPIC,
-    D_TGI,
-    D_LLAMACPP,
-    D_OLLAMA
-} dialect;
-
-static const char *const dialect_names[] = {"openai-chat", "openai-completions", "responses", "anthropic",
-                                            "tgi", "llamacpp", "ollama"};
 
 typedef struct options {
-    const char *out, *truth, *model;
-    unsigned streams, tokens, concurrency;
-    uint64_t ttft_ns, itl_ns, seed, start_ns;
-    dialect dialect;
-    bool crlf, usage_with_choices, ipv6;
+    llm_opts llm; /* dialect, model, tokens, ttft, itl, crlf, usage_with_choices */
+    const char *out, *truth;
+    unsigned streams, concurrency;
+    uint64_t seed, start_ns;
+    bool ipv6, http2;
+    unsigned per_conn; /* HTTP/2 streams per connection */
     int linktype;
     unsigned pw_flags;
 } options;
@@ -52,6 +59,8 @@ typedef struct options {
 /* What a stream sends, in order; tokens are EV_TOKEN with an index. */
 typedef enum ev_kind {
     EV_HANDSHAKE,
+    EV_H2_PREFACE,  /* client preface, SETTINGS, WINDOW_UPDATE */
+    EV_H2_SETTINGS, /* the server's SETTINGS and ACK */
     EV_REQUEST,
     EV_HEADERS,
     EV_PRE,   /* dialect preamble frames (role chunk, response.created, message_start...) */
@@ -69,10 +78,20 @@ typedef struct event {
     unsigned index;
 } event;
 
+/* An HTTP/2 connection's state, shared by its streams. */
+typedef struct h2conn {
+    h2_script hpack; /* only its two deflaters are used */
+    unsigned open;   /* streams that have not yet ended */
+    bool settings_acked;
+} h2conn;
+
 typedef struct stream {
     unsigned number; /* 1-based: req-<number> */
     unsigned lane;
     tt_pw_conn *conn;
+    h2conn *h2;          /* NULL for HTTP/1.1 */
+    uint32_t sid;        /* HTTP/2 stream id */
+    bool closes_conn;    /* wrote the connection's FINs: the lane goes on */
     uint64_t t0;
     event *events;
     size_t nevents, next;
@@ -92,25 +111,9 @@ typedef struct generator {
     unsigned started;
     uint64_t events_written, packets_hint;
     tt_strbuf ev, chunk;
+    h2_write frames; /* HTTP/2 frames being built */
 } generator;
 
-/* ---- deterministic randomness ---- */
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* JSON-escaped token texts, none empty once unescaped. */
-static const char *const vocab[] = {
-    " the", " model", " streams", " token", " by", " token", ",", ".", " and", " a", " quick", " brown",
-    " fox", " jumps", " over", " lazy", " dogs", " \\\"quoted\\\"", "\\n", " caf\\u00e9", " 42", " time",
-    " of", " is", "ing", " tap", " wire", " \\u2014", " it", " works", "!", " \\\\path",
-};
-#define VOCAB_N (sizeof vocab / sizeof vocab[0])
 
 /* ---- the heap of active streams, by next event instant ---- */
 
@@ -155,349 +158,138 @@ static void heap_pop(generator *g)
     heap_sift_down(g);
 }
 
-/* ---- per-dialect frames ---- */
-
-static unsigned pre_frames(dialect d)
-{
-    switch (d) {
-    case D_OPENAI_CHAT: return 1;  /* role chunk */
-    case D_RESPONSES: return 4;    /* created, in_progress, output_item.added, content_part.added */
-    case D_ANTHROPIC: return 3;    /* message_start, content_block_start, ping */
-    default: return 0;
-    }
-}
-
-static unsigned post_frames(const options *o)
-{
-    switch (o->dialect) {
-    case D_OPENAI_CHAT:
-    case D_OPENAI_COMPLETIONS: return o->usage_with_choices ? 2 : 3; /* finish, [usage], [DONE] */
-    case D_RESPONSES: return 4;  /* output_text.done, content_part.done, output_item.done, completed */
-    case D_ANTHROPIC: return 3;  /* content_block_stop, message_delta, message_stop */
-    case D_TGI: return 0;        /* the last token frame carries details */
-    case D_LLAMACPP: return 1;   /* stop:true */
-    case D_OLLAMA: return 1;     /* done:true */
-    }
-    return 0;
-}
-
-static const char *sep(const generator *g)
-{
-    return g->o.crlf ? "\r\n" : "\n";
-}
-
-/* "event: NAME" line (when name) and "data: " prefix. */
-static void sse_open(generator *g, const char *name)
-{
-    if (name) tt_sb_printf(&g->ev, "event: %s%s", name, sep(g));
-    tt_sb_printf(&g->ev, "data: ");
-}
-
-static void sse_close(generator *g)
-{
-    tt_sb_printf(&g->ev, "%s%s", sep(g), sep(g));
-}
-
-static void usage_json(generator *g, const stream *s)
-{
-    tt_sb_printf(&g->ev, "{\"prompt_tokens\":%u,\"total_tokens\":%u,\"completion_tokens\":%u}", s->prompt_tokens,
-                 s->prompt_tokens + g->o.tokens, g->o.tokens);
-}
-
-static void chat_head(generator *g, const stream *s, uint64_t created)
-{
-    tt_sb_printf(&g->ev, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%" PRIu64 ",\"model\":\"%s\",\"choices\":[",
-                 s->id, g->o.dialect == D_OPENAI_CHAT ? "chat.completion.chunk" : "text_completion", created,
-                 g->o.model);
-}
-
-static void frame_pre(generator *g, stream *s, unsigned k, uint64_t created)
-{
-    const char *m = g->o.model;
-    switch (g->o.dialect) {
-    case D_OPENAI_CHAT:
-        sse_open(g, NULL);
-        chat_head(g, s, created);
-        tt_sb_printf(&g->ev, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
-                             "\"finish_reason\":null}]}");
-        sse_close(g);
-        break;
-    case D_RESPONSES: {
-        static const char *const names[] = {"response.created", "response.in_progress", "response.output_item.added",
-                                            "response.content_part.added"};
-        sse_open(g, names[k]);
-        if (k < 2)
-            tt_sb_printf(&g->ev,
-                         "{\"type\":\"%s\",\"sequence_number\":%u,\"response\":{\"id\":\"resp_%s\",\"object\":"
-                         "\"response\",\"created_at\":%" PRIu64 ",\"status\":\"in_progress\",\"model\":\"%s\","
-                         "\"output\":[],\"usage\":null}}",
-                         names[k], k, s->id, created, m);
-        else if (k == 2)
-            tt_sb_printf(&g->ev,
-                         "{\"type\":\"%s\",\"sequence_number\":%u,\"output_index\":0,\"item\":{\"id\":\"msg_%s\","
-                         "\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}",
-                         names[k], k, s->id);
-        else
-            tt_sb_printf(&g->ev,
-                         "{\"type\":\"%s\",\"sequence_number\":%u,\"item_id\":\"msg_%s\",\"output_index\":0,"
-                         "\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],\"text\":\"\"}}",
-                         names[k], k, s->id);
-        sse_close(g);
-        break;
-    }
-    case D_ANTHROPIC:
-        if (k == 0) {
-            sse_open(g, "message_start");
-            tt_sb_printf(&g->ev,
-                         "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_%s\",\"type\":\"message\",\"role\":"
-                         "\"assistant\",\"model\":\"%s\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
-                         "\"usage\":{\"input_tokens\":%u,\"output_tokens\":1}}}",
-                         s->id, m, s->prompt_tokens);
-        } else if (k == 1) {
-            sse_open(g, "content_block_start");
-            tt_sb_printf(&g->ev, "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
-                                 "\"text\":\"\"}}");
-        } else {
-            sse_open(g, "ping");
-            tt_sb_printf(&g->ev, "{\"type\": \"ping\"}");
-        }
-        sse_close(g);
-        break;
-    default:
-        break;
-    }
-}
-
-static void frame_token(generator *g, stream *s, unsigned k, uint64_t created)
-{
-    const char *tok = vocab[splitmix(&s->rng) % VOCAB_N];
-    if (g->o.dialect == D_RESPONSES || g->o.dialect == D_TGI) tt_sb_printf(&s->text, "%s", tok);
-    switch (g->o.dialect) {
-    case D_OPENAI_CHAT:
-        sse_open(g, NULL);
-        chat_head(g, s, created);
-        tt_sb_printf(&g->ev, "{\"index\":0,\"delta\":{\"content\":\"%s\"},\"logprobs\":null,\"finish_reason\":null}]}",
-                     tok);
-        sse_close(g);
-        break;
-    case D_OPENAI_COMPLETIONS:
-        sse_open(g, NULL);
-        chat_head(g, s, created);
-        tt_sb_printf(&g->ev, "{\"index\":0,\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":null,"
-                             "\"stop_reason\":null}]}", tok);
-        sse_close(g);
-        break;
-    case D_RESPONSES:
-        sse_open(g, "response.output_text.delta");
-        tt_sb_printf(&g->ev,
-                     "{\"type\":\"response.output_text.delta\",\"sequence_number\":%u,\"item_id\":\"msg_%s\","
-                     "\"output_index\":0,\"content_index\":0,\"delta\":\"%s\",\"logprobs\":[]}",
-                     4 + k, s->id, tok);
-        sse_close(g);
-        break;
-    case D_ANTHROPIC:
-        sse_open(g, "content_block_delta");
-        tt_sb_printf(&g->ev, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
-                             "\"text\":\"%s\"}}", tok);
-        sse_close(g);
-        break;
-    case D_TGI: {
-        bool last = k + 1 == g->o.tokens;
-        tt_sb_printf(&g->ev, "data:{\"index\":%u,\"token\":{\"id\":%u,\"text\":\"%s\",\"logprob\":-0.%03u,"
-                             "\"special\":false},\"generated_text\":",
-                     k + 1, (unsigned)(splitmix(&s->rng) % 32000), tok, (unsigned)(splitmix(&s->rng) % 1000));
-        if (last)
-            tt_sb_printf(&g->ev, "\"%s\",\"details\":{\"finish_reason\":\"length\",\"generated_tokens\":%u,"
-                                 "\"input_length\":%u,\"seed\":null}}",
-                         s->text.s, g->o.tokens, s->prompt_tokens);
-        else
-            tt_sb_printf(&g->ev, "null,\"details\":null}");
-        tt_sb_printf(&g->ev, "%s%s", sep(g), sep(g));
-        break;
-    }
-    case D_LLAMACPP:
-        sse_open(g, NULL);
-        tt_sb_printf(&g->ev, "{\"index\":0,\"content\":\"%s\",\"tokens\":[],\"stop\":false,\"id_slot\":0,"
-                             "\"tokens_predicted\":%u,\"tokens_evaluated\":%u}",
-                     tok, k + 1, s->prompt_tokens);
-        sse_close(g);
-        break;
-    case D_OLLAMA: {
-        time_t secs = (time_t)(created);
-        struct tm tm;
-        gmtime_r(&secs, &tm);
-        tt_sb_printf(&g->ev, "{\"model\":\"%s\",\"created_at\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06uZ\",\"response\":"
-                             "\"%s\",\"done\":false}\n",
-                     g->o.model, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     k % 1000000, tok);
-        break;
-    }
-    }
-}
-
-static void frame_post(generator *g, stream *s, unsigned k, uint64_t created)
-{
-    const options *o = &g->o;
-    switch (o->dialect) {
-    case D_OPENAI_CHAT:
-    case D_OPENAI_COMPLETIONS:
-        sse_open(g, NULL);
-        if (k == 0) {
-            chat_head(g, s, created);
-            if (o->dialect == D_OPENAI_CHAT)
-                tt_sb_printf(&g->ev, "{\"index\":0,\"delta\":{\"content\":\"\"},\"logprobs\":null,"
-                                     "\"finish_reason\":\"length\",\"stop_reason\":null}]");
-            else
-                tt_sb_printf(&g->ev, "{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"length\","
-                                     "\"stop_reason\":null}]");
-            if (o->usage_with_choices) {
-                tt_sb_printf(&g->ev, ",\"usage\":");
-                usage_json(g, s);
-            }
-            tt_sb_printf(&g->ev, "}");
-        } else if (k == 1 && !o->usage_with_choices) {
-            chat_head(g, s, created);
-            tt_sb_printf(&g->ev, "],\"usage\":");
-            usage_json(g, s);
-            tt_sb_printf(&g->ev, "}");
-        } else {
-            tt_sb_printf(&g->ev, "[DONE]");
-        }
-        sse_close(g);
-        break;
-    case D_RESPONSES: {
-        unsigned seq = 4 + o->tokens + k;
-        static const char *const names[] = {"response.output_text.done", "response.content_part.done",
-                                            "response.output_item.done", "response.completed"};
-        sse_open(g, names[k]);
-        const char *text = s->text.s ? s->text.s : "";
-        if (k == 0)
-            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"item_id\":\"msg_%s\",\"output_index\":0,"
-                                 "\"content_index\":0,\"text\":\"%s\",\"logprobs\":[]}",
-                         names[k], seq, s->id, text);
-        else if (k == 1)
-            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"item_id\":\"msg_%s\",\"output_index\":0,"
-                                 "\"content_index\":0,\"part\":{\"type\":\"output_text\",\"annotations\":[],"
-                                 "\"text\":\"%s\"}}",
-                         names[k], seq, s->id, text);
-        else if (k == 2)
-            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"output_index\":0,\"item\":{\"id\":"
-                                 "\"msg_%s\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\","
-                                 "\"content\":[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"%s\"}]}}",
-                         names[k], seq, s->id, text);
-        else
-            tt_sb_printf(&g->ev, "{\"type\":\"%s\",\"sequence_number\":%u,\"response\":{\"id\":\"resp_%s\","
-                                 "\"object\":\"response\",\"created_at\":%" PRIu64 ",\"status\":\"completed\","
-                                 "\"model\":\"%s\",\"output\":[{\"id\":\"msg_%s\",\"type\":\"message\",\"status\":"
-                                 "\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
-                                 "\"annotations\":[],\"text\":\"%s\"}]}],\"usage\":{\"input_tokens\":%u,"
-                                 "\"output_tokens\":%u,\"total_tokens\":%u}}}",
-                         names[k], seq, s->id, created, o->model, s->id, text, s->prompt_tokens, o->tokens,
-                         s->prompt_tokens + o->tokens);
-        sse_close(g);
-        break;
-    }
-    case D_ANTHROPIC:
-        if (k == 0) {
-            sse_open(g, "content_block_stop");
-            tt_sb_printf(&g->ev, "{\"type\":\"content_block_stop\",\"index\":0}");
-        } else if (k == 1) {
-            sse_open(g, "message_delta");
-            tt_sb_printf(&g->ev, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\","
-                                 "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%u}}", o->tokens);
-        } else {
-            sse_open(g, "message_stop");
-            tt_sb_printf(&g->ev, "{\"type\":\"message_stop\"}");
-        }
-        sse_close(g);
-        break;
-    case D_LLAMACPP:
-        sse_open(g, NULL);
-        tt_sb_printf(&g->ev, "{\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":"
-                             "\"%s\",\"tokens_predicted\":%u,\"tokens_evaluated\":%u,\"stop_type\":\"limit\","
-                             "\"stopping_word\":\"\",\"tokens_cached\":0,\"truncated\":false,\"timings\":{"
-                             "\"prompt_n\":%u,\"predicted_n\":%u}}",
-                     o->model, o->tokens, s->prompt_tokens, s->prompt_tokens, o->tokens);
-        sse_close(g);
-        break;
-    case D_OLLAMA:
-        tt_sb_printf(&g->ev, "{\"model\":\"%s\",\"created_at\":\"2023-11-14T22:13:20.000000Z\",\"response\":\"\","
-                             "\"done\":true,\"done_reason\":\"length\",\"context\":[1,2,3],\"total_duration\":%" PRIu64
-                             ",\"load_duration\":1000,\"prompt_eval_count\":%u,\"prompt_eval_duration\":%" PRIu64
-                             ",\"eval_count\":%u,\"eval_duration\":%" PRIu64 "}\n",
-                     o->model, s->events[s->nevents - 1].ts - s->t0, s->prompt_tokens, o->ttft_ns, o->tokens,
-                     o->itl_ns * o->tokens);
-        break;
-    case D_TGI:
-        break;
-    }
-}
-
 /* ---- requests and response heads ---- */
+
+
+static const char *authority(const options *o)
+{
+    return o->ipv6 ? "[fd00::2]:8000" : "10.0.0.2:8000";
+}
 
 static void build_request(generator *g, stream *s, tt_strbuf *body, tt_strbuf *req)
 {
     const options *o = &g->o;
-    const char *path = "/v1/chat/completions";
-    const char *prompt = "Write a story about a packet that learned to count tokens.";
-    switch (o->dialect) {
-    case D_OPENAI_CHAT:
-        tt_sb_printf(body, "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"stream\":true,"
-                           "\"max_tokens\":%u,\"stream_options\":{\"include_usage\":true}}",
-                     o->model, prompt, o->tokens);
-        break;
-    case D_OPENAI_COMPLETIONS:
-        path = "/v1/completions";
-        tt_sb_printf(body, "{\"model\":\"%s\",\"prompt\":\"%s\",\"stream\":true,\"max_tokens\":%u,"
-                           "\"stream_options\":{\"include_usage\":true}}",
-                     o->model, prompt, o->tokens);
-        break;
-    case D_RESPONSES:
-        path = "/v1/responses";
-        tt_sb_printf(body, "{\"model\":\"%s\",\"input\":\"%s\",\"stream\":true,\"max_output_tokens\":%u}", o->model,
-                     prompt, o->tokens);
-        break;
-    case D_ANTHROPIC:
-        path = "/v1/messages";
-        tt_sb_printf(body, "{\"model\":\"%s\",\"max_tokens\":%u,\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],"
-                           "\"stream\":true}",
-                     o->model, o->tokens, prompt);
-        break;
-    case D_TGI:
-        path = "/generate_stream";
-        tt_sb_printf(body, "{\"inputs\":\"%s\",\"parameters\":{\"max_new_tokens\":%u,\"details\":true}}", prompt,
-                     o->tokens);
-        break;
-    case D_LLAMACPP:
-        path = "/completion";
-        tt_sb_printf(body, "{\"prompt\":\"%s\",\"n_predict\":%u,\"stream\":true}", prompt, o->tokens);
-        break;
-    case D_OLLAMA:
-        path = "/api/generate";
-        tt_sb_printf(body, "{\"model\":\"%s\",\"prompt\":\"%s\",\"stream\":true,\"options\":{\"num_predict\":%u}}",
-                     o->model, prompt, o->tokens);
-        break;
-    }
+    const char *path = llm_request_body(&g->o.llm, body);
     tt_sb_printf(req, "POST %s HTTP/1.1\r\nHost: %s:8000\r\nUser-Agent: ttpcapgen/0.1\r\nAccept: */*\r\n"
                       "Content-Type: application/json\r\n",
                  path, o->ipv6 ? "[fd00::2]" : "10.0.0.2");
-    if (o->dialect == D_ANTHROPIC) tt_sb_printf(req, "anthropic-version: 2023-06-01\r\n");
+    if (o->llm.dialect == D_ANTHROPIC) tt_sb_printf(req, "anthropic-version: 2023-06-01\r\n");
     tt_sb_printf(req, "x-request-id: req-%u\r\nContent-Length: %zu\r\n\r\n%s", s->number, body->len,
                  body->s);
+}
+
+static void http_date(uint64_t created, char *date, size_t len)
+{
+    time_t secs = (time_t)created;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(date, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+static const char *content_type(const options *o)
+{
+    return o->llm.dialect == D_OLLAMA ? "application/x-ndjson" : "text/event-stream; charset=utf-8";
+}
+
+static const char *server_name(const options *o)
+{
+    return o->llm.dialect == D_LLAMACPP ? "llama.cpp" : o->llm.dialect == D_OLLAMA ? "ollama" : "uvicorn";
 }
 
 static void build_response_head(generator *g, stream *s, tt_strbuf *out, uint64_t created)
 {
     char date[64];
-    time_t secs = (time_t)created;
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    const char *type = g->o.dialect == D_OLLAMA ? "application/x-ndjson" : "text/event-stream; charset=utf-8";
-    const char *server = g->o.dialect == D_LLAMACPP ? "llama.cpp" : g->o.dialect == D_OLLAMA ? "ollama" : "uvicorn";
+    http_date(created, date, sizeof date);
+    const char *type = content_type(&g->o), *server = server_name(&g->o);
     tt_sb_printf(out, "HTTP/1.1 200 OK\r\ndate: %s\r\nserver: %s\r\ncontent-type: %s\r\nx-request-id: req-%u\r\n"
                       "transfer-encoding: chunked\r\n\r\n",
                  date, server, type, s->number);
+}
+
+/* ---- HTTP/2 frames, built in g->frames ---- */
+
+static int send_server(generator *g, stream *s, const char *data, size_t len, uint64_t ts);
+
+enum { H2_DATA = 0x0, H2_HEADERS = 0x1, H2_SETTINGS = 0x4, H2_WINDOW_UPDATE = 0x8 };
+enum { H2_END_STREAM = 0x1, H2_ACK = 0x1 };
+#define H2_MAX_FRAME 16384u     /* SETTINGS_MAX_FRAME_SIZE's default */
+#define H2_WINDOW (1u << 30)   /* the client's windows, as h2load's -w 30 */
+
+/* A SETTINGS frame of n (identifier, value) pairs; n 0 with H2_ACK is the ACK. */
+static void h2_settings(h2_write *w, uint8_t flags, const uint32_t kv[][2], size_t n)
+{
+    uint8_t p[6 * 4];
+    for (size_t i = 0; i < n && i < 4; i++) {
+        uint8_t *q = p + 6 * i;
+        q[0] = (uint8_t)(kv[i][0] >> 8), q[1] = (uint8_t)kv[i][0];
+        q[2] = (uint8_t)(kv[i][1] >> 24), q[3] = (uint8_t)(kv[i][1] >> 16);
+        q[4] = (uint8_t)(kv[i][1] >> 8), q[5] = (uint8_t)kv[i][1];
+    }
+    h2_frame(w, H2_SETTINGS, flags, 0, n ? p : NULL, 6 * (n < 4 ? n : 4));
+}
+
+/* The client's preface, SETTINGS (no push, a 1 GiB stream window) and a
+ * WINDOW_UPDATE that opens the connection's window as far. */
+static void h2_client_preface(generator *g)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    static const uint32_t kv[][2] = {{0x2 /* ENABLE_PUSH */, 0}, {0x4 /* INITIAL_WINDOW_SIZE */, H2_WINDOW}};
+    uint32_t inc = H2_WINDOW - 65535;
+    uint8_t wu[4] = {(uint8_t)(inc >> 24), (uint8_t)(inc >> 16), (uint8_t)(inc >> 8), (uint8_t)inc};
+    h2_put(&g->frames, preface, sizeof preface - 1);
+    h2_settings(&g->frames, 0, kv, 2);
+    h2_frame(&g->frames, H2_WINDOW_UPDATE, 0, 0, wu, sizeof wu);
+}
+
+/* The request: HEADERS, then the body as DATA with END_STREAM. */
+static void h2_request(generator *g, stream *s)
+{
+    tt_strbuf body = {0};
+    const char *path = llm_request_body(&g->o.llm, &body);
+    char id[32], len[24];
+    snprintf(id, sizeof id, "req-%u", s->number);
+    snprintf(len, sizeof len, "%zu", body.len);
+    const char *nv[24] = {":method", "POST", ":scheme", "http", ":authority", authority(&g->o), ":path", path,
+                          "content-type", "application/json", "user-agent", "ttpcapgen/0.1", "accept", "*/*"};
+    size_t n = 14;
+    if (g->o.llm.dialect == D_ANTHROPIC) nv[n++] = "anthropic-version", nv[n++] = "2023-06-01";
+    nv[n++] = "x-request-id", nv[n++] = id, nv[n++] = "content-length", nv[n++] = len, nv[n] = NULL;
+    h2_headers(&s->h2->hpack, &g->frames, s->sid, 0, nv);
+    h2_frame(&g->frames, H2_DATA, H2_END_STREAM, s->sid, body.s, body.len);
+    tt_sb_free(&body);
+}
+
+/* The response's HEADERS: :status 200 and what the HTTP/1.1 head says. */
+static void h2_response_head(generator *g, stream *s, uint64_t created)
+{
+    char date[64], id[32];
+    http_date(created, date, sizeof date);
+    snprintf(id, sizeof id, "req-%u", s->number);
+    const char *nv[] = {":status", "200", "date", date, "server", server_name(&g->o), "content-type",
+                        content_type(&g->o), "x-request-id", id, NULL};
+    h2_headers(&s->h2->hpack, &g->frames, s->sid, 0, nv);
+}
+
+/* g->ev as DATA (one frame unless it passes H2_MAX_FRAME), END_STREAM on
+ * the stream's last. */
+static void h2_event_data(generator *g, stream *s, bool last)
+{
+    size_t off = 0;
+    do {
+        size_t n = g->ev.len - off < H2_MAX_FRAME ? g->ev.len - off : H2_MAX_FRAME;
+        bool end = last && off + n == g->ev.len;
+        h2_frame(&g->frames, H2_DATA, end ? H2_END_STREAM : 0, s->sid, g->ev.s + off, n);
+        off += n;
+    } while (off < g->ev.len);
+}
+
+/* Send g->frames from dir and empty it. */
+static int h2_flush(generator *g, stream *s, tt_direction dir, uint64_t ts)
+{
+    int rc = dir == TT_DIR_S2C ? send_server(g, s, (const char *)g->frames.p, g->frames.n, ts)
+                               : tt_pw_send(s->conn, dir, g->frames.p, g->frames.n, ts);
+    g->frames.n = 0;
+    return rc;
 }
 
 /* ---- streams ---- */
@@ -510,7 +302,9 @@ static int client_address(const options *o, unsigned n, char *ip, size_t iplen, 
     return snprintf(ip, iplen, "10.%u.%u.%u", 1 + block / 62500, (block / 250) % 250 + 1, block % 250 + 1);
 }
 
-static stream *stream_new(generator *g, unsigned lane, uint64_t t0)
+/* A new stream whose request is at t0 on a new connection (first NULL),
+ * or as the HTTP/2 stream of index index (0-based) on the connection of first. */
+static stream *stream_new(generator *g, unsigned lane, uint64_t t0, const stream *first, unsigned index)
 {
     const options *o = &g->o;
     stream *s = calloc(1, sizeof *s);
@@ -519,59 +313,81 @@ static stream *stream_new(generator *g, unsigned lane, uint64_t t0)
     s->lane = lane;
     s->t0 = t0;
     s->rng = o->seed * 0x100000001b3ULL ^ s->number;
-    splitmix(&s->rng);
-    s->prompt_tokens = 12 + (unsigned)(splitmix(&s->rng) % 40);
+    llm_splitmix(&s->rng);
+    s->prompt_tokens = 12 + (unsigned)(llm_splitmix(&s->rng) % 40);
     snprintf(s->id, sizeof s->id, "%s-%016" PRIx64,
-             o->dialect == D_OPENAI_CHAT ? "chatcmpl" : o->dialect == D_OPENAI_COMPLETIONS ? "cmpl" : "gen",
-             splitmix(&s->rng));
+             o->llm.dialect == D_OPENAI_CHAT ? "chatcmpl" : o->llm.dialect == D_OPENAI_COMPLETIONS ? "cmpl" : "gen",
+             llm_splitmix(&s->rng));
 
-    char ip[64];
-    uint16_t port;
-    client_address(o, s->number, ip, sizeof ip, &port);
-    s->conn = tt_pw_conn_new(g->w, ip, port, o->ipv6 ? "fd00::2" : "10.0.0.2", 8000);
-    if (!s->conn) {
-        free(s);
-        return NULL;
+    if (first) {
+        s->conn = first->conn;
+        s->h2 = first->h2;
+    } else {
+        char ip[64];
+        uint16_t port;
+        client_address(o, s->number, ip, sizeof ip, &port);
+        s->conn = tt_pw_conn_new(g->w, ip, port, o->ipv6 ? "fd00::2" : "10.0.0.2", 8000);
+        if (!s->conn || (o->http2 && !(s->h2 = calloc(1, sizeof *s->h2)))) {
+            free(s);
+            return NULL;
+        }
+        if (s->h2) h2_script_init(&s->h2->hpack);
     }
-    tt_pw_conn_isn(s->conn, (uint32_t)splitmix(&s->rng), (uint32_t)splitmix(&s->rng));
+    /* drawn either way, the server's first: the order gcc evaluated the two draws in as call arguments */
+    uint32_t sisn = (uint32_t)llm_splitmix(&s->rng), cisn = (uint32_t)llm_splitmix(&s->rng);
+    if (!first) tt_pw_conn_isn(s->conn, cisn, sisn);
+    if (s->h2) {
+        s->sid = 2 * index + 1;
+        s->h2->open++;
+    }
 
-    unsigned npre = pre_frames(o->dialect), npost = post_frames(o);
-    s->nevents = 3 + npre + o->tokens + npost + 4;
+    unsigned npre = llm_pre_frames(o->llm.dialect), npost = llm_post_frames(&o->llm);
+    s->nevents = 5 + npre + o->llm.tokens + npost + 4;
     s->events = calloc(s->nevents, sizeof *s->events);
     if (!s->events) {
-        free(s);
+        free(s); /* s->h2 stays with its connection's other streams, or leaks on this exit path */
         return NULL;
     }
     size_t n = 0;
     uint64_t hs = t0 >= 60000 ? t0 - 60000 : 0;
-    s->events[n++] = (event){hs, EV_HANDSHAKE, 0};
+    if (!first) s->events[n++] = (event){hs, EV_HANDSHAKE, 0};
+    if (!first && s->h2) {
+        s->events[n++] = (event){hs + (t0 - hs) / 3, EV_H2_PREFACE, 0};
+        s->events[n++] = (event){hs + (t0 - hs) * 2 / 3, EV_H2_SETTINGS, 0};
+    }
     s->events[n++] = (event){t0, EV_REQUEST, 0};
-    s->events[n++] = (event){t0 + o->ttft_ns / 4, EV_HEADERS, 0};
-    for (unsigned k = 0; k < npre; k++) s->events[n++] = (event){t0 + o->ttft_ns / 2, EV_PRE, k};
-    uint64_t t = t0 + o->ttft_ns;
-    for (unsigned k = 0; k < o->tokens; k++) {
+    s->events[n++] = (event){t0 + o->llm.ttft_ns / 4, EV_HEADERS, 0};
+    for (unsigned k = 0; k < npre; k++) s->events[n++] = (event){t0 + o->llm.ttft_ns / 2, EV_PRE, k};
+    uint64_t t = t0 + o->llm.ttft_ns;
+    for (unsigned k = 0; k < o->llm.tokens; k++) {
         if (k > 0) {
             /* itl scaled by a factor in [0.75, 1.25] */
-            uint64_t r = splitmix(&s->rng) % 1001;
-            t += o->itl_ns * (750 + r / 2) / 1000;
+            uint64_t r = llm_splitmix(&s->rng) % 1001;
+            t += o->llm.itl_ns * (750 + r / 2) / 1000;
         }
         s->events[n++] = (event){t, EV_TOKEN, k};
     }
-    uint64_t step = o->itl_ns / 8 > 1000 ? o->itl_ns / 8 : 1000;
+    uint64_t step = o->llm.itl_ns / 8 > 1000 ? o->llm.itl_ns / 8 : 1000;
     for (unsigned k = 0; k < npost; k++) s->events[n++] = (event){t += step, EV_POST, k};
-    s->events[n++] = (event){t += step, EV_ZERO_CHUNK, 0};
+    t += step;
+    if (!s->h2) s->events[n++] = (event){t, EV_ZERO_CHUNK, 0}; /* HTTP/2: END_STREAM on the last event */
     s->events[n++] = (event){t += step, EV_SERVER_FIN, 0};
     s->events[n++] = (event){t += 40000, EV_CLIENT_FIN, 0};
     s->events[n++] = (event){t += 20000, EV_LAST_ACK, 0};
     s->nevents = n;
     if (o->pw_flags & TT_PW_MICRO) /* the file keeps microseconds: choose instants it can hold */
         for (size_t i = 0; i < n; i++) s->events[i].ts = s->events[i].ts / 1000 * 1000;
-    s->t0 = s->events[1].ts; /* the request's instant */
+    for (size_t i = 0; i < n; i++)
+        if (s->events[i].kind == EV_REQUEST) s->t0 = s->events[i].ts; /* the request's instant */
     return s;
 }
 
 static void stream_free(stream *s)
 {
+    if (s->h2 && s->closes_conn) { /* the connection's other streams are gone */
+        h2_script_free(&s->h2->hpack);
+        free(s->h2);
+    }
     tt_sb_free(&s->text);
     free(s->events);
     free(s);
@@ -584,10 +400,16 @@ static int send_server(generator *g, stream *s, const char *data, size_t len, ui
     return rc;
 }
 
-/* Send g->ev as one HTTP chunk (when non-empty). */
+/* Send g->ev (when non-empty) as one HTTP chunk, or as HTTP/2 DATA. */
 static int send_event_chunk(generator *g, stream *s, uint64_t ts)
 {
     if (!g->ev.len) return 0;
+    if (s->h2) {
+        /* the last of the stream's frames: EV_SERVER_FIN (HTTP/2 has no zero chunk) comes next */
+        h2_event_data(g, s, s->events[s->next + 1].kind == EV_SERVER_FIN);
+        g->events_written++;
+        return h2_flush(g, s, TT_DIR_S2C, ts);
+    }
     g->chunk.len = 0;
     tt_sb_printf(&g->chunk, "%zx\r\n%s\r\n", g->ev.len, g->ev.s);
     g->events_written++;
@@ -600,7 +422,7 @@ static void write_truth(generator *g, const stream *s)
     FILE *f = g->truth;
     uint64_t first = 0, last = 0;
     fprintf(f, "{\"request_id\":\"req-%u\",\"dialect\":\"%s\",\"req_first_ns\":%" PRIu64 ",\"token_ns\":[",
-            s->number, dialect_names[g->o.dialect], s->t0);
+            s->number, llm_dialect_names[g->o.llm.dialect], s->t0);
     bool any = false;
     for (size_t i = 0; i < s->nevents; i++) {
         if (s->events[i].kind != EV_TOKEN) continue;
@@ -610,13 +432,21 @@ static void write_truth(generator *g, const stream *s)
         any = true;
     }
     fprintf(f, "],\"ttft_ns\":%" PRIu64 ",\"e2el_ns\":%" PRIu64 ",\"tokens\":%u}\n", any ? first - s->t0 : 0,
-            any ? last - s->t0 : 0, g->o.tokens);
+            any ? last - s->t0 : 0, g->o.llm.tokens);
+}
+
+/* The dialect frame writers' view of s. */
+static llm_stream frame_view(stream *s)
+{
+    return (llm_stream){.id = s->id, .prompt_tokens = s->prompt_tokens, .rng = &s->rng, .text = &s->text,
+                        .duration_ns = s->events[s->nevents - 1].ts - s->t0};
 }
 
 /* Write the stream's next event; returns -1 on a write error. */
 static int stream_step(generator *g, stream *s)
 {
     const event *e = &s->events[s->next];
+    llm_stream view = frame_view(s);
     uint64_t created = g->o.start_ns / 1000000000u;
     int rc = 0;
     g->ev.len = 0;
@@ -625,7 +455,27 @@ static int stream_step(generator *g, stream *s)
     case EV_HANDSHAKE:
         rc = tt_pw_handshake(s->conn, e->ts);
         break;
+    case EV_H2_PREFACE:
+        h2_client_preface(g);
+        rc = h2_flush(g, s, TT_DIR_C2S, e->ts);
+        break;
+    case EV_H2_SETTINGS: {
+        static const uint32_t kv[][2] = {{0x3 /* MAX_CONCURRENT_STREAMS */, 128}};
+        h2_settings(&g->frames, 0, kv, 1);
+        h2_settings(&g->frames, H2_ACK, NULL, 0);
+        rc = h2_flush(g, s, TT_DIR_S2C, e->ts);
+        break;
+    }
     case EV_REQUEST: {
+        if (s->h2) {
+            g->frames.dir = TT_DIR_C2S;
+            if (!s->h2->settings_acked) h2_settings(&g->frames, H2_ACK, NULL, 0);
+            s->h2->settings_acked = true;
+            h2_request(g, s);
+            rc = h2_flush(g, s, TT_DIR_C2S, e->ts);
+            rc |= tt_pw_ack(s->conn, TT_DIR_S2C, e->ts);
+            break;
+        }
         tt_strbuf body = {0}, req = {0};
         build_request(g, s, &body, &req);
         rc = tt_pw_send(s->conn, TT_DIR_C2S, req.s, req.len, e->ts);
@@ -635,6 +485,12 @@ static int stream_step(generator *g, stream *s)
         break;
     }
     case EV_HEADERS: {
+        if (s->h2) {
+            g->frames.dir = TT_DIR_S2C;
+            h2_response_head(g, s, created);
+            rc = h2_flush(g, s, TT_DIR_S2C, e->ts);
+            break;
+        }
         tt_strbuf head = {0};
         build_response_head(g, s, &head, created);
         rc = send_server(g, s, head.s, head.len, e->ts);
@@ -642,21 +498,26 @@ static int stream_step(generator *g, stream *s)
         break;
     }
     case EV_PRE:
-        frame_pre(g, s, e->index, created);
+        llm_frame_pre(&g->ev, &g->o.llm, &view, e->index, created);
         rc = send_event_chunk(g, s, e->ts);
         break;
     case EV_TOKEN:
-        frame_token(g, s, e->index, created);
+        llm_frame_token(&g->ev, &g->o.llm, &view, e->index, created);
         rc = send_event_chunk(g, s, e->ts);
         break;
     case EV_POST:
-        frame_post(g, s, e->index, created);
+        llm_frame_post(&g->ev, &g->o.llm, &view, e->index, created);
         rc = send_event_chunk(g, s, e->ts);
         break;
     case EV_ZERO_CHUNK:
         rc = send_server(g, s, "0\r\n\r\n", 5, e->ts);
         break;
     case EV_SERVER_FIN:
+        if (s->h2 && --s->h2->open > 0) { /* others still stream on this connection: this one is done */
+            s->next = s->nevents;
+            return 0;
+        }
+        s->closes_conn = true;
         rc = tt_pw_fin(s->conn, TT_DIR_S2C, e->ts);
         break;
     case EV_CLIENT_FIN:
@@ -670,19 +531,33 @@ static int stream_step(generator *g, stream *s)
     return rc ? -1 : 0;
 }
 
+/* A lane's next connection: one stream, or (HTTP/2) up to per_conn streams
+ * whose requests are 10 us apart from t0 on. */
+static int start_connection(generator *g, unsigned lane, uint64_t t0)
+{
+    unsigned per = g->o.http2 ? g->o.per_conn : 1;
+    stream *first = NULL;
+    for (unsigned k = 0; k < per && g->started < g->o.streams; k++) {
+        stream *s = stream_new(g, lane, t0 + k * 10000ull, first, k);
+        if (!s) return -1;
+        if (!first) first = s;
+        heap_push(g, s);
+    }
+    return 0;
+}
+
 static int generate(generator *g)
 {
     const options *o = &g->o;
+    unsigned per = o->http2 ? o->per_conn : 1;
     unsigned lanes = o->concurrency < o->streams ? o->concurrency : o->streams;
-    uint64_t stagger = (o->ttft_ns + (uint64_t)o->tokens * o->itl_ns) / (lanes ? lanes : 1) + 1000;
+    lanes = (lanes + per - 1) / per; /* connections in flight */
+    uint64_t stagger = (o->llm.ttft_ns + (uint64_t)o->llm.tokens * o->llm.itl_ns) / (lanes ? lanes : 1) + 1000;
     uint64_t lane_rng = o->seed ^ 0x5eed;
-    g->heap = calloc(lanes ? lanes : 1, sizeof *g->heap);
+    g->heap = calloc((size_t)(lanes ? lanes : 1) * per, sizeof *g->heap);
     if (!g->heap) return -1;
-    for (unsigned l = 0; l < lanes && g->started < o->streams; l++) {
-        stream *s = stream_new(g, l, o->start_ns + 100000 + l * stagger);
-        if (!s) return -1;
-        heap_push(g, s);
-    }
+    for (unsigned l = 0; l < lanes && g->started < o->streams; l++)
+        if (start_connection(g, l, o->start_ns + 100000 + l * stagger) != 0) return -1;
     while (g->heap_len) {
         stream *s = g->heap[0];
         if (stream_step(g, s) != 0) return -1;
@@ -692,14 +567,12 @@ static int generate(generator *g)
         }
         heap_pop(g);
         write_truth(g, s);
-        if (g->started < o->streams) {
-            uint64_t idle = 100000 + splitmix(&lane_rng) % 400000; /* 0.1 to 0.5 ms between requests */
-            stream *next = stream_new(g, s->lane, s->events[s->nevents - 1].ts + idle + 60000);
-            if (!next) {
+        if (s->closes_conn && g->started < o->streams) {
+            uint64_t idle = 100000 + llm_splitmix(&lane_rng) % 400000; /* 0.1 to 0.5 ms between requests */
+            if (start_connection(g, s->lane, s->events[s->nevents - 1].ts + idle + 60000) != 0) {
                 stream_free(s);
                 return -1;
             }
-            heap_push(g, next);
         }
         stream_free(s);
     }
@@ -730,7 +603,10 @@ static void usage(FILE *f)
             "  --linktype L              eth (default), vlan, sll, sll2, null, raw\n"
             "  --pcapng                  write pcapng\n"
             "  --micro                   microsecond timestamps (instants chosen on whole us)\n"
-            "  --ipv6                    IPv6 addresses\n");
+            "  --ipv6                    IPv6 addresses\n"
+            "  --http2                   HTTP/2 with prior knowledge (h2c) instead of HTTP/1.1\n"
+            "  --streams-per-conn N      HTTP/2 streams in flight on one connection (default 1);\n"
+            "                            --concurrency still counts streams\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -757,17 +633,18 @@ int main(int argc, char **argv)
     memset(&g, 0, sizeof g);
     options *o = &g.o;
     o->streams = 8;
-    o->tokens = 32;
+    o->llm.tokens = 32;
     o->concurrency = 4;
-    o->ttft_ns = 150000000;
-    o->itl_ns = 20000000;
+    o->llm.ttft_ns = 150000000;
+    o->llm.itl_ns = 20000000;
     o->seed = 1;
     o->start_ns = 1700000000ull * 1000000000ull;
-    o->model = "meta-llama/Llama-3.1-8B-Instruct";
+    o->llm.model = "meta-llama/Llama-3.1-8B-Instruct";
     o->linktype = DLT_EN10MB;
+    o->per_conn = 1;
 
     enum { O_STREAMS = 256, O_TOKENS, O_CONC, O_TTFT, O_ITL, O_SEED, O_DIALECT, O_CRLF, O_UWC, O_TRUTH, O_MODEL,
-           O_START, O_LINK, O_PCAPNG, O_MICRO, O_IPV6 };
+           O_START, O_LINK, O_PCAPNG, O_MICRO, O_IPV6, O_HTTP2, O_PER_CONN };
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'}, {"streams", required_argument, 0, O_STREAMS},
         {"tokens", required_argument, 0, O_TOKENS}, {"concurrency", required_argument, 0, O_CONC},
@@ -777,6 +654,7 @@ int main(int argc, char **argv)
         {"truth", required_argument, 0, O_TRUTH}, {"model", required_argument, 0, O_MODEL},
         {"start-ns", required_argument, 0, O_START}, {"linktype", required_argument, 0, O_LINK},
         {"pcapng", no_argument, 0, O_PCAPNG}, {"micro", no_argument, 0, O_MICRO}, {"ipv6", no_argument, 0, O_IPV6},
+        {"http2", no_argument, 0, O_HTTP2}, {"streams-per-conn", required_argument, 0, O_PER_CONN},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     uint64_t us;
@@ -785,22 +663,22 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': o->out = optarg; break;
         case O_STREAMS: bad = parse_uint(optarg, &o->streams, 1); break;
-        case O_TOKENS: bad = parse_uint(optarg, &o->tokens, 1); break;
+        case O_TOKENS: bad = parse_uint(optarg, &o->llm.tokens, 1); break;
         case O_CONC: bad = parse_uint(optarg, &o->concurrency, 1); break;
-        case O_TTFT: bad = parse_u64(optarg, &us) || us > 3600000000ull; o->ttft_ns = us * 1000; break;
-        case O_ITL: bad = parse_u64(optarg, &us) || us > 3600000000ull; o->itl_ns = us * 1000; break;
+        case O_TTFT: bad = parse_u64(optarg, &us) || us > 3600000000ull; o->llm.ttft_ns = us * 1000; break;
+        case O_ITL: bad = parse_u64(optarg, &us) || us > 3600000000ull; o->llm.itl_ns = us * 1000; break;
         case O_SEED: bad = parse_u64(optarg, &o->seed); break;
         case O_START: bad = parse_u64(optarg, &o->start_ns); break;
         case O_DIALECT: {
             bad = 1;
-            for (size_t i = 0; i < sizeof dialect_names / sizeof dialect_names[0]; i++)
-                if (!strcmp(optarg, dialect_names[i])) o->dialect = (dialect)i, bad = 0;
+            for (size_t i = 0; i < sizeof llm_dialect_names / sizeof llm_dialect_names[0]; i++)
+                if (!strcmp(optarg, llm_dialect_names[i])) o->llm.dialect = (dialect)i, bad = 0;
             break;
         }
-        case O_CRLF: o->crlf = true; break;
-        case O_UWC: o->usage_with_choices = true; break;
+        case O_CRLF: o->llm.crlf = true; break;
+        case O_UWC: o->llm.usage_with_choices = true; break;
         case O_TRUTH: o->truth = optarg; break;
-        case O_MODEL: o->model = optarg; bad = strpbrk(optarg, "\"\\") != NULL; break;
+        case O_MODEL: o->llm.model = optarg; bad = strpbrk(optarg, "\"\\") != NULL; break;
         case O_LINK:
             if (!strcmp(optarg, "eth")) o->linktype = DLT_EN10MB;
             else if (!strcmp(optarg, "vlan")) o->linktype = DLT_EN10MB, o->pw_flags |= TT_PW_VLAN;
@@ -813,6 +691,8 @@ int main(int argc, char **argv)
         case O_PCAPNG: o->pw_flags |= TT_PW_PCAPNG; break;
         case O_MICRO: o->pw_flags |= TT_PW_MICRO; break;
         case O_IPV6: o->ipv6 = true; break;
+        case O_HTTP2: o->http2 = true; break;
+        case O_PER_CONN: bad = parse_uint(optarg, &o->per_conn, 1) || o->per_conn > 1000; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -826,7 +706,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (o->crlf && o->dialect == D_OLLAMA) {
+    if (o->per_conn > 1 && !o->http2) {
+        fprintf(stderr, "ttpcapgen: --streams-per-conn needs --http2\n");
+        return 2;
+    }
+    if (o->llm.crlf && o->llm.dialect == D_OLLAMA) {
         fprintf(stderr, "ttpcapgen: --crlf applies to SSE dialects, not ollama (NDJSON)\n");
         return 2;
     }
@@ -844,11 +728,12 @@ int main(int argc, char **argv)
     free(g.heap);
     tt_sb_free(&g.ev);
     tt_sb_free(&g.chunk);
+    free(g.frames.p);
     if (rc) {
         fprintf(stderr, "ttpcapgen: failed writing %s\n", o->out);
         return 1;
     }
-    printf("ttpcapgen: wrote %s: %u streams, %" PRIu64 " events, dialect %s\n", o->out, o->streams,
-           g.events_written, dialect_names[o->dialect]);
+    printf("ttpcapgen: wrote %s: %u streams, %" PRIu64 " events, dialect %s%s\n", o->out, o->streams,
+           g.events_written, llm_dialect_names[o->llm.dialect], o->http2 ? ", HTTP/2" : "");
     return 0;
 }
