@@ -40,7 +40,10 @@ static void check_result(const tt_classified *c, const char *text, size_t cap)
     CHECK(strnlen(c->response_id, sizeof c->response_id) < sizeof c->response_id);
     CHECK(strnlen(c->error_message, sizeof c->error_message) < sizeof c->error_message);
     CHECK(((c->has & TT_HAS_ERROR) != 0) == (c->error_message[0] != 0));
-    if (c->kind == TT_EV_TOKEN) CHECK((c->has & TT_HAS_TEXT) || c->dialect == TT_DIALECT_TGI);
+    /* a token without text: TGI's (special or empty), SGLang's and vLLM's gRPC chunks (token ids only) */
+    if (c->kind == TT_EV_TOKEN)
+        CHECK((c->has & TT_HAS_TEXT) || c->dialect == TT_DIALECT_TGI || c->dialect == TT_DIALECT_SGLANG_GRPC ||
+              c->dialect == TT_DIALECT_VLLM_GRPC);
     if (c->kind == TT_EV_ERROR) CHECK(c->has & TT_HAS_ERROR);
     if (c->usage_completion_tokens >= 0 || c->usage_prompt_tokens >= 0) CHECK(c->has & TT_HAS_USAGE);
     if (text && cap) {
