@@ -126,6 +126,7 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info, uint64_t m
 
 static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
 {
+    tt_conn_h2c_release(c);
     tt_conn_h2_release(c, mono_ns);
     tt_conn_close_framer(c, mono_ns);
     for (size_t i = 0; i < c->queue_len; i++) {
@@ -169,7 +170,8 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
         return;
     }
     if (!c->proto_decided && tt_conn_h2_sniff(c, ch)) return;
-    if (c->h2) tt_conn_h2_chunk(c, ch);
+    if (c->h2c) tt_conn_h2c_chunk(c, ch);
+    else if (c->h2) tt_conn_h2_chunk(c, ch);
     else tt_conn_dispatch_http1(c, ch);
 }
 
