@@ -1,9 +1,10 @@
 /* conn_internal.h - the connection tracker's state, shared by its parts:
  * conn_tracker.c (connections: the table, chunks in, eviction, what is
  * kept), conn_http.c (one connection's HTTP/1.1 messages and framed events,
- * turned into filed requests) and conn_h2.c (HTTP/2 with prior knowledge:
- * each stream one request, through conn_http.c's event handling).
- * Internal to timeline/. */
+ * turned into filed requests), conn_h2.c (HTTP/2 with prior knowledge:
+ * each stream one request, through conn_http.c's event handling) and
+ * conn_h2c.c (an h2c upgrade from HTTP/1.1: when each direction turns
+ * HTTP/2). Internal to timeline/. */
 #ifndef TT_CONN_INTERNAL_H
 #define TT_CONN_INTERNAL_H
 
