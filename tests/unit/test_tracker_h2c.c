@@ -8,7 +8,8 @@
  * writes, split in two at every byte of every write, and byte by byte:
  * the upgrade request must come out as one request (its fields from the
  * HTTP/1.1 request, its response and events from stream 1) and stream 3
- * as another, with their instants; no note. A request asking h2c that
+ * as another, with their instants; no note (also when the capture began
+ * later in the connection). A request asking h2c that
  * the server answers over HTTP/1.1 stays HTTP/1.1, as does the next. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,6 +115,10 @@ static void chunk(feed *f, tt_direction dir, tt_chunk_kind kind, const uint8_t *
     if (kind == TT_CHUNK_DATA) f->off[dir] += n;
 }
 
+/* Stream offset of both directions' first bytes: not 0 for a capture that
+ * began after the connection's first exchange. */
+static uint64_t start_off;
+
 /* Feed the script: write `cut_w` split at byte cut_at (0: not split), or
  * every write byte by byte; then FIN both ways and release. */
 static tt_tracker *run(const script *s, size_t cut_w, size_t cut_at, bool bytewise)
@@ -121,6 +126,7 @@ static tt_tracker *run(const script *s, size_t cut_w, size_t cut_at, bool bytewi
     feed f;
     memset(&f, 0, sizeof f);
     f.t = tt_tracker_new(NULL);
+    f.off[0] = f.off[1] = start_off;
     f.conn.conn_id = 7;
     f.conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
     f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
@@ -244,7 +250,7 @@ static const char *check(tt_tracker *t, enum order o, size_t r3_off)
     if (u->token_events != 2 || u->first_token_ns != 10 * MS || u->last_token_ns != 20 * MS) return "stream 1 tokens";
     if (u->resp_last_ns != 20 * MS) return "stream 1's end";
     if (r3->req_first_ns != 11 * MS || r3->resp_first_ns != 12 * MS) return "stream 3 instants";
-    if (r3->req_first_off != r3_off) return "stream 3's request offset (HTTP/2 after the upgrade request)";
+    if (r3->req_first_off != start_off + r3_off) return "stream 3's request offset (HTTP/2 after the upgrade request)";
     if (r3->token_events != 1 || r3->first_token_ns != 12 * MS || r3->resp_last_ns != 21 * MS) return "stream 3 tokens";
     size_t nn;
     tt_tracker_notes(t, &nn);
@@ -279,6 +285,27 @@ static void test_h2c_upgrade(void **state)
         assert_true(runs > 500);
         script_free(&s);
     }
+}
+
+/* The capture began after the connection's first exchange (both
+ * directions' first bytes at stream offset 5000, an upgrade request
+ * first): the switch points are found all the same. */
+static void test_h2c_upgrade_late_start(void **state)
+{
+    (void)state;
+    script s;
+    size_t r3_off = build(&s, WIRE);
+    start_off = 5000;
+    for (size_t i = 0; i < s.n; i++) {
+        for (size_t k = 1; k < s.w[i].n; k += 7) {
+            tt_tracker *t = run(&s, i, k, false);
+            const char *why = check(t, WIRE, r3_off);
+            if (why) fail_msg("write %zu split at %zu: %s", i, k, why);
+            tt_tracker_free(t);
+        }
+    }
+    start_off = 0;
+    script_free(&s);
 }
 
 /* The server answers the upgrade request over HTTP/1.1 (it ignores
@@ -342,6 +369,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h2c_upgrade),
+        cmocka_unit_test(test_h2c_upgrade_late_start),
         cmocka_unit_test(test_h2c_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

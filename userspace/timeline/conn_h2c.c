@@ -33,7 +33,7 @@ struct conn_h2c {
     char settings[H2C_SETTINGS_MAX];
     size_t settings_len;
     bool req_ended;
-    uint64_t req_end_off;       /* client stream offset just past it */
+    uint64_t req_end_off;       /* client stream offset just past it (parser offsets + http1_base) */
     bool switch_seen;           /* 101 with Upgrade: h2c, in the chunk being parsed */
     uint64_t s2c_off;           /* server stream offset just past the 101 */
     bool s2c_switched;          /* the server's direction is HTTP/2 now */
@@ -89,7 +89,7 @@ bool tt_conn_h2c_request_end(conn_state *c, pending *p, const tt_http_msg_end *e
     struct conn_h2c *u = c->h2c;
     if (!u || p != u->req || u->req_ended) return false;
     u->req_ended = true;
-    u->req_end_off = end->last_off;
+    u->req_end_off = c->http1_base[TT_DIR_C2S] + end->last_off;
     return u->s2c_switched; /* stream 1 now: filed by the HTTP/2 side */
 }
 
@@ -102,7 +102,7 @@ bool tt_conn_h2c_response_head(conn_state *c, pending *owner, const tt_http_head
         return false;
     }
     u->switch_seen = true;
-    u->s2c_off = h->head_end_off;
+    u->s2c_off = c->http1_base[TT_DIR_S2C] + h->head_end_off;
     return true;
 }
 

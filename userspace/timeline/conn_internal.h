@@ -87,6 +87,10 @@ struct conn_state {
     /* A request asked Upgrade: h2c; until both directions are switched
      * (or the watch ends) chunks go through conn_h2c.c. */
     struct conn_h2c *h2c;
+    /* Stream offset of each HTTP/1.1 parser's first byte (its offsets
+     * count from there: not 0 on a connection picked up midstream). */
+    uint64_t http1_base[2];
+    bool http1_began[2];
 };
 
 struct tt_tracker {

@@ -187,6 +187,10 @@ void tt_conn_note_data_chunk(conn_state *c, const tt_chunk *ch)
 void tt_conn_dispatch_http1(conn_state *c, const tt_chunk *ch)
 {
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
+    if (!c->http1_began[ch->dir] && (ch->kind == TT_CHUNK_DATA || ch->kind == TT_CHUNK_GAP)) {
+        c->http1_began[ch->dir] = true;
+        c->http1_base[ch->dir] = ch->offset;
+    }
     switch (ch->kind) {
     case TT_CHUNK_DATA:
         tt_conn_note_data_chunk(c, ch);
