@@ -55,7 +55,6 @@ struct conn_h2 {
     conn_state *c;
     h2_stream **s;
     size_t n, cap;
-    uint64_t off_base[2]; /* stream offset of the parser's first byte per direction (h2c upgrade) */
 };
 
 /* ---- streams ---- */
@@ -179,7 +178,7 @@ static void request_from_head(conn_state *c, const tt_h2_headers *hd, tt_request
     copy_value(hd, ":path", r->path, sizeof r->path);
     copy_value(hd, "x-request-id", r->request_id, sizeof r->request_id);
     copy_value(hd, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
-    uint64_t off = h->off_base[TT_DIR_C2S] + hd->first_off;
+    uint64_t off = c->h2->parser_base[TT_DIR_C2S] + hd->first_off; /* not 0 after an h2c upgrade */
     r->req_first_ns = hd->first_ns;
     r->req_first_off = off;
     r->req_seq_known = c->c2s_seq_known;
@@ -525,8 +524,7 @@ void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch)
 
 /* ---- h2c upgrade from HTTP/1.1 (conn_h2c.c decides when) ---- */
 
-void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, size_t len, uint64_t s2c_off,
-                              uint64_t mono_ns)
+void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, size_t len, uint64_t mono_ns)
 {
     struct conn_h2 *h = calloc(1, sizeof *h);
     if (!h) abort();
@@ -535,7 +533,6 @@ void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, s
     if (!h->parser) abort();
     if (tt_http2_start_upgrade(h->parser, settings, len, mono_ns) != 0)
         tt_conn_add_note(c, "h2c upgrade: HTTP2-Settings is not a base64url SETTINGS payload (defaults assumed)");
-    h->off_base[TT_DIR_S2C] = s2c_off;
     c->h2 = h;
     c->proto_decided = true;
     h2_stream *s = calloc(1, sizeof *s); /* stream 1: the upgrade request, already queued */
@@ -547,11 +544,10 @@ void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, s
     h->s[h->n++] = s;
 }
 
-void tt_conn_h2_upgrade_request_end(conn_state *c, uint64_t c2s_off)
+void tt_conn_h2_upgrade_request_end(conn_state *c)
 {
     struct conn_h2 *h = c->h2;
     if (!h) return;
-    h->off_base[TT_DIR_C2S] = c2s_off;
     h2_stream *s = stream_find(h, 1);
     if (!s || s->req_ended) return;
     s->req_ended = true;

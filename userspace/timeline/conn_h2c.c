@@ -134,7 +134,7 @@ static bool chunk_from(const tt_chunk *ch, uint64_t off, tt_chunk *out)
 static void switch_c2s(conn_state *c, const tt_conn_info *conn, const tt_chunk *ch)
 {
     struct conn_h2c *u = c->h2c;
-    tt_conn_h2_upgrade_request_end(c, u->req_end_off);
+    tt_conn_h2_upgrade_request_end(c);
     for (size_t i = 0; i < u->n_tail; i++) {
         tt_chunk t = u->tail[i].ch;
         t.conn = conn;
@@ -184,7 +184,7 @@ void tt_conn_h2c_chunk(conn_state *c, const tt_chunk *ch)
             if (ch->kind != TT_CHUNK_DATA) tt_conn_h2c_release(c); /* lost or ended before an answer */
             return;
         }
-        tt_conn_h2_begin_upgrade(c, u->req, u->settings, u->settings_len, u->s2c_off, ch->mono_ns);
+        tt_conn_h2_begin_upgrade(c, u->req, u->settings, u->settings_len, ch->mono_ns);
         u->s2c_switched = true;
         tt_chunk part;
         if (chunk_from(ch, u->s2c_off, &part)) tt_conn_h2_chunk(c, &part);

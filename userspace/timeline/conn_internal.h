@@ -193,14 +193,13 @@ bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch);
 /* One chunk to the connection's HTTP/2 parser (c->h2 set). */
 void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch);
 /* h2c upgrade accepted (the 101 seen): c's HTTP/2 parser starts in upgrade
- * mode with settings (the HTTP2-Settings value), its server direction at
- * stream offset s2c_off; p (the upgrade request, in c->queue) is stream 1,
- * whose request half ends at tt_conn_h2_upgrade_request_end. */
-void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, size_t len, uint64_t s2c_off,
-                              uint64_t mono_ns);
-/* The upgrade request ended: the client's HTTP/2 begins at stream offset
- * c2s_off; stream 1 is filed once its response ended too. */
-void tt_conn_h2_upgrade_request_end(conn_state *c, uint64_t c2s_off);
+ * mode with settings (the HTTP2-Settings value); p (the upgrade request,
+ * in c->queue) is stream 1, whose request half ends at
+ * tt_conn_h2_upgrade_request_end. Each direction's first chunk given to
+ * tt_conn_h2_chunk then must begin where its HTTP/2 bytes begin. */
+void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, size_t len, uint64_t mono_ns);
+/* The upgrade request ended: stream 1 is filed once its response ended too. */
+void tt_conn_h2_upgrade_request_end(conn_state *c);
 /* Free the HTTP/2 state and held chunks; open streams' framers are
  * finished; their requests stay in c->queue (filed by the caller). */
 void tt_conn_h2_release(conn_state *c, uint64_t mono_ns);
