@@ -6,7 +6,7 @@
 # with OPTIONS *, answered 404 on stream 1, then POSTs on a later stream of
 # the same connection), and curl --http1.1 (plain HTTP/1.1, no upgrade).
 # `tokentap analyze` of the capture must give each request as one complete
-# request (status, method, path as serve logged them) and each streamed
+# request (status, method, path and stream id as serve logged them) and each streamed
 # one's token events must match the serve log's token writes for that
 # (peer, stream id): the same count, none seen more than 1 ms before serve
 # wrote it, the median within 2 ms after (test_truth_http2.sh's
@@ -123,6 +123,8 @@ for peer, sl in by_peer.items():
         (w,) = r["vantages"].values()
         if not r["complete"]:
             fail(f"{what}: incomplete {r.get('incomplete_reasons')}")
+        if r["connection"]["stream_id"] != s.get("stream_id"):
+            fail(f"{what}: tokentap's stream_id {r['connection']['stream_id']}")
         if r.get("status") != s["status"] or r["method"] != s["method"]:
             fail(f"{what}: tokentap {r.get('status')} {r['method']} {r['path']}")
         if s["method"] == "OPTIONS":

@@ -241,6 +241,7 @@ static const char *check(tt_tracker *t, enum order o, size_t r3_off)
     if (strcmp(u->method, "POST") || strcmp(u->path, "/v1/chat/completions")) return "upgrade request's method/path";
     if (strcmp(u->fields.model, "m-u1") || strcmp(r3->fields.model, "m-r3")) return "model from the request body";
     if (u->ordinal != 0 || r3->ordinal != 1) return "ordinal";
+    if (u->stream_id != 1 || r3->stream_id != 3) return "stream ids";
     if (u->status != 200 || r3->status != 200) return "status (the 101 is not the answer)";
     if (u->framing != TT_FRAMING_SSE || r3->framing != TT_FRAMING_SSE) return "framing";
     if (u->incomplete || r3->incomplete || u->http_error[0] || r3->http_error[0]) return "filed incomplete";
@@ -336,6 +337,7 @@ static void test_h2c_refused(void **state)
         assert_int_equal(r[0].incomplete, 0);
         assert_true(r[0].terminal_seen);
         assert_int_equal(r[0].resp_first_ns, 2 * MS);
+        assert_int_equal(r[0].stream_id, 0);
         assert_string_equal(r[1].path, "/v1/models");
         assert_int_equal(r[1].status, 200);
         assert_int_equal(r[1].incomplete, 0);

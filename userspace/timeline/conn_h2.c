@@ -540,6 +540,7 @@ void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, s
     s->id = 1;
     s->c = c;
     s->p = p;
+    p->req.stream_id = 1;
     h->s = tt_conn_grow(h->s, &h->cap, h->n + 1, sizeof *h->s);
     h->s[h->n++] = s;
 }
