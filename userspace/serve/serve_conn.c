@@ -55,6 +55,7 @@ static void req_free(serve_req *r)
 {
     if (!r) return;
     free(r->request_id);
+    free(r->h2c_settings);
     tt_sbuf_free(&r->body);
     free(r);
 }
@@ -103,6 +104,7 @@ void tt_serve_conn_free(serve_conn *c)
     tt_serve_tls_conn_free(c->tls);
     tt_http1_free(c->parser);
     req_free(c->parsing);
+    req_free(c->upgrade);
     tt_serve_free_reqs(c->q_head);
     tt_serve_free_reqs(c->retired);
     free(c->plan);
@@ -280,6 +282,21 @@ void tt_serve_conn_append(serve_conn *c, const serve_req *req, int32_t index, co
 
 /* ---- HTTP request callbacks ---- */
 
+/* The Upgrade header lists the token h2c (RFC 7540 3.2). */
+static bool asks_h2c(const tt_http_head *head)
+{
+    const tt_http_header *up = tt_http_find_header(head, "upgrade");
+    if (!up) return false;
+    const char *v = up->value, *end = v + up->value_len;
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ',')) v++;
+        const char *t = v;
+        while (v < end && *v != ',' && *v != ' ' && *v != '\t') v++;
+        if (v - t == 3 && !strncasecmp(t, "h2c", 3)) return true;
+    }
+    return false;
+}
+
 static void on_head(void *ud, const tt_http_head *head)
 {
     serve_conn *c = ud;
@@ -300,6 +317,10 @@ static void on_head(void *ud, const tt_http_head *head)
     r->version_minor = head->version_minor;
     const tt_http_header *h = tt_http_find_header(head, "x-request-id");
     if (h) r->request_id = strndup(h->value, h->value_len);
+    if (c->srv->cfg.http2 && !c->tls && asks_h2c(head)) {
+        const tt_http_header *hs = tt_http_find_header(head, "http2-settings");
+        if (hs) r->h2c_settings = strndup(hs->value, hs->value_len);
+    }
     req_free(c->parsing);
     c->parsing = r;
     const tt_http_header *ex = tt_http_find_header(head, "expect");
@@ -340,6 +361,14 @@ static void on_end(void *ud, const tt_http_msg_end *end)
         return;
     }
     r->read_ns = end->last_ns;
+    if (r->h2c_settings && !c->upgrade && !c->q_head && !c->active && c->out.len == 0 &&
+        tt_serve_h2_settings_ok(r->h2c_settings)) {
+        /* the first request asks h2c: switch after this read (the server
+         * may also ignore Upgrade, RFC 9110 7.8: busy, or bad settings) */
+        c->upgrade = r;
+        c->upgrade_off = end->last_off;
+        return;
+    }
     if (c->q_tail) c->q_tail->next = r;
     else c->q_head = r;
     c->q_tail = r;
@@ -349,6 +378,7 @@ static void on_end(void *ud, const tt_http_msg_end *end)
 static void on_error(void *ud, tt_http_error code, const char *msg, uint64_t stream_off)
 {
     serve_conn *c = ud;
+    if (c->upgrade) return; /* the client preface after an h2c upgrade request: HTTP/2's */
     c->parse_failed = true;
 }
 
@@ -391,7 +421,27 @@ void tt_serve_conn_readable(serve_conn *c)
         ssize_t n = c->tls ? tt_serve_tls_read(c->tls, buf, READ_CHUNK) : recv(c->fd, buf, READ_CHUNK, MSG_DONTWAIT);
         uint64_t now = tt_serve_mono_ns();
         if (n > 0) {
+            if (c->h2_sniff) {
+                int d = tt_serve_h2_sniff(c, buf, (size_t)n, now);
+                if (d > 0) {
+                    if (!c->dead) tt_serve_h2_readable(c);
+                    return;
+                }
+                if (d == 0) continue;
+            }
+            uint64_t before = c->fed;
             tt_http1_feed(c->parser, buf, (size_t)n, now);
+            c->fed += (uint64_t)n;
+            if (c->upgrade) {
+                size_t k = c->upgrade_off > before ? (size_t)(c->upgrade_off - before) : 0;
+                if (k > (size_t)n) k = (size_t)n;
+                if (tt_serve_h2_upgrade(c, buf + k, (size_t)n - k) != 0) {
+                    tt_serve_conn_kill(c);
+                    return;
+                }
+                if (!c->dead) tt_serve_h2_readable(c);
+                return;
+            }
             continue;
         }
         if (n == 0) {
@@ -439,14 +489,11 @@ void tt_serve_conn_adopt(serve_worker *s, int fd, const struct sockaddr_storage 
         return;
     }
     c->timer.slot = SIZE_MAX;
-    /* over TLS the protocol is ALPN's: decided when the handshake ends (readable) */
+    /* over TLS the protocol is ALPN's: decided when the handshake ends (readable);
+     * in cleartext on the client's first bytes: the preface, or HTTP/1.1
+     * (where an h2c upgrade may start the session) */
     if (c->tls && s->cfg.http2) c->tls_alpn_pending = true;
-    else if (s->cfg.http2 && tt_serve_h2_attach(c) != 0) {
-        close(fd);
-        tt_http1_free(c->parser);
-        free(c);
-        return;
-    }
+    else c->h2_sniff = s->cfg.http2;
     tt_serve_format_addr((const struct sockaddr *)ss, c->peer, sizeof c->peer);
     if (s->cfg.nodelay) {
         int one = 1;

@@ -1,6 +1,15 @@
 /* serve_h2.c - tokentap serve --http2: HTTP/2 through nghttp2's server
- * session, with prior knowledge over cleartext (h2c) or over TLS when ALPN
- * chose h2 (--tls: the frames go through the connection's SSL session).
+ * session, over cleartext (h2c) with prior knowledge or upgraded from
+ * HTTP/1.1 (RFC 7540 3.2), or over TLS when ALPN chose h2 (--tls: the
+ * frames go through the connection's SSL session).
+ *
+ * A cleartext connection begins undecided: the client's first bytes are
+ * matched against the preface. The preface whole: the session starts.
+ * Anything else: HTTP/1.1 (serve_conn.c), where a first request with
+ * Upgrade: h2c and a valid HTTP2-Settings is answered 101 Switching
+ * Protocols once whole, and then over HTTP/2 as stream 1
+ * (nghttp2_session_upgrade2); other HTTP/1.1 requests are answered as
+ * without --http2.
  *
  * The socket's connection (serve_conn with h2 set) owns the nghttp2 session
  * and writes its frames. Each request stream gets a connection of its own
@@ -33,6 +42,7 @@ static void req_drop(serve_req *r)
 {
     if (!r) return;
     free(r->request_id);
+    free(r->h2c_settings);
     tt_sbuf_free(&r->body);
     free(r);
 }
@@ -459,4 +469,114 @@ void tt_serve_h2_free(serve_conn *c)
     tt_sbuf_free(&h->out);
     free(h);
     c->h2 = NULL;
+}
+
+/* ---- the client preface, or HTTP/1.1 with an h2c upgrade ---- */
+
+static const char client_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define PREFACE_LEN (sizeof client_preface - 1)
+
+/* Bytes the session takes while it is being started: as a read. */
+static int h2_recv(struct tt_serve_h2 *h, const uint8_t *p, size_t n)
+{
+    if (!n) return 0;
+    h->busy = true;
+    ssize_t rv = nghttp2_session_mem_recv(h->session, p, n);
+    h->busy = false;
+    return rv < 0 || h->c->dead ? -1 : 0;
+}
+
+int tt_serve_h2_sniff(serve_conn *c, const uint8_t *buf, size_t n, uint64_t now)
+{
+    size_t have = c->sniff_have, m = n < PREFACE_LEN - have ? n : PREFACE_LEN - have;
+    if (memcmp(buf, client_preface + have, m) != 0) {
+        c->h2_sniff = false;
+        tt_http1_feed(c->parser, (const uint8_t *)client_preface, have, now);
+        c->fed += have;
+        return -1;
+    }
+    c->sniff_have += m;
+    if (c->sniff_have < PREFACE_LEN) return 0;
+    c->h2_sniff = false;
+    if (tt_serve_h2_attach(c) != 0) {
+        tt_serve_conn_kill(c);
+        return 1;
+    }
+    c->h2->recv_ns = now;
+    if (h2_recv(c->h2, (const uint8_t *)client_preface, have) != 0 || h2_recv(c->h2, buf, n) != 0)
+        tt_serve_conn_kill(c);
+    return 1;
+}
+
+static int b64url_val(char ch)
+{
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    if (ch == '-') return 62;
+    if (ch == '_') return 63;
+    return -1;
+}
+
+/* base64url (RFC 4648 5, no padding per RFC 7540 3.2.1; '=' tolerated) into
+ * out; the length, or -1 when not base64url or over cap. */
+static ssize_t b64url_decode(const char *s, uint8_t *out, size_t cap)
+{
+    size_t len = strlen(s), n = 0;
+    while (len && s[len - 1] == '=') len--;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64url_val(s[i]);
+        if (v < 0) return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n >= cap) return -1;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return (ssize_t)n;
+}
+
+#define H2C_SETTINGS_MAX 256 /* bytes of SETTINGS payload accepted in HTTP2-Settings */
+
+bool tt_serve_h2_settings_ok(const char *b64)
+{
+    uint8_t buf[H2C_SETTINGS_MAX];
+    ssize_t n = b64url_decode(b64, buf, sizeof buf);
+    return n >= 0 && n % 6 == 0;
+}
+
+int tt_serve_h2_upgrade(serve_conn *c, const uint8_t *rest, size_t len)
+{
+    serve_req *r = c->upgrade;
+    uint8_t settings[H2C_SETTINGS_MAX];
+    ssize_t sn = b64url_decode(r->h2c_settings, settings, sizeof settings);
+    if (sn < 0 || tt_serve_h2_attach(c) != 0) return -1;
+    struct tt_serve_h2 *h = c->h2;
+    static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+    tt_sbuf_put(&h->out, sw, sizeof sw - 1); /* before the server's SETTINGS */
+    h2_stream *st = calloc(1, sizeof *st);
+    if (!st) return -1;
+    c->upgrade = NULL;
+    st->hc = h;
+    st->id = 1;
+    st->req = r;
+    st->next = h->streams;
+    if (h->streams) h->streams->prev = st;
+    h->streams = st;
+    r->keep_alive = false;
+    r->version_minor = 0; /* no chunked framing: DATA frames carry the bytes */
+    int head = !strcmp(r->method, "HEAD");
+    if (nghttp2_session_upgrade2(h->session, settings, (size_t)sn, head, st) != 0) return -1;
+    nghttp2_session_set_stream_user_data(h->session, 1, st);
+    h->recv_ns = r->read_ns;
+    if (start_request(h, st) != 0) return -1;
+    if (c->dead) return 0;
+    h->recv_ns = tt_serve_mono_ns();
+    if (h2_recv(h, rest, len) != 0) return -1;
+    tt_serve_h2_send(h);
+    return 0;
 }

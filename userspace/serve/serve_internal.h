@@ -27,6 +27,7 @@ typedef struct serve_req {
     char path[256];
     bool path_too_long;
     char *request_id;      /* x-request-id, NULL when absent */
+    char *h2c_settings;    /* --http2: HTTP2-Settings of a request asking Upgrade: h2c, else NULL */
     bool keep_alive;
     int version_minor;
     tt_sbuf body;
@@ -67,6 +68,11 @@ typedef struct serve_conn {
                                    (serve_grpc.c); NULL once the call is gone */
     struct serve_conn *gprev, *gnext; /* the call's other requests */
     uint64_t grpc_off;     /* gRPC: offset in the stream's response bytes where the last write began */
+    bool h2_sniff;         /* --http2, nothing decided: the client preface or HTTP/1.1? */
+    size_t sniff_have;     /* bytes of the preface matched so far (held: they are the preface's) */
+    uint64_t fed;          /* bytes given to the HTTP/1.1 parser */
+    serve_req *upgrade;    /* an h2c upgrade request, whole: answered 101, then as stream 1 */
+    uint64_t upgrade_off;  /* the parser's offset just past it: HTTP/2 begins there */
     tt_http1_parser *parser;
     serve_req *parsing;    /* head seen, body still coming */
     serve_req *q_head, *q_tail; /* complete requests; q_head is answered first */
@@ -197,6 +203,19 @@ void tt_serve_resume_accept(serve_worker *s);
 /* Give c (just accepted, or over TLS just after ALPN chose h2) an HTTP/2
  * server session. -1 when impossible. */
 int tt_serve_h2_attach(serve_conn *c);
+/* --http2, c->h2_sniff: the next n bytes read. 1: they complete the client
+ * preface, c now has its HTTP/2 session and was given them (the caller
+ * goes on with tt_serve_h2_readable); 0: still a prefix of the preface,
+ * held; -1: HTTP/1.1 (the held prefix was fed to c->parser; the caller
+ * feeds buf). */
+int tt_serve_h2_sniff(serve_conn *c, const uint8_t *buf, size_t n, uint64_t now);
+/* The HTTP2-Settings value decodes to a SETTINGS payload (base64url). */
+bool tt_serve_h2_settings_ok(const char *b64);
+/* h2c upgrade (RFC 7540 3.2): c->upgrade is whole. Write 101 Switching
+ * Protocols, start the HTTP/2 session with it as stream 1 (answered over
+ * HTTP/2), then give the session rest (bytes read after the request). -1:
+ * c must be killed. */
+int tt_serve_h2_upgrade(serve_conn *c, const uint8_t *rest, size_t len);
 /* The HTTP/2 connection c is readable / writable / may have output. */
 void tt_serve_h2_readable(serve_conn *c);
 void tt_serve_h2_writable(serve_conn *c);

@@ -178,11 +178,12 @@ static void request_from_head(conn_state *c, const tt_h2_headers *hd, tt_request
     copy_value(hd, ":path", r->path, sizeof r->path);
     copy_value(hd, "x-request-id", r->request_id, sizeof r->request_id);
     copy_value(hd, "x-correlation-id", r->correlation_id, sizeof r->correlation_id);
+    uint64_t off = c->h2->parser_base[TT_DIR_C2S] + hd->first_off; /* not 0 after an h2c upgrade */
     r->req_first_ns = hd->first_ns;
-    r->req_first_off = hd->first_off;
+    r->req_first_off = off;
     r->req_seq_known = c->c2s_seq_known;
-    r->req_seq = c->c2s_seq_base + (uint32_t)hd->first_off;
-    r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], hd->first_off);
+    r->req_seq = c->c2s_seq_base + (uint32_t)off;
+    r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], off);
     r->dialect = tt_dialect_from_path(r->path, strlen(r->path));
 }
 
@@ -519,6 +520,39 @@ void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch)
     case TT_CHUNK_RELEASE:
         break;
     }
+}
+
+/* ---- h2c upgrade from HTTP/1.1 (conn_h2c.c decides when) ---- */
+
+void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, size_t len, uint64_t mono_ns)
+{
+    struct conn_h2 *h = calloc(1, sizeof *h);
+    if (!h) abort();
+    h->c = c;
+    h->parser = tt_http2_new(&h2_cb, h);
+    if (!h->parser) abort();
+    if (tt_http2_start_upgrade(h->parser, settings, len, mono_ns) != 0)
+        tt_conn_add_note(c, "h2c upgrade: HTTP2-Settings is not a base64url SETTINGS payload (defaults assumed)");
+    c->h2 = h;
+    c->proto_decided = true;
+    h2_stream *s = calloc(1, sizeof *s); /* stream 1: the upgrade request, already queued */
+    if (!s) abort();
+    s->id = 1;
+    s->c = c;
+    s->p = p;
+    p->req.stream_id = 1;
+    h->s = tt_conn_grow(h->s, &h->cap, h->n + 1, sizeof *h->s);
+    h->s[h->n++] = s;
+}
+
+void tt_conn_h2_upgrade_request_end(conn_state *c)
+{
+    struct conn_h2 *h = c->h2;
+    if (!h) return;
+    h2_stream *s = stream_find(h, 1);
+    if (!s || s->req_ended) return;
+    s->req_ended = true;
+    maybe_file(h, s);
 }
 
 static void held_free(conn_state *c)

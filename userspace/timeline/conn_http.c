@@ -359,6 +359,7 @@ static void req_on_head(void *ud, const tt_http_head *h)
     r->req_seq = c->c2s_seq_base + (uint32_t)h->first_off;
     r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], h->first_off);
     r->dialect = tt_dialect_from_path(h->target, h->target_len);
+    tt_conn_h2c_request_head(c, p, h);
     c->parsing_request = p;
     c->body_len = 0;
     c->body_overflow = false;
@@ -396,6 +397,7 @@ static void req_on_end(void *ud, const tt_http_msg_end *end)
         p->request_done = true; /* nothing more will come for it */
     }
     c->parsing_request = NULL;
+    if (tt_conn_h2c_request_end(c, p, end)) return;
     file_finished(c);
 }
 
@@ -437,6 +439,7 @@ static void on_http_error(conn_state *c, const char *side, pending *cut, tt_http
 static void req_on_error(void *ud, tt_http_error code, const char *msg, uint64_t off)
 {
     conn_state *c = ud;
+    if (tt_conn_h2c_quiet_error(c, TT_DIR_C2S, code)) return;
     on_http_error(c, "request", c->parsing_request, code, msg);
 }
 
@@ -489,6 +492,7 @@ static void resp_on_head(void *ud, const tt_http_head *h)
     c->any_message = true;
     if (h->interim) return;
     pending *p = response_owner(c, h->first_ns);
+    if (tt_conn_h2c_response_head(c, p, h)) return;
     if (!p) {
         p = tt_conn_pending_new(c);
         p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN | (c->messages_lost ? TT_INC_GAP : 0);
@@ -563,6 +567,7 @@ static void resp_on_end(void *ud, const tt_http_msg_end *end)
 static void resp_on_error(void *ud, tt_http_error code, const char *msg, uint64_t off)
 {
     conn_state *c = ud;
+    if (tt_conn_h2c_quiet_error(c, TT_DIR_S2C, code)) return;
     if (code == TT_HTTP_ERR_UNSUPPORTED && c->any_message) {
         /* 101 Switching Protocols or a CONNECT tunnel: what follows is not HTTP */
         c->tunneled = true;

@@ -1,9 +1,10 @@
 /* conn_internal.h - the connection tracker's state, shared by its parts:
  * conn_tracker.c (connections: the table, chunks in, eviction, what is
  * kept), conn_http.c (one connection's HTTP/1.1 messages and framed events,
- * turned into filed requests) and conn_h2.c (HTTP/2 with prior knowledge:
- * each stream one request, through conn_http.c's event handling).
- * Internal to timeline/. */
+ * turned into filed requests), conn_h2.c (HTTP/2 with prior knowledge:
+ * each stream one request, through conn_http.c's event handling) and
+ * conn_h2c.c (an h2c upgrade from HTTP/1.1: when each direction turns
+ * HTTP/2). Internal to timeline/. */
 #ifndef TT_CONN_INTERNAL_H
 #define TT_CONN_INTERNAL_H
 
@@ -83,6 +84,13 @@ struct conn_state {
     struct conn_h2 *h2; /* NULL: HTTP/1.1 */
     struct held_chunk *held;
     size_t n_held, held_cap, held_c2s_len;
+    /* A request asked Upgrade: h2c; until both directions are switched
+     * (or the watch ends) chunks go through conn_h2c.c. */
+    struct conn_h2c *h2c;
+    /* Stream offset of each HTTP/1.1 parser's first byte (its offsets
+     * count from there: not 0 on a connection picked up midstream). */
+    uint64_t http1_base[2];
+    bool http1_began[2];
 };
 
 struct tt_tracker {
@@ -184,6 +192,14 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch);
 bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch);
 /* One chunk to the connection's HTTP/2 parser (c->h2 set). */
 void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch);
+/* h2c upgrade accepted (the 101 seen): c's HTTP/2 parser starts in upgrade
+ * mode with settings (the HTTP2-Settings value); p (the upgrade request,
+ * in c->queue) is stream 1, whose request half ends at
+ * tt_conn_h2_upgrade_request_end. Each direction's first chunk given to
+ * tt_conn_h2_chunk then must begin where its HTTP/2 bytes begin. */
+void tt_conn_h2_begin_upgrade(conn_state *c, pending *p, const char *settings, size_t len, uint64_t mono_ns);
+/* The upgrade request ended: stream 1 is filed once its response ended too. */
+void tt_conn_h2_upgrade_request_end(conn_state *c);
 /* Free the HTTP/2 state and held chunks; open streams' framers are
  * finished; their requests stay in c->queue (filed by the caller). */
 void tt_conn_h2_release(conn_state *c, uint64_t mono_ns);
@@ -220,5 +236,21 @@ void tt_grpc_calls_error(tt_grpc_calls *g, const char *why);
 /* File the oldest open call evicted (false: none open), or all of them. */
 bool tt_grpc_calls_evict_oldest(tt_grpc_calls *g);
 void tt_grpc_calls_evict_all(tt_grpc_calls *g);
+
+/* conn_h2c.c (h2c upgrade from HTTP/1.1, RFC 7540 3.2) */
+/* A request head: watch it when it asks Upgrade: h2c. */
+void tt_conn_h2c_request_head(conn_state *c, pending *p, const tt_http_head *h);
+/* A request ended; true when it is the upgrade request and the server
+ * already switched (it is HTTP/2's stream 1: not filed by HTTP/1.1). */
+bool tt_conn_h2c_request_end(conn_state *c, pending *p, const tt_http_msg_end *end);
+/* A response head answering owner; true when it is the 101 to h2c (not
+ * the request's response: that comes over HTTP/2). */
+bool tt_conn_h2c_response_head(conn_state *c, pending *owner, const tt_http_head *h);
+/* An HTTP/1.1 parser's error that the upgrade explains (the 101 leaving
+ * HTTP/1.1, the client preface after the upgrade request): not reported. */
+bool tt_conn_h2c_quiet_error(const conn_state *c, tt_direction dir, tt_http_error code);
+/* One chunk while c->h2c is set: to HTTP/1.1 or HTTP/2, cut at the switch. */
+void tt_conn_h2c_chunk(conn_state *c, const tt_chunk *ch);
+void tt_conn_h2c_release(conn_state *c);
 
 #endif

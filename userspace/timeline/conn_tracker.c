@@ -126,6 +126,7 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info, uint64_t m
 
 static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
 {
+    tt_conn_h2c_release(c);
     tt_conn_h2_release(c, mono_ns);
     tt_conn_close_framer(c, mono_ns);
     for (size_t i = 0; i < c->queue_len; i++) {
@@ -169,7 +170,8 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
         return;
     }
     if (!c->proto_decided && tt_conn_h2_sniff(c, ch)) return;
-    if (c->h2) tt_conn_h2_chunk(c, ch);
+    if (c->h2c) tt_conn_h2c_chunk(c, ch);
+    else if (c->h2) tt_conn_h2_chunk(c, ch);
     else tt_conn_dispatch_http1(c, ch);
 }
 
@@ -185,6 +187,10 @@ void tt_conn_note_data_chunk(conn_state *c, const tt_chunk *ch)
 void tt_conn_dispatch_http1(conn_state *c, const tt_chunk *ch)
 {
     tt_http1_parser *hp = ch->dir == TT_DIR_C2S ? c->request_parser : c->response_parser;
+    if (!c->http1_began[ch->dir] && (ch->kind == TT_CHUNK_DATA || ch->kind == TT_CHUNK_GAP)) {
+        c->http1_began[ch->dir] = true;
+        c->http1_base[ch->dir] = ch->offset;
+    }
     switch (ch->kind) {
     case TT_CHUNK_DATA:
         tt_conn_note_data_chunk(c, ch);
