@@ -81,6 +81,10 @@ struct conn_state {
     struct conn_h2 *h2; /* NULL: HTTP/1.1 */
     struct held_chunk *held;
     size_t n_held, held_cap, held_c2s_len;
+    /* No SYN seen and no preface: looking for HTTP/2 frames in the held
+     * bytes of each direction (tt_http2_find_sync's resume points). */
+    bool h2_mid_scan;
+    size_t h2_mid_from[2];
 };
 
 struct tt_tracker {
@@ -167,7 +171,9 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch);
 /* conn_h2.c */
 /* While the protocol is undecided: look at ch (DATA of either direction,
  * or an end); true when it was held or fed (the caller does nothing more
- * with it). Decides HTTP/2 on the client preface, HTTP/1.1 on anything
+ * with it). Decides HTTP/2 on the client preface; on a connection whose
+ * start was not seen (orientation guessed), HTTP/2 joined mid-stream on a
+ * confirmed chain of frames in either direction; HTTP/1.1 on anything
  * else, replaying what was held to the chosen parser. */
 bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch);
 /* One chunk to the connection's HTTP/2 parser (c->h2 set). */
