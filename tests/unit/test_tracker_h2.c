@@ -543,7 +543,8 @@ static const struct { uint64_t first, done; } SSE_TOKENS[] = {
  * from 0), whole and byte by byte: read as HTTP/2 joined mid-stream (a
  * note), no crash; every token it times is one of the whole exchange's at
  * the same instant, and every SSE token whose bytes all come after the
- * cut is there. */
+ * cut is there; the same with the source's guess of the client wrong:
+ * the frames set it right. */
 static void test_h2_midstream_tracker(void **state)
 {
     (void)state;
@@ -555,20 +556,27 @@ static void test_h2_midstream_tracker(void **state)
             /* (write 1 whole is the client's preface: read as prior knowledge,
              * the server's SETTINGS before it lost: not a mid-stream entry) */
             if (cw == 1 && ck == 0) continue;
-            for (int bytewise = 0; bytewise < 2; bytewise++, runs++) {
+            for (int mode = 0; mode < 3; mode++, runs++) {
+                bool bytewise = mode == 1, swapped = mode == 2;
                 if (bytewise && ck % 7) continue; /* byte by byte at every 7th cut: enough, and quick */
                 feed f;
                 memset(&f, 0, sizeof f);
                 f.t = tt_tracker_new(NULL);
                 f.conn.conn_id = 11;
                 f.conn.orientation_guessed = true;
+                tt_endpoint cl = {.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
+                tt_endpoint sv = {.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+                /* swapped: the source guessed the server to be the client */
+                f.conn.client = swapped ? sv : cl;
+                f.conn.server = swapped ? cl : sv;
                 for (size_t i = cw; i < s.n; i++) {
                     const wr *w = &s.w[i];
                     size_t k0 = i == cw ? ck : 0;
+                    tt_direction d = (tt_direction)(w->dir ^ swapped);
                     if (bytewise)
-                        for (size_t k = k0; k < w->n; k++) chunk(&f, w->dir, TT_CHUNK_DATA, w->p + k, 1, w->ns);
+                        for (size_t k = k0; k < w->n; k++) chunk(&f, d, TT_CHUNK_DATA, w->p + k, 1, w->ns);
                     else
-                        chunk(&f, w->dir, TT_CHUNK_DATA, w->p + k0, w->n - k0, w->ns);
+                        chunk(&f, d, TT_CHUNK_DATA, w->p + k0, w->n - k0, w->ns);
                 }
                 chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
                 chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
@@ -589,8 +597,7 @@ static void test_h2_midstream_tracker(void **state)
                         for (uint32_t e = 0; e < r[i].n_events; e++)
                             found |= r[i].events[e].kind == TT_EV_TOKEN &&
                                      r[i].events[e].dispatch_ns == SSE_TOKENS[t].done;
-                    if (!found) fail_msg("cut at write %zu byte %zu%s: token at %llu ms missing", cw, ck,
-                                         bytewise ? " (bytewise)" : "",
+                    if (!found) fail_msg("cut at write %zu byte %zu mode %d: token at %llu ms missing", cw, ck, mode,
                                          (unsigned long long)(SSE_TOKENS[t].done / MS));
                 }
                 for (size_t i = 0; i < n; i++) {
@@ -609,6 +616,9 @@ static void test_h2_midstream_tracker(void **state)
                                  (unsigned long long)r[i].req_first_ns);
                 }
                 if (have < want) fail_msg("cut at write %zu byte %zu: %zu tokens < %zu", cw, ck, have, want);
+                for (size_t i = 0; i < n; i++)
+                    if (r[i].token_events && r[i].client.port != 40000)
+                        fail_msg("cut at write %zu byte %zu mode %d: client and server the wrong way", cw, ck, mode);
                 if (want && !joined) fail_msg("cut at write %zu byte %zu: no mid-stream note", cw, ck);
                 tt_tracker_free(f.t);
             }

@@ -381,6 +381,16 @@ bool tt_http2_send_window(const tt_http2_conn *c, tt_direction dir, uint32_t str
 #define TT_HTTP2_SYNC_FRAMES 3u
 long tt_http2_find_sync(const uint8_t *p, size_t n, tt_direction dir, size_t *from);
 
+/* Which end sent the frames from p[0] (a frame boundary, as found by
+ * tt_http2_find_sync): 1 the client, -1 the server, 0 cannot tell. Votes
+ * of the complete frames: a header block opening with a request
+ * pseudo-header from the static table (:method, :path, :scheme,
+ * :authority) is the client's, with :status the server's; a DATA payload
+ * opening "data:" or "event" (an event stream) and a PUSH_PROMISE are the
+ * server's. For connections whose start (and SYN) was not seen, where the
+ * source guessed which end is the client. */
+int tt_http2_guess_role(const uint8_t *p, size_t n);
+
 /* First header named `name` (exact, HTTP/2 names are lowercase); NULL when absent. */
 const tt_h2_header *tt_http2_find_header(const tt_h2_headers *h, const char *name);
 

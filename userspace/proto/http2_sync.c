@@ -137,3 +137,47 @@ long tt_http2_find_sync(const uint8_t *p, size_t n, tt_direction dir, size_t *fr
     }
     return -1;
 }
+
+/* The role the first field of a header block shows: its first
+ * representation (after dynamic-table size updates) is a pseudo-header
+ * (RFC 9113 8.3) from the static table: :authority..:scheme (1-7) are a
+ * request's, :status (8-14) a response's. */
+static int block_role(const uint8_t *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (b[i] & 0xe0) == 0x20) { /* size update: skip its integer */
+        bool more = (b[i] & 0x1f) == 0x1f;
+        i++;
+        while (more && i < n) more = (b[i++] & 0x80) != 0;
+    }
+    if (i >= n) return 0;
+    unsigned idx;
+    if (b[i] & 0x80) idx = b[i] & 0x7f;                       /* indexed */
+    else if ((b[i] & 0xc0) == 0x40) idx = b[i] & 0x3f;        /* literal, incremental */
+    else idx = b[i] & 0x0f;                                   /* literal, without / never indexed */
+    if (idx >= 1 && idx <= 7) return 1;
+    if (idx >= 8 && idx <= 14) return -1;
+    return 0;
+}
+
+int tt_http2_guess_role(const uint8_t *p, size_t n)
+{
+    int votes = 0;
+    size_t at = 0;
+    while (at + 9 <= n) {
+        size_t len = (size_t)p[at] << 16 | (size_t)p[at + 1] << 8 | p[at + 2];
+        uint8_t type = p[at + 3], flags = p[at + 4];
+        if (at + 9 + len > n) break;
+        const uint8_t *pl = p + at + 9;
+        size_t pre = (flags & TT_H2_FLAG_PADDED) ? 1 : 0;
+        if (type == TT_H2_HEADERS && (flags & TT_H2_FLAG_PRIORITY)) pre += 5;
+        if ((type == TT_H2_HEADERS || type == TT_H2_DATA) && pre < len) {
+            if (type == TT_H2_HEADERS) votes += block_role(pl + pre, len - pre);
+            else if (len - pre >= 5 && (!memcmp(pl + pre, "data:", 5) || !memcmp(pl + pre, "event", 5)))
+                votes--; /* an event stream's body: the server's */
+        }
+        if (type == TT_H2_PUSH_PROMISE) votes--;
+        at += 9 + len;
+    }
+    return votes > 0 ? 1 : votes < 0 ? -1 : 0;
+}

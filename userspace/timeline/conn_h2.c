@@ -548,6 +548,28 @@ static size_t held_bytes(const conn_state *c)
     return n;
 }
 
+/* The source took the server for the client (no SYN: it guessed): swap
+ * them; the held chunks and every later one change direction. */
+static void flip_orientation(conn_state *c)
+{
+    c->flipped = true;
+    tt_endpoint e = c->client;
+    c->client = c->server;
+    c->server = e;
+    tt_ready_marks r = c->ready[0];
+    c->ready[0] = c->ready[1];
+    c->ready[1] = r;
+    uint64_t pe = c->parsed_end[0];
+    c->parsed_end[0] = c->parsed_end[1];
+    c->parsed_end[1] = pe;
+    c->held_c2s_len = 0;
+    for (size_t i = 0; i < c->n_held; i++) {
+        c->held[i].ch.dir = (tt_direction)(c->held[i].ch.dir ^ 1);
+        if (c->held[i].ch.dir == TT_DIR_C2S) c->held_c2s_len += c->held[i].ch.len;
+    }
+    tt_conn_add_note(c, "HTTP/2 frames show the client and server the other way round from the guess: swapped");
+}
+
 /* An HTTP/1.1 start line (a request's method or "HTTP/1.") opens p[0..n). */
 static bool http1_start(const uint8_t *p, size_t n)
 {
@@ -562,35 +584,44 @@ static bool http1_start(const uint8_t *p, size_t n)
 
 /* No SYN seen and no preface: hold both directions until either shows a
  * confirmed chain of HTTP/2 frames (HTTP/2 joined mid-stream), or an
- * HTTP/1.1 start line opens a direction, or something else is met, or
- * HELD_MAX bytes were held (HTTP/1.1). */
+ * HTTP/1.1 start line opens a direction (HTTP/1.1). Once frames are
+ * found, holding goes on until they tell which end is the client
+ * (tt_http2_guess_role) or HELD_MAX / 4 bytes are held. An end, lost
+ * bytes or HELD_MAX held bytes decide at once: HTTP/2 if frames were
+ * found, else HTTP/1.1. */
 static bool sniff_midstream(conn_state *c, const tt_chunk *ch)
 {
-    if (ch->kind != TT_CHUNK_DATA) {
-        decide(c, P_HTTP1, ch->conn);
-        return false;
-    }
-    if (!ch->len) return false;
-    if (ch->dir == TT_DIR_C2S && ch->offset == 0 && ch->len >= TT_HTTP2_PREFACE_LEN &&
-        !memcmp(ch->data, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN)) {
+    if (ch->kind == TT_CHUNK_DATA && ch->dir == TT_DIR_C2S && ch->offset == 0 &&
+        ch->len >= TT_HTTP2_PREFACE_LEN && !memcmp(ch->data, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN)) {
         decide(c, P_HTTP2, ch->conn); /* only the SYN was missed */
         return false;
     }
-    if (held_bytes(c) + ch->len > HELD_MAX) {
-        decide(c, P_HTTP1, ch->conn);
+    if (ch->kind != TT_CHUNK_DATA || held_bytes(c) + ch->len > HELD_MAX) {
+        decide(c, c->h2_mid_found ? P_HTTP2_MIDSTREAM : P_HTTP1, ch->conn);
         return false;
     }
+    if (!ch->len) return false;
     hold(c, ch);
+    int client_votes = 0; /* > 0: the guessed client is the client */
     for (int dir = 0; dir < 2; dir++) {
         size_t len;
         uint8_t *all = held_concat(c->held, c->n_held, dir, &len);
-        bool http1 = http1_start(all, len);
-        long at = len && !http1 ? tt_http2_find_sync(all, len, (tt_direction)dir, &c->h2_mid_from[dir]) : -1;
-        free(all);
-        if (http1 || at >= 0) {
-            decide(c, http1 ? P_HTTP1 : P_HTTP2_MIDSTREAM, ch->conn);
+        if (!c->h2_mid_found && http1_start(all, len)) {
+            free(all);
+            decide(c, P_HTTP1, ch->conn);
             return true;
         }
+        long at = len ? tt_http2_find_sync(all, len, (tt_direction)dir, &c->h2_mid_from[dir]) : -1;
+        if (at >= 0) {
+            c->h2_mid_found = true;
+            int role = tt_http2_guess_role(all + at, len - (size_t)at);
+            client_votes += dir == TT_DIR_C2S ? role : -role;
+        }
+        free(all);
+    }
+    if (c->h2_mid_found && (client_votes || held_bytes(c) >= HELD_MAX / 4)) {
+        if (client_votes < 0) flip_orientation(c);
+        decide(c, P_HTTP2_MIDSTREAM, ch->conn);
     }
     return true;
 }

@@ -83,8 +83,11 @@ struct conn_state {
     size_t n_held, held_cap, held_c2s_len;
     /* No SYN seen and no preface: looking for HTTP/2 frames in the held
      * bytes of each direction (tt_http2_find_sync's resume points). */
-    bool h2_mid_scan;
+    bool h2_mid_scan, h2_mid_found;
     size_t h2_mid_from[2];
+    /* The source guessed the client wrong (its HTTP/2 frames told): client
+     * and server swapped here, every chunk's direction turned over. */
+    bool flipped;
 };
 
 struct tt_tracker {
