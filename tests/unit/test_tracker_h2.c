@@ -586,7 +586,7 @@ static void test_h2_midstream_tracker(void **state)
                 const tt_request *r = tt_tracker_requests(f.t, &n);
                 const tt_conn_note *notes = tt_tracker_notes(f.t, &nn);
                 bool joined = false;
-                for (size_t i = 0; i < nn; i++) joined |= strstr(notes[i].reason, "joined mid-stream") != NULL;
+                for (size_t i = 0; i < nn; i++) joined |= notes[i].analysed && strstr(notes[i].reason, "joined mid-stream") != NULL;
                 uint64_t cut_ns = s.w[cw].ns;
                 size_t want = 0, have = 0;
                 for (size_t t = 0; t < sizeof SSE_TOKENS / sizeof SSE_TOKENS[0]; t++) {

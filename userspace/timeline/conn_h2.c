@@ -178,7 +178,7 @@ static void note_unknown_fields(struct conn_h2 *h, const tt_h2_headers *hd)
     char why[96];
     snprintf(why, sizeof why, "HTTP/2 %s headers reference HPACK entries not captured: those fields unknown",
              hd->dir == TT_DIR_C2S ? "request" : "response");
-    tt_conn_add_note(h->c, why);
+    tt_conn_add_info(h->c, why);
 }
 
 static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
@@ -406,7 +406,7 @@ static void sync_note(conn_state *c, tt_direction dir, const char *what, uint64_
     char why[160];
     snprintf(why, sizeof why, "HTTP/2 joined mid-stream: %s %s %llu bytes",
              dir == TT_DIR_C2S ? "client" : "server", what, (unsigned long long)n);
-    tt_conn_add_note(c, why);
+    tt_conn_add_info(c, why);
 }
 
 /* A DATA chunk of a direction not yet synchronised: held, then the held
@@ -508,7 +508,7 @@ static void decide(conn_state *c, enum proto proto, const tt_conn_info *conn)
         c->h2->parser = c->h2->midstream ? tt_http2_new_midstream(&h2_cb, c->h2) : tt_http2_new(&h2_cb, c->h2);
         if (!c->h2->parser) abort();
         if (c->h2->midstream)
-            tt_conn_add_note(c, "read as HTTP/2 joined mid-stream (no SYN, no preface: frames found in its bytes)");
+            tt_conn_add_info(c, "read as HTTP/2 joined mid-stream (no SYN, no preface: frames found in its bytes)");
     }
     size_t n = c->n_held;
     struct held_chunk *held = c->held;
@@ -567,7 +567,7 @@ static void flip_orientation(conn_state *c)
         c->held[i].ch.dir = (tt_direction)(c->held[i].ch.dir ^ 1);
         if (c->held[i].ch.dir == TT_DIR_C2S) c->held_c2s_len += c->held[i].ch.len;
     }
-    tt_conn_add_note(c, "HTTP/2 frames show the client and server the other way round from the guess: swapped");
+    tt_conn_add_info(c, "HTTP/2 frames show the client and server the other way round from the guess: swapped");
 }
 
 /* An HTTP/1.1 start line (a request's method or "HTTP/1.") opens p[0..n). */

@@ -158,8 +158,10 @@ void tt_conn_take_comment(tt_request *r, uint64_t off, uint64_t mono_ns);
 void tt_conn_keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t body_off);
 /* The framing of a body without a telling content-type, from its first bytes. */
 tt_framing tt_conn_sniff_framing(const uint8_t *d, size_t n, tt_dialect dialect);
-/* A note on the connection (tt_tracker_notes). */
+/* A note on the connection (tt_tracker_notes): it could not be read. */
 void tt_conn_add_note(conn_state *c, const char *reason);
+/* A note on how the connection was read (tt_conn_note.analysed). */
+void tt_conn_add_info(conn_state *c, const char *what);
 
 extern const tt_http_callbacks tt_conn_request_cb, tt_conn_response_cb; /* ud: the conn_state */
 /* File p (finished or not) among the tracker's requests and free it. */
