@@ -628,6 +628,52 @@ static void test_h2_midstream_tracker(void **state)
     script_free(&s);
 }
 
+/* Joined where the client's bytes start at a frame (its request seen
+ * whole) but the server's inside its response HEADERS: the response is
+ * framed from its DATA (sniffed SSE), filed with the request. */
+static void test_h2_midstream_head_unseen(void **state)
+{
+    (void)state;
+    script s;
+    memset(&s, 0, sizeof s);
+    for (int i = 0; i < 2; i++) assert_int_equal(nghttp2_hd_deflate_new(&s.def[i], 4096), 0);
+    wr *w = write_at(&s, TT_DIR_C2S, 1 * MS);
+    frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
+    chat_request(&s, w, 1, "/v1/chat/completions", "r1");
+    w = write_at(&s, TT_DIR_S2C, 2 * MS);
+    headers(&s, w, 1, 0, RESP_SSE);
+    data(write_at(&s, TT_DIR_S2C, 3 * MS), 1, 0, tok("a"));
+    data(write_at(&s, TT_DIR_S2C, 4 * MS), 1, 0, tok("b"));
+    data(write_at(&s, TT_DIR_S2C, 5 * MS), 1, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
+    feed f;
+    memset(&f, 0, sizeof f);
+    f.t = tt_tracker_new(NULL);
+    f.conn.conn_id = 13;
+    f.conn.orientation_guessed = true;
+    f.conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
+    f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+    for (size_t i = 0; i < s.n; i++) {
+        size_t k0 = i == 1 ? 4 : 0; /* the server's bytes begin inside the HEADERS frame */
+        chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p + k0, s.w[i].n - k0, s.w[i].ns);
+    }
+    chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+    chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 10 * MS);
+    size_t n;
+    const tt_request *r = tt_tracker_requests(f.t, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(r->request_id, "r1");
+    assert_string_equal(r->path, "/v1/chat/completions");
+    assert_false(r->incomplete & TT_INC_REQUEST_NOT_SEEN);
+    assert_int_equal(r->framing, TT_FRAMING_SSE);
+    assert_int_equal(r->token_events, 2);
+    assert_int_equal(r->first_token_ns, 3 * MS);
+    assert_int_equal(r->last_token_ns, 4 * MS);
+    assert_true(r->terminal_seen);
+    tt_tracker_free(f.t);
+    script_free(&s);
+}
+
 /* HTTP/1.1 captured mid-connection (orientation guessed) stays HTTP/1.1:
  * a response body first, then a whole exchange, whole and byte by byte. */
 static void test_h1_midstream_not_h2(void **state)
@@ -671,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_h1_not_preface),
         cmocka_unit_test(test_h2_find_sync_every_offset),
         cmocka_unit_test(test_h2_midstream_tracker),
+        cmocka_unit_test(test_h2_midstream_head_unseen),
         cmocka_unit_test(test_h1_midstream_not_h2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

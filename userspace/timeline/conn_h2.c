@@ -48,6 +48,7 @@ typedef struct h2_stream {
     pending *p;
     tt_framer *framer;
     bool sniff;               /* decide the framing on the first body bytes */
+    bool head_unseen;         /* joined mid-stream: the response began before its HEADERS were seen */
     bool req_ended, resp_ended;
     char *body;               /* request body */
     size_t body_len, body_cap;
@@ -265,11 +266,13 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
 {
     struct conn_h2 *h = ud;
     h2_stream *s = stream_find(h, stream_id);
-    if (!s && h->midstream && dir == TT_DIR_S2C && len && stream_id % 2 == 1) {
-        /* a response begun before the capture: framed from here, by its body */
-        s = stream_not_seen(h, stream_id);
+    if (h->midstream && dir == TT_DIR_S2C && len && stream_id % 2 == 1 && (!s || !s->p->response_started)) {
+        /* a response whose HEADERS were not seen (before the capture, or
+         * before its direction's first frame boundary): framed from here,
+         * by its body */
+        if (!s) s = stream_not_seen(h, stream_id);
         s->p->response_started = true;
-        s->sniff = true;
+        s->head_unseen = s->sniff = true;
     }
     if (!s || !len) return;
     if (dir == TT_DIR_C2S) {
@@ -289,7 +292,7 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
     if (s->sniff) {
         s->sniff = false;
         p->req.framing = tt_conn_sniff_framing(data, len, p->req.dialect);
-        if (p->req.framing == TT_FRAMING_NONE && (p->req.incomplete & TT_INC_REQUEST_NOT_SEEN) && !p->req.status) {
+        if (p->req.framing == TT_FRAMING_NONE && s->head_unseen) {
             /* no head seen: the body may have been met inside an event;
              * the next DATA is looked at again */
             if (grpc_whole(data, len)) p->req.framing = TT_FRAMING_GRPC;
@@ -401,11 +404,11 @@ static uint8_t *held_concat(const struct held_chunk *q, size_t n, int dir, size_
     return b;
 }
 
+/* what: a format with %s (the direction) and %llu (a byte count). */
 static void sync_note(conn_state *c, tt_direction dir, const char *what, uint64_t n)
 {
     char why[160];
-    snprintf(why, sizeof why, "HTTP/2 joined mid-stream: %s %s %llu bytes",
-             dir == TT_DIR_C2S ? "client" : "server", what, (unsigned long long)n);
+    snprintf(why, sizeof why, what, dir == TT_DIR_C2S ? "client" : "server", (unsigned long long)n);
     tt_conn_add_info(c, why);
 }
 
@@ -429,7 +432,7 @@ static void sync_data(struct conn_h2 *h, const tt_chunk *ch)
     free(all);
     if (at < 0) {
         if (y->bytes > HELD_MAX) {
-            sync_note(h->c, ch->dir, "frames not found in the first", y->bytes);
+            sync_note(h->c, ch->dir, "HTTP/2 joined mid-stream: no frames found in the %s's first %llu bytes", y->bytes);
             y->dead = true;
             sync_drop(y);
             tt_http2_eof(h->parser, ch->dir, false, ch->mono_ns);
@@ -438,7 +441,7 @@ static void sync_data(struct conn_h2 *h, const tt_chunk *ch)
     }
     y->synced = true;
     y->base = y->q[0].ch.offset + (uint64_t)at;
-    if (at > 0) sync_note(h->c, ch->dir, "bytes before its first frame skipped:", (uint64_t)at);
+    if (at > 0) sync_note(h->c, ch->dir, "HTTP/2 joined mid-stream: the %s's first frame after %llu bytes skipped", (uint64_t)at);
     size_t skip = (size_t)at;
     for (size_t i = 0; i < y->n; i++) {
         size_t n = y->q[i].ch.len, k = skip < n ? skip : n;
