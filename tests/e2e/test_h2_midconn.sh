@@ -10,12 +10,14 @@
 # and its token events must be serve's token writes after the cut: the same
 # count, each seen on the wire no earlier than 1 ms before serve wrote it
 # and the median within 2 ms after (test_truth_http2.sh's tolerance). The
-# whole capture, analysed too, still gives the 4 streams whole.
+# whole capture, analysed too, still gives the 4 streams whole. Then an
+# HTTP/1.1 capture (curl, two streamed answers on one connection) cut
+# before every packet is never read as HTTP/2.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "live capture needs root (libpcap on lo)"
 command -v h2load >/dev/null || skip "h2load not installed (Debian nghttp2-client)"
-command -v editcap >/dev/null || skip "editcap not installed (Debian wireshark-common, with tshark)"
+command -v editcap >/dev/null && command -v tshark >/dev/null || skip "editcap or tshark not installed (Debian tshark)"
 [ -x "$BUILD/tools/ttcapture" ] || fail "$BUILD/tools/ttcapture not built"
 work_dir
 
@@ -113,4 +115,28 @@ if min(diffs) < -1_000_000:
 if not -1_000_000 <= med < 2_000_000:
     fail(f"median {med} ns not within 2 ms")
 PY
+
+# HTTP/1.1 cut anywhere is never HTTP/2
+command -v curl >/dev/null || skip "curl not installed"
+mkdir "$work/h1"
+start_serve "$work/h1" --profile vllm --seed 3 --ttft-ms 20 --itl-ms 5
+pid=$SERVE_PID; port=$SERVE_PORT
+start_capture "$work/h1/full.pcap" "tcp port $port"
+url="http://127.0.0.1:$port/v1/chat/completions"
+timeout 20 curl -sN -H 'content-type: application/json' --data-binary "@$work/body.json" "$url" \
+    --next -sN -H 'content-type: application/json' --data-binary "@$work/body.json" "$url" > "$work/h1/curl.out" \
+    || fail "curl exit $?"
+stop_capture "$work/h1/full.pcap"
+kill -TERM "$pid"; wait "$pid" || fail "serve exit $?"
+packets=$(tshark -r "$work/h1/full.pcap" 2>/dev/null | wc -l)
+[ "$packets" -gt 20 ] || fail "only $packets packets in the HTTP/1.1 capture"
+for k in $(seq 1 $((packets - 1))); do
+    editcap "$work/h1/full.pcap" "$work/h1/cut.pcap" "1-$k" > /dev/null 2>&1 || fail "editcap 1-$k"
+    rc=0; "$TT" analyze --json "$work/h1/cut.pcap" > "$work/h1/cut.json" 2> "$work/h1/cut.err" || rc=$?
+    [ $rc = 0 ] || [ $rc = 4 ] || fail "analyze of the HTTP/1.1 capture less its first $k packets: exit $rc $(cat "$work/h1/cut.err")"
+    if grep -q 'HTTP/2' "$work/h1/cut.json"; then
+        fail "the HTTP/1.1 capture less its first $k packets read as HTTP/2: $(grep 'HTTP/2' "$work/h1/cut.json" | head -3)"
+    fi
+done
+echo "HTTP/1.1 capture cut before each of its $packets packets: never read as HTTP/2"
 echo "PASS: test_h2_midconn"

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <nghttp2/nghttp2.h>
 
+#include "golden.h"
 #include "proto/http2.h"
 #include "timeline/conn_tracker.h"
 
@@ -709,6 +710,49 @@ static void test_h1_midstream_not_h2(void **state)
     }
 }
 
+/* The HTTP/1.1, SSE, NDJSON and dialect golden inputs (text as it travels
+ * in HTTP/1.1) never show an HTTP/2 frame chain, from any offset, in
+ * either direction; fed to the tracker as a connection joined mid-stream
+ * from every offset they are never read as HTTP/2. */
+static void test_h1_goldens_never_h2(void **state)
+{
+    (void)state;
+    static const char *const dirs[] = {"tests/golden/http1", "tests/golden/sse", "tests/golden/ndjson",
+                                       "tests/golden/dialect"};
+    size_t inputs = 0;
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+        size_t n;
+        char **files = tt_golden_list(dirs[d], &n);
+        for (size_t i = 0; i < n; i++) {
+            tt_golden g;
+            assert_int_equal(tt_golden_load(files[i], &g), 0);
+            inputs++;
+            for (size_t o = 0; o < g.input_len; o++) {
+                for (int dir = 0; dir < 2; dir++) {
+                    size_t from = 0;
+                    long at = tt_http2_find_sync(g.input + o, g.input_len - o, (tt_direction)dir, &from);
+                    if (at >= 0) fail_msg("%s from %zu (dir %d): a frame chain at %ld", files[i], o, dir, at);
+                }
+                feed f;
+                memset(&f, 0, sizeof f);
+                f.t = tt_tracker_new(NULL);
+                f.conn.conn_id = 14;
+                f.conn.orientation_guessed = true;
+                chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, g.input + o, g.input_len - o, 1);
+                chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 2);
+                size_t nn;
+                const tt_conn_note *notes = tt_tracker_notes(f.t, &nn);
+                for (size_t k = 0; k < nn; k++)
+                    if (notes[k].analysed || strstr(notes[k].reason, "mid-stream")) fail_msg("%s from %zu: %s", files[i], o, notes[k].reason);
+                tt_tracker_free(f.t);
+            }
+            tt_golden_free(&g);
+        }
+        tt_golden_list_free(files, n);
+    }
+    assert_true(inputs > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -719,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_h2_midstream_tracker),
         cmocka_unit_test(test_h2_midstream_head_unseen),
         cmocka_unit_test(test_h1_midstream_not_h2),
+        cmocka_unit_test(test_h1_goldens_never_h2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
