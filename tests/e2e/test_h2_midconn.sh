@@ -18,6 +18,7 @@ set -eu
 need_root "live capture needs root (libpcap on lo)"
 command -v h2load >/dev/null || skip "h2load not installed (Debian nghttp2-client)"
 command -v editcap >/dev/null && command -v tshark >/dev/null || skip "editcap or tshark not installed (Debian tshark)"
+command -v curl >/dev/null || skip "curl not installed"
 [ -x "$BUILD/tools/ttcapture" ] || fail "$BUILD/tools/ttcapture not built"
 work_dir
 
@@ -117,7 +118,6 @@ if not -1_000_000 <= med < 2_000_000:
 PY
 
 # HTTP/1.1 cut anywhere is never HTTP/2
-command -v curl >/dev/null || skip "curl not installed"
 mkdir "$work/h1"
 start_serve "$work/h1" --profile vllm --seed 3 --ttft-ms 20 --itl-ms 5
 pid=$SERVE_PID; port=$SERVE_PORT
