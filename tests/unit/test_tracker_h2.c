@@ -621,6 +621,19 @@ static void test_h2_midstream_tracker(void **state)
                     if (r[i].token_events && r[i].client.port != 40000)
                         fail_msg("cut at write %zu byte %zu mode %d: client and server the wrong way", cw, ck, mode);
                 if (want && !joined) fail_msg("cut at write %zu byte %zu: no mid-stream note", cw, ck);
+                if (cw == 3 && ck == 0) {
+                    /* stream 3's request refers to HPACK entries stream 1's made */
+                    bool hpack = false;
+                    for (size_t i = 0; i < nn; i++) hpack |= strstr(notes[i].reason, "HPACK entries not captured") != NULL;
+                    const tt_request *r3 = NULL;
+                    for (size_t i = 0; i < n; i++)
+                        if (!(r[i].incomplete & TT_INC_REQUEST_NOT_SEEN) && r[i].req_first_ns == 4 * MS) r3 = &r[i];
+                    if (!hpack || !r3) fail_msg("mode %d: stream 3's request or the HPACK note missing", mode);
+                    if (strcmp(r3->method, "POST") || r3->status != 200 || strcmp(r3->fields.model, "m-r3"))
+                        fail_msg("mode %d: stream 3's known fields lost", mode);
+                    /* x-request-id's name is stream 1's table entry: unknown, so empty, never wrong */
+                    if (r3->request_id[0]) fail_msg("mode %d: an unknown field given a value", mode);
+                }
                 tt_tracker_free(f.t);
             }
         }
