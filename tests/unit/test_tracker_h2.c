@@ -688,6 +688,52 @@ static void test_h2_midstream_head_unseen(void **state)
     script_free(&s);
 }
 
+/* Joined inside a gRPC response (its HEADERS and the request before the
+ * capture): the DATA payloads, each whole length-prefixed messages, are
+ * framed as gRPC, each message an event at its frame's instant. */
+static void test_h2_midstream_grpc(void **state)
+{
+    (void)state;
+    script s;
+    memset(&s, 0, sizeof s);
+    static const uint8_t msg[] = {0, 0, 0, 0, 4, 0x0a, 0x02, 'h', 'i'};
+    static const uint8_t two[] = {0, 0, 0, 0, 4, 0x0a, 0x02, 'a', 'b', 0, 0, 0, 0, 2, 0x08, 0x01};
+    wr *w = write_at(&s, TT_DIR_S2C, 1 * MS);
+    put(w, "\x17\x42\x99", 3); /* the end of a frame begun before the capture */
+    frame(w, TT_H2_DATA, 0, 1, msg, sizeof msg);
+    frame(write_at(&s, TT_DIR_S2C, 2 * MS), TT_H2_DATA, 0, 1, msg, sizeof msg);
+    frame(write_at(&s, TT_DIR_S2C, 3 * MS), TT_H2_DATA, 0, 1, two, sizeof two);
+    uint8_t inc[4] = {0, 0, 0x40, 0};
+    frame(write_at(&s, TT_DIR_C2S, 4 * MS), TT_H2_WINDOW_UPDATE, 0, 0, inc, 4);
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+        feed f;
+        memset(&f, 0, sizeof f);
+        f.t = tt_tracker_new(NULL);
+        f.conn.conn_id = 15;
+        f.conn.orientation_guessed = true;
+        for (size_t i = 0; i < s.n; i++) {
+            if (bytewise)
+                for (size_t k = 0; k < s.w[i].n; k++) chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p + k, 1, s.w[i].ns);
+            else
+                chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p, s.w[i].n, s.w[i].ns);
+        }
+        chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+        chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+        chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 10 * MS);
+        size_t n;
+        const tt_request *r = tt_tracker_requests(f.t, &n);
+        assert_int_equal(n, 1);
+        assert_true(r->incomplete & TT_INC_REQUEST_NOT_SEEN);
+        assert_int_equal(r->framing, TT_FRAMING_GRPC);
+        assert_int_equal(r->n_events, 4);
+        assert_int_equal(r->events[0].dispatch_ns, 1 * MS);
+        assert_int_equal(r->events[1].dispatch_ns, 2 * MS);
+        assert_int_equal(r->events[3].dispatch_ns, 3 * MS);
+        tt_tracker_free(f.t);
+    }
+    script_free(&s);
+}
+
 /* HTTP/1.1 captured mid-connection (orientation guessed) stays HTTP/1.1:
  * a response body first, then a whole exchange, whole and byte by byte. */
 static void test_h1_midstream_not_h2(void **state)
@@ -775,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_h2_find_sync_every_offset),
         cmocka_unit_test(test_h2_midstream_tracker),
         cmocka_unit_test(test_h2_midstream_head_unseen),
+        cmocka_unit_test(test_h2_midstream_grpc),
         cmocka_unit_test(test_h1_midstream_not_h2),
         cmocka_unit_test(test_h1_goldens_never_h2),
     };
