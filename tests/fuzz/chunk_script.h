@@ -5,7 +5,9 @@
  * before the direction's offset) for up to two connections, fed to the tracker in order with
  * contiguous offsets, so split and coalesced events, gaps, FIN/RST/END and
  * releases all occur; every connection not released by the script is
- * released at the end. Header-only, for harnesses. */
+ * released at the end. The second connection's start counts as not seen
+ * (orientation guessed: HTTP/2 may be joined mid-stream). Header-only,
+ * for harnesses. */
 #ifndef TT_FUZZ_CHUNK_SCRIPT_H
 #define TT_FUZZ_CHUNK_SCRIPT_H
 
@@ -17,7 +19,7 @@
 
 static inline void tt_fuzz_feed_chunk_script(tt_tracker *t, const uint8_t *data, size_t size)
 {
-    tt_conn_info conns[2] = {{.conn_id = 1}, {.conn_id = 2}};
+    tt_conn_info conns[2] = {{.conn_id = 1}, {.conn_id = 2, .orientation_guessed = true}};
     uint64_t off[2][2] = {{0}}, ns = 1000;
     bool released[2] = {false, false};
     size_t i = 0;

@@ -1,6 +1,8 @@
 /* fuzz_http2.c - libFuzzer harness for the HTTP/2 framing parser.
  * Byte 0: bits 0-1 the mode (0 prior knowledge, 1 midstream, 2 h2c upgrade
- * with a fixed HTTP2-Settings, 3 prior knowledge), bit 2: no eof at the end.
+ * with a fixed HTTP2-Settings, 3 joined mid-stream: midstream, each
+ * direction's records held until tt_http2_find_sync finds a boundary in
+ * them, fed from there, as the tracker does), bit 2: no eof at the end.
  * Byte 1: seed for the cut points. The rest is a script of both directions
  * (records: op = dir | kind << 1, kind 0 data / 1 gap / 2 eof / 3 reset; a
  * 16-bit big-endian length; for data that many bytes, the last record may
@@ -10,7 +12,10 @@
  * and gets no headers or data after its end; DATA offsets are contiguous
  * per half; once both directions ended every stream seen has both halves
  * ended (the upgraded stream 1's request half aside); the run cut into
- * pieces traces exactly like the whole run. */
+ * pieces traces exactly like the whole run (in mode 3 the search runs per
+ * record in both, the cuts apply after it); tt_http2_find_sync resumed
+ * from its saved point answers as a search from the start, and what it
+ * finds is within the bytes. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -173,6 +178,8 @@ static void run(int mode, bool eof_end, const uint8_t *sc, size_t n, const size_
     size_t i = 0, pos = 0, ci = 0;
     uint64_t ns = 10;
     bool ended[2] = { false, false };
+    struct { uint8_t *b; size_t n, from; bool synced; } hs[2] = { { 0 } };
+    if (mode != 3) hs[0].synced = hs[1].synced = true;
     while (i < n) {
         uint8_t op = sc[i];
         size_t len = i + 2 < n ? ((size_t)sc[i + 1] << 8 | sc[i + 2]) : 0;
@@ -180,7 +187,8 @@ static void run(int mode, bool eof_end, const uint8_t *sc, size_t n, const size_
         tt_direction dir = (tt_direction)(op & 1);
         int kind = (op >> 1) & 3;
         if (kind == 1) {
-            tt_http2_gap(c, dir, len, ns++);
+            if (hs[dir].synced) tt_http2_gap(c, dir, len, ns++);
+            hs[dir].n = hs[dir].from = 0; /* unsynced: look again after the hole */
             continue;
         }
         if (kind >= 2) {
@@ -189,6 +197,24 @@ static void run(int mode, bool eof_end, const uint8_t *sc, size_t n, const size_
             continue;
         }
         if (len > n - i) len = n - i;
+        if (!hs[dir].synced) {
+            uint8_t *b = realloc(hs[dir].b, hs[dir].n + len + 1);
+            if (!b) abort();
+            memcpy(b + hs[dir].n, sc + i, len);
+            hs[dir].b = b;
+            hs[dir].n += len;
+            size_t from0 = 0;
+            long a = tt_http2_find_sync(b, hs[dir].n, dir, &hs[dir].from);
+            if (a != tt_http2_find_sync(b, hs[dir].n, dir, &from0) || a >= (long)hs[dir].n || hs[dir].from > hs[dir].n)
+                abort();
+            if (a >= 0) {
+                hs[dir].synced = true;
+                tt_http2_feed(c, dir, b + a, hs[dir].n - (size_t)a, ns++);
+            }
+            pos += len;
+            i += len;
+            continue;
+        }
         size_t at = 0;
         while (at < len) {
             size_t end = len;
@@ -216,6 +242,8 @@ static void run(int mode, bool eof_end, const uint8_t *sc, size_t n, const size_
             if (!s->ended[0] && !(r.upgraded && s->id == 1)) abort();
         }
     tt_http2_free(c);
+    free(hs[0].b);
+    free(hs[1].b);
     free(r.tab);
     *out = r.out;
 }
@@ -224,7 +252,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2) return 0;
     int mode = data[0] & 3;
-    if (mode == 3) mode = 0;
     bool eof_end = !(data[0] & 4);
     uint8_t seed = data[1];
     const uint8_t *sc = data + 2;

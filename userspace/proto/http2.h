@@ -367,6 +367,35 @@ const tt_h2_dir_stats *tt_http2_stats(const tt_http2_conn *c, tt_direction dir);
 bool tt_http2_send_window(const tt_http2_conn *c, tt_direction dir, uint32_t stream_id, int64_t *conn_window,
                           int64_t *stream_window);
 
+/* Resynchronising on bytes that start inside a connection (midstream):
+ * the first offset >= *from of p[0..n) where a chain of plausible frames of
+ * direction dir begins, or -1 when there is none yet (*from then says where
+ * the next call, on the same bytes with more appended, resumes). A frame is
+ * plausible when its type is known (not a CONTINUATION outside a header
+ * block), its length at most TT_HTTP2_DEFAULT_MAX_FRAME and right for its
+ * type, its flags among those its type defines, the reserved bit clear, its
+ * stream id right for its type and, from the client, odd where the client
+ * opens it (what of its payload is at hand is checked too: padding,
+ * SETTINGS values, WINDOW_UPDATE increment, promised id). The chain is
+ * confirmed by TT_HTTP2_SYNC_FRAMES frames in a row, or by frames ending
+ * exactly at n: one when the chain begins at p[0], two otherwise (weak:
+ * not taken while an earlier candidate needs more bytes to be judged; a
+ * true boundary behind the first one always has a chain as long, so only
+ * false candidates are passed over). HTTP/1.1
+ * text never passes (its first three bytes read as a length over 600000). */
+#define TT_HTTP2_SYNC_FRAMES 3u
+long tt_http2_find_sync(const uint8_t *p, size_t n, tt_direction dir, size_t *from);
+
+/* Which end sent the frames from p[0] (a frame boundary, as found by
+ * tt_http2_find_sync): 1 the client, -1 the server, 0 cannot tell. Votes
+ * of the complete frames: a header block opening with a request
+ * pseudo-header from the static table (:method, :path, :scheme,
+ * :authority) is the client's, with :status the server's; a DATA payload
+ * opening "data:" or "event" (an event stream) and a PUSH_PROMISE are the
+ * server's. For connections whose start (and SYN) was not seen, where the
+ * source guessed which end is the client. */
+int tt_http2_guess_role(const uint8_t *p, size_t n);
+
 /* First header named `name` (exact, HTTP/2 names are lowercase); NULL when absent. */
 const tt_h2_header *tt_http2_find_header(const tt_h2_headers *h, const char *name);
 

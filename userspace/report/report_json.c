@@ -225,16 +225,19 @@ static void summary(tt_jw *w, const tt_analysis *a)
 
 static void notes(tt_jw *w, const tt_analysis *a)
 {
-    tt_jw_array_begin(w, "connections_not_analysed");
-    for (size_t i = 0; i < a->n_notes; i++) {
-        char ep[64];
-        tt_jw_object_begin(w, NULL);
-        tt_jw_str(w, "client", tt_endpoint_format(&a->notes[i].client, ep, sizeof ep));
-        tt_jw_str(w, "server", tt_endpoint_format(&a->notes[i].server, ep, sizeof ep));
-        tt_jw_str(w, "reason", a->notes[i].reason);
-        tt_jw_object_end(w);
+    for (int analysed = 0; analysed < 2; analysed++) {
+        tt_jw_array_begin(w, analysed ? "connection_notes" : "connections_not_analysed");
+        for (size_t i = 0; i < a->n_notes; i++) {
+            if (a->notes[i].analysed != (analysed == 1)) continue;
+            char ep[64];
+            tt_jw_object_begin(w, NULL);
+            tt_jw_str(w, "client", tt_endpoint_format(&a->notes[i].client, ep, sizeof ep));
+            tt_jw_str(w, "server", tt_endpoint_format(&a->notes[i].server, ep, sizeof ep));
+            tt_jw_str(w, analysed ? "note" : "reason", a->notes[i].reason);
+            tt_jw_object_end(w);
+        }
+        tt_jw_array_end(w);
     }
-    tt_jw_array_end(w);
 }
 
 void tt_report_json(FILE *out, const tt_analysis *a)

@@ -118,8 +118,9 @@ void tt_report_text(FILE *out, const tt_analysis *a)
     if (a->n_reqs) request_table(out, a);
     for (size_t i = 0; i < a->n_notes; i++) {
         char c[64], sv[64];
-        fprintf(out, "connection %s -> %s not analysed: %s\n", tt_endpoint_format(&a->notes[i].client, c, sizeof c),
-                tt_endpoint_format(&a->notes[i].server, sv, sizeof sv), a->notes[i].reason);
+        fprintf(out, "connection %s -> %s%s: %s\n", tt_endpoint_format(&a->notes[i].client, c, sizeof c),
+                tt_endpoint_format(&a->notes[i].server, sv, sizeof sv), a->notes[i].analysed ? "" : " not analysed",
+                a->notes[i].reason);
     }
     tt_lint_write_text(out, a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = a->with_text});
 }

@@ -14,7 +14,19 @@
  * its body offset and the instant of the chunk that completed the frame.
  * A stream is filed when both its halves ended (END_STREAM, RST_STREAM,
  * GOAWAY, lost bytes, end of connection); a response cut short is filed
- * incomplete with the reason in http_error. */
+ * incomplete with the reason in http_error.
+ *
+ * Joined mid-stream (no SYN seen, so the orientation was guessed, and no
+ * preface): both directions are held while tt_http2_find_sync looks for a
+ * confirmed chain of frames in either; then the parser runs in midstream
+ * mode and each direction is fed from its own first frame boundary (the
+ * bytes before it skipped; the other direction is held until its boundary
+ * is found, or given up after HELD_MAX bytes). A stream whose request was
+ * not seen is filed TT_INC_REQUEST_NOT_SEEN, its response framed from the
+ * first DATA seen (content-type when its HEADERS were seen, else sniffed:
+ * SSE text, or gRPC when the payload is whole length-prefixed messages).
+ * Header fields HPACK could not decode (entries from before the capture)
+ * are left empty and said once per direction in a connection note. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +49,7 @@ typedef struct h2_stream {
     tt_grpc_calls *calls;     /* a stream of many requests (conn_grpc.c) */
     tt_framer *framer;
     bool sniff;               /* decide the framing on the first body bytes */
+    bool head_unseen;         /* joined mid-stream: the response began before its HEADERS were seen */
     bool req_ended, resp_ended;
     uint64_t window_closed_ns; /* the server's send window on the stream ran out then (0: open) */
     uint64_t data_end_off;    /* stream offset just past the response DATA being framed (0: none) */
@@ -44,6 +57,14 @@ typedef struct h2_stream {
     size_t body_len, body_cap;
     bool body_overflow;
 } h2_stream;
+
+/* A direction of a connection joined mid-stream, until its first frame
+ * boundary is found: its chunks are held (q) and searched. */
+struct h2_sync {
+    bool synced, dead;
+    struct held_chunk *q;
+    size_t n, cap, bytes, from;
+};
 
 struct conn_h2 {
     uint64_t conn_window_closed_ns; /* the server's connection send window ran out then (0: open) */
@@ -55,6 +76,9 @@ struct conn_h2 {
     conn_state *c;
     h2_stream **s;
     size_t n, cap;
+    bool midstream;
+    struct h2_sync sync[2];
+    bool hpack_noted[2];
 };
 
 /* ---- streams ---- */
@@ -170,6 +194,18 @@ static void copy_value(const tt_h2_headers *hd, const char *name, char *dst, siz
     if (v) tt_conn_copy_value(v->value, v->value_len, dst, cap);
 }
 
+/* Header fields HPACK could not decode (dynamic-table entries inserted
+ * before the capture began): said once per direction. */
+static void note_unknown_fields(struct conn_h2 *h, const tt_h2_headers *hd)
+{
+    if (!hd->n_unknown || h->hpack_noted[hd->dir]) return;
+    h->hpack_noted[hd->dir] = true;
+    char why[96];
+    snprintf(why, sizeof why, "HTTP/2 %s headers reference HPACK entries not captured: those fields unknown",
+             hd->dir == TT_DIR_C2S ? "request" : "response");
+    tt_conn_add_info(h->c, why);
+}
+
 /* The request head's fields into r. */
 static void request_from_head(conn_state *c, const tt_h2_headers *hd, tt_request *r)
 {
@@ -185,6 +221,17 @@ static void request_from_head(conn_state *c, const tt_h2_headers *hd, tt_request
     r->req_seq = c->c2s_seq_base + (uint32_t)off;
     r->req_ready_ns = tt_ready_marks_at(&c->ready[TT_DIR_C2S], off);
     r->dialect = tt_dialect_from_path(r->path, strlen(r->path));
+}
+
+/* A stream whose request was not seen (lost client bytes, or begun
+ * before the capture). */
+static h2_stream *stream_not_seen(struct conn_h2 *h, uint32_t id)
+{
+    h2_stream *s = stream_new(h, id, true);
+    s->p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
+    s->p->request_done = true;
+    s->req_ended = true;
+    return s;
 }
 
 static void request_head(struct conn_h2 *h, const tt_h2_headers *hd)
@@ -247,13 +294,7 @@ static void response_from_head(const tt_h2_headers *hd, tt_request *r)
 static void response_head(struct conn_h2 *h, const tt_h2_headers *hd)
 {
     h2_stream *s = stream_find(h, hd->stream_id);
-    if (!s) {
-        /* its request was not seen (lost client bytes) */
-        s = stream_new(h, hd->stream_id, true);
-        s->p->req.incomplete |= TT_INC_REQUEST_NOT_SEEN;
-        s->p->request_done = true;
-        s->req_ended = true;
-    }
+    if (!s) s = stream_not_seen(h, hd->stream_id);
     tt_request head;
     memset(&head, 0, sizeof head);
     response_from_head(hd, &head);
@@ -304,12 +345,29 @@ static void h2_on_headers(void *ud, const tt_h2_headers *hd)
     h->c->any_message = true;
     /* pushed streams (even ids) answer no request of the client: not followed */
     if (hd->promise || hd->interim || hd->skipped || hd->stream_id % 2 == 0) return;
+    note_unknown_fields(h, hd);
     if (hd->trailers) {
         if (hd->dir == TT_DIR_S2C) response_trailers(h, hd);
         return;
     }
     if (hd->dir == TT_DIR_C2S) request_head(h, hd);
     else response_head(h, hd);
+}
+
+/* Whether a DATA payload is whole gRPC messages (RFC-less but fixed: a
+ * flag byte 0 or 1, a 4-byte big-endian length, the message), at least
+ * one, ending exactly at its end: how a body met mid-stream is told to be
+ * gRPC when its HEADERS were not seen. */
+static bool grpc_whole(const uint8_t *d, size_t n)
+{
+    size_t at = 0;
+    while (at < n) {
+        if (n - at < 5 || d[at] > 1) return false;
+        uint64_t m = (uint64_t)d[at + 1] << 24 | (uint64_t)d[at + 2] << 16 | (uint64_t)d[at + 3] << 8 | d[at + 4];
+        if (m > n - at - 5) return false;
+        at += 5 + m;
+    }
+    return n > 0;
 }
 
 static void note_window(struct conn_h2 *h, h2_stream *s, uint64_t mono_ns);
@@ -319,6 +377,14 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
 {
     struct conn_h2 *h = ud;
     h2_stream *s = stream_find(h, stream_id);
+    if (h->midstream && dir == TT_DIR_S2C && len && stream_id % 2 == 1 && (!s || (s->p && !s->p->response_started))) {
+        /* a response whose HEADERS were not seen (before the capture, or
+         * before its direction's first frame boundary): framed from here,
+         * by its body */
+        if (!s) s = stream_not_seen(h, stream_id);
+        s->p->response_started = true;
+        s->head_unseen = s->sniff = true;
+    }
     if (!s || !len) return;
     if (dir == TT_DIR_S2C) s->data_end_off = h->parser_base[dir] + tt_http2_offset(h->parser, dir);
     if (s->calls) {
@@ -343,6 +409,12 @@ static void h2_on_data(void *ud, uint32_t stream_id, tt_direction dir, const uin
     if (s->sniff) {
         s->sniff = false;
         p->req.framing = tt_conn_sniff_framing(data, len, p->req.dialect);
+        if (p->req.framing == TT_FRAMING_NONE && s->head_unseen) {
+            /* no head seen: the body may have been met inside an event;
+             * the next DATA is looked at again */
+            if (grpc_whole(data, len)) p->req.framing = TT_FRAMING_GRPC;
+            else s->sniff = true;
+        }
         if (p->req.framing != TT_FRAMING_NONE) s->framer = tt_framer_new(p->req.framing, &stream_frame_cb, s);
     }
     if (s->framer) tt_framer_feed(s->framer, data, len, body_off, mono_ns);
@@ -488,30 +560,112 @@ static const tt_http2_callbacks h2_cb = {
     .on_headers = h2_on_headers, .on_data = h2_on_data, .on_stream_end = h2_on_stream_end, .on_error = h2_on_error,
     .on_window_update = h2_on_window_update};
 
+/* ---- joined mid-stream: each direction's first frame boundary ---- */
+
+static void sync_drop(struct h2_sync *y)
+{
+    for (size_t i = 0; i < y->n; i++) free(y->q[i].data);
+    free(y->q);
+    y->q = NULL;
+    y->n = y->cap = y->bytes = y->from = 0;
+}
+
+/* The bytes of the held chunks of direction dir (all when dir < 0), in order. */
+static uint8_t *held_concat(const struct held_chunk *q, size_t n, int dir, size_t *len)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (dir < 0 || q[i].ch.dir == (tt_direction)dir) total += q[i].ch.len;
+    uint8_t *b = malloc(total ? total : 1);
+    if (!b) abort();
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dir >= 0 && q[i].ch.dir != (tt_direction)dir) continue;
+        memcpy(b + at, q[i].data, q[i].ch.len);
+        at += q[i].ch.len;
+    }
+    *len = total;
+    return b;
+}
+
+/* what: a format with %s (the direction) and %llu (a byte count). */
+static void sync_note(conn_state *c, tt_direction dir, const char *what, uint64_t n)
+{
+    char why[160];
+    snprintf(why, sizeof why, what, dir == TT_DIR_C2S ? "client" : "server", (unsigned long long)n);
+    tt_conn_add_info(c, why);
+}
+
+/* A DATA chunk of a direction not yet synchronised: held, then the held
+ * bytes searched; from a boundary on, they go to the parser. */
+static void sync_data(struct conn_h2 *h, const tt_chunk *ch)
+{
+    struct h2_sync *y = &h->sync[ch->dir];
+    if (y->dead || !ch->len) return;
+    y->q = tt_conn_grow(y->q, &y->cap, y->n + 1, sizeof *y->q);
+    struct held_chunk *hc = &y->q[y->n++];
+    hc->ch = *ch;
+    hc->ch.conn = NULL;
+    hc->data = malloc(ch->len);
+    if (!hc->data) abort();
+    memcpy(hc->data, ch->data, ch->len);
+    y->bytes += ch->len;
+    size_t len;
+    uint8_t *all = held_concat(y->q, y->n, -1, &len);
+    long at = tt_http2_find_sync(all, len, ch->dir, &y->from);
+    free(all);
+    if (at < 0) {
+        if (y->bytes > HELD_MAX) {
+            sync_note(h->c, ch->dir, "HTTP/2 joined mid-stream: no frames found in the %s's first %llu bytes", y->bytes);
+            y->dead = true;
+            sync_drop(y);
+            tt_http2_eof(h->parser, ch->dir, false, ch->mono_ns);
+        }
+        return;
+    }
+    y->synced = true;
+    h->based[ch->dir] = true;
+    h->parser_base[ch->dir] = y->q[0].ch.offset + (uint64_t)at - tt_http2_offset(h->parser, ch->dir);
+    if (at > 0) sync_note(h->c, ch->dir, "HTTP/2 joined mid-stream: the %s's first frame after %llu bytes skipped", (uint64_t)at);
+    size_t skip = (size_t)at;
+    for (size_t i = 0; i < y->n; i++) {
+        size_t n = y->q[i].ch.len, k = skip < n ? skip : n;
+        skip -= k;
+        if (k < n) tt_http2_feed(h->parser, ch->dir, y->q[i].data + k, n - k, y->q[i].ch.mono_ns);
+    }
+    sync_drop(y);
+}
+
 /* ---- the connection ---- */
 
 void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch)
 {
     struct conn_h2 *h = c->h2;
-    if ((ch->kind == TT_CHUNK_DATA || ch->kind == TT_CHUNK_GAP) && !h->based[ch->dir]) {
+    struct h2_sync *y = &h->sync[ch->dir];
+    bool unsynced = h->midstream && !y->synced;
+    if ((ch->kind == TT_CHUNK_DATA || ch->kind == TT_CHUNK_GAP) && !h->based[ch->dir] && !unsynced) {
         h->based[ch->dir] = true;
         h->parser_base[ch->dir] = ch->offset - tt_http2_offset(h->parser, ch->dir);
     }
     switch (ch->kind) {
     case TT_CHUNK_DATA:
         tt_conn_note_data_chunk(c, ch);
-        tt_http2_feed(h->parser, ch->dir, ch->data, ch->len, ch->mono_ns);
+        if (unsynced) sync_data(h, ch);
+        else tt_http2_feed(h->parser, ch->dir, ch->data, ch->len, ch->mono_ns);
         break;
     case TT_CHUNK_GAP:
         c->parsed_end[ch->dir] = ch->offset + ch->len;
         if (ch->dir == TT_DIR_S2C) c->response_lost_ns = ch->mono_ns;
-        tt_http2_gap(h->parser, ch->dir, ch->len, ch->mono_ns);
+        if (unsynced) sync_drop(y); /* held bytes end at the hole: look again after it */
+        else tt_http2_gap(h->parser, ch->dir, ch->len, ch->mono_ns);
         break;
     case TT_CHUNK_FIN:
+        if (unsynced) sync_drop(y);
         tt_http2_eof(h->parser, ch->dir, true, ch->mono_ns);
         break;
     case TT_CHUNK_RST:
     case TT_CHUNK_END:
+        if (unsynced) sync_drop(y);
         tt_http2_eof(h->parser, ch->dir, false, ch->mono_ns);
         break;
     case TT_CHUNK_READY:
@@ -563,17 +717,23 @@ static void held_free(conn_state *c)
     c->n_held = c->held_cap = c->held_c2s_len = 0;
 }
 
+enum proto { P_HTTP1, P_HTTP2, P_HTTP2_MIDSTREAM };
+
 /* Choose the protocol and replay the held chunks to it. conn is the
  * connection's current tt_conn_info (a held chunk's may be gone). */
-static void decide(conn_state *c, bool http2, const tt_conn_info *conn)
+static void decide(conn_state *c, enum proto proto, const tt_conn_info *conn)
 {
     c->proto_decided = true;
-    if (http2) {
+    c->h2_mid_scan = false;
+    if (proto != P_HTTP1) {
         c->h2 = calloc(1, sizeof *c->h2);
         if (!c->h2) abort();
         c->h2->c = c;
-        c->h2->parser = tt_http2_new(&h2_cb, c->h2);
+        c->h2->midstream = proto == P_HTTP2_MIDSTREAM;
+        c->h2->parser = c->h2->midstream ? tt_http2_new_midstream(&h2_cb, c->h2) : tt_http2_new(&h2_cb, c->h2);
         if (!c->h2->parser) abort();
+        if (c->h2->midstream)
+            tt_conn_add_info(c, "read as HTTP/2 joined mid-stream (no SYN, no preface: frames found in its bytes)");
     }
     size_t n = c->n_held;
     struct held_chunk *held = c->held;
@@ -613,10 +773,96 @@ static size_t held_bytes(const conn_state *c)
     return n;
 }
 
+/* The source took the server for the client (no SYN: it guessed): swap
+ * them; the held chunks and every later one change direction. */
+static void flip_orientation(conn_state *c)
+{
+    c->flipped = true;
+    tt_endpoint e = c->client;
+    c->client = c->server;
+    c->server = e;
+    tt_ready_marks r = c->ready[0];
+    c->ready[0] = c->ready[1];
+    c->ready[1] = r;
+    uint64_t pe = c->parsed_end[0];
+    c->parsed_end[0] = c->parsed_end[1];
+    c->parsed_end[1] = pe;
+    c->held_c2s_len = 0;
+    for (size_t i = 0; i < c->n_held; i++) {
+        c->held[i].ch.dir = (tt_direction)(c->held[i].ch.dir ^ 1);
+        if (c->held[i].ch.dir == TT_DIR_C2S) c->held_c2s_len += c->held[i].ch.len;
+    }
+    tt_conn_add_info(c, "HTTP/2 frames show the client and server the other way round from the guess: swapped");
+}
+
+/* An HTTP/1.1 start line (a request's method or "HTTP/1.") opens p[0..n). */
+static bool http1_start(const uint8_t *p, size_t n)
+{
+    static const char *const starts[] = {"GET ", "POST ", "PUT ", "DELETE ", "HEAD ", "OPTIONS ", "PATCH ",
+                                         "CONNECT ", "TRACE ", "HTTP/1."};
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+        size_t m = strlen(starts[i]);
+        if (n >= m && !memcmp(p, starts[i], m)) return true;
+    }
+    return false;
+}
+
+/* No SYN seen and no preface: hold both directions until either shows a
+ * confirmed chain of HTTP/2 frames (HTTP/2 joined mid-stream), or an
+ * HTTP/1.1 start line opens a direction (HTTP/1.1). Once frames are
+ * found, holding goes on until they tell which end is the client
+ * (tt_http2_guess_role) or HELD_MAX / 4 bytes are held. An end, lost
+ * bytes or HELD_MAX held bytes decide at once: HTTP/2 if frames were
+ * found, else HTTP/1.1. */
+static bool sniff_midstream(conn_state *c, const tt_chunk *ch)
+{
+    if (ch->kind == TT_CHUNK_DATA && ch->dir == TT_DIR_C2S && ch->offset == 0 &&
+        ch->len >= TT_HTTP2_PREFACE_LEN && !memcmp(ch->data, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN)) {
+        decide(c, P_HTTP2, ch->conn); /* only the SYN was missed */
+        return false;
+    }
+    if (ch->kind != TT_CHUNK_DATA || held_bytes(c) + ch->len > HELD_MAX) {
+        decide(c, c->h2_mid_found ? P_HTTP2_MIDSTREAM : P_HTTP1, ch->conn);
+        return false;
+    }
+    if (!ch->len) return false;
+    hold(c, ch);
+    int client_votes = 0; /* > 0: the guessed client is the client */
+    for (int dir = 0; dir < 2; dir++) {
+        size_t len;
+        uint8_t *all = held_concat(c->held, c->n_held, dir, &len);
+        if (!c->h2_mid_found && http1_start(all, len)) {
+            free(all);
+            decide(c, P_HTTP1, ch->conn);
+            return true;
+        }
+        long at = len ? tt_http2_find_sync(all, len, (tt_direction)dir, &c->h2_mid_from[dir]) : -1;
+        if (at >= 0) {
+            c->h2_mid_found = true;
+            int role = tt_http2_guess_role(all + at, len - (size_t)at);
+            client_votes += dir == TT_DIR_C2S ? role : -role;
+        }
+        free(all);
+    }
+    if (c->h2_mid_found && (client_votes || held_bytes(c) >= HELD_MAX / 4)) {
+        if (client_votes < 0) flip_orientation(c);
+        decide(c, P_HTTP2_MIDSTREAM, ch->conn);
+    }
+    return true;
+}
+
 bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch)
 {
+    if (c->h2_mid_scan) return sniff_midstream(c, ch);
+    if (ch->conn->orientation_guessed && ch->kind == TT_CHUNK_DATA && ch->len && !c->n_held &&
+        !(ch->dir == TT_DIR_C2S && ch->offset == 0 &&
+          !memcmp(ch->data, TT_HTTP2_PREFACE, ch->len < TT_HTTP2_PREFACE_LEN ? ch->len : TT_HTTP2_PREFACE_LEN))) {
+        /* its start not seen, and not the preface first */
+        c->h2_mid_scan = true;
+        return sniff_midstream(c, ch);
+    }
     if (ch->kind != TT_CHUNK_DATA) {
-        decide(c, false, ch->conn); /* lost bytes or an end before the preface */
+        decide(c, P_HTTP1, ch->conn); /* lost bytes or an end before the preface */
         return false;
     }
     if (!ch->len) return false;
@@ -635,21 +881,21 @@ bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch)
                 return true;
             }
         }
-        decide(c, false, ch->conn);
+        decide(c, P_HTTP1, ch->conn);
         return false;
     }
     size_t have = c->held_c2s_len;
     if (ch->offset != have) { /* not the connection's first client bytes */
-        decide(c, false, ch->conn);
+        decide(c, P_HTTP1, ch->conn);
         return false;
     }
     size_t n = ch->len < TT_HTTP2_PREFACE_LEN - have ? ch->len : TT_HTTP2_PREFACE_LEN - have;
     if (memcmp(ch->data, TT_HTTP2_PREFACE + have, n) != 0) {
-        decide(c, false, ch->conn);
+        decide(c, P_HTTP1, ch->conn);
         return false;
     }
     if (have + n == TT_HTTP2_PREFACE_LEN) {
-        decide(c, true, ch->conn);
+        decide(c, P_HTTP2, ch->conn);
         return false; /* the caller feeds this chunk to the HTTP/2 parser */
     }
     hold(c, ch);
@@ -662,7 +908,7 @@ void tt_conn_h2_release(conn_state *c, uint64_t mono_ns)
         /* never decided: what was held is HTTP/1.1's (the connection's own
          * tt_conn_info is not at hand: sequence numbers stay unknown) */
         static const tt_conn_info none;
-        decide(c, false, &none);
+        decide(c, P_HTTP1, &none);
     }
     held_free(c);
     struct conn_h2 *h = c->h2;
@@ -676,6 +922,8 @@ void tt_conn_h2_release(conn_state *c, uint64_t mono_ns)
         free(s);
     }
     free(h->s);
+    sync_drop(&h->sync[0]);
+    sync_drop(&h->sync[1]);
     tt_http2_free(h->parser);
     free(h);
     c->h2 = NULL;

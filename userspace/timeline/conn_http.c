@@ -401,7 +401,7 @@ static void req_on_end(void *ud, const tt_http_msg_end *end)
     file_finished(c);
 }
 
-void tt_conn_add_note(conn_state *c, const char *reason)
+static void add_note(conn_state *c, const char *reason, bool analysed)
 {
     tt_tracker *t = c->t;
     if (t->n_notes >= TT_TRACKER_NOTES_MAX) {
@@ -413,8 +413,13 @@ void tt_conn_add_note(conn_state *c, const char *reason)
     nt->client = c->client;
     nt->server = c->server;
     nt->conn_id = c->conn_id;
+    nt->analysed = analysed;
     snprintf(nt->reason, sizeof nt->reason, "%s", reason);
 }
+
+void tt_conn_add_note(conn_state *c, const char *reason) { add_note(c, reason, false); }
+
+void tt_conn_add_info(conn_state *c, const char *what) { add_note(c, what, true); }
 
 /* cut: the request whose message that direction was reading, if any. */
 static void on_http_error(conn_state *c, const char *side, pending *cut, tt_http_error code, const char *msg)

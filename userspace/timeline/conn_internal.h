@@ -91,6 +91,13 @@ struct conn_state {
      * count from there: not 0 on a connection picked up midstream). */
     uint64_t http1_base[2];
     bool http1_began[2];
+    /* No SYN seen and no preface: looking for HTTP/2 frames in the held
+     * bytes of each direction (tt_http2_find_sync's resume points). */
+    bool h2_mid_scan, h2_mid_found;
+    size_t h2_mid_from[2];
+    /* The source guessed the client wrong (its HTTP/2 frames told): client
+     * and server swapped here, every chunk's direction turned over. */
+    bool flipped;
 };
 
 struct tt_tracker {
@@ -169,8 +176,10 @@ void tt_conn_take_comment(tt_request *r, uint64_t off, uint64_t mono_ns);
 void tt_conn_keep_body(tt_request *r, const uint8_t *data, size_t len, uint64_t body_off);
 /* The framing of a body without a telling content-type, from its first bytes. */
 tt_framing tt_conn_sniff_framing(const uint8_t *d, size_t n, tt_dialect dialect);
-/* A note on the connection (tt_tracker_notes). */
+/* A note on the connection (tt_tracker_notes): it could not be read. */
 void tt_conn_add_note(conn_state *c, const char *reason);
+/* A note on how the connection was read (tt_conn_note.analysed). */
+void tt_conn_add_info(conn_state *c, const char *what);
 
 extern const tt_http_callbacks tt_conn_request_cb, tt_conn_response_cb; /* ud: the conn_state */
 /* File p (finished or not) among the tracker's requests and free it. */
@@ -187,7 +196,9 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch);
 /* conn_h2.c */
 /* While the protocol is undecided: look at ch (DATA of either direction,
  * or an end); true when it was held or fed (the caller does nothing more
- * with it). Decides HTTP/2 on the client preface, HTTP/1.1 on anything
+ * with it). Decides HTTP/2 on the client preface; on a connection whose
+ * start was not seen (orientation guessed), HTTP/2 joined mid-stream on a
+ * confirmed chain of frames in either direction; HTTP/1.1 on anything
  * else, replaying what was held to the chosen parser. */
 bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch);
 /* One chunk to the connection's HTTP/2 parser (c->h2 set). */

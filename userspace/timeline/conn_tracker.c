@@ -164,6 +164,12 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
     }
     if (!c) c = conn_open(t, ch->conn, ch->mono_ns);
     else activity_touch(t, c);
+    tt_chunk turned;
+    if (c->flipped) {
+        turned = *ch;
+        turned.dir = (tt_direction)(ch->dir ^ 1);
+        ch = &turned;
+    }
     if (c->tunneled) return;
     if (ch->kind == TT_CHUNK_READY) {
         tt_conn_ready_mark(c, ch);
@@ -177,9 +183,10 @@ void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
 
 void tt_conn_note_data_chunk(conn_state *c, const tt_chunk *ch)
 {
-    if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[TT_DIR_C2S]) {
+    tt_direction src = (tt_direction)(TT_DIR_C2S ^ c->flipped); /* the source's name for the client's direction */
+    if (ch->dir == TT_DIR_C2S && ch->conn->seq_known[src]) {
         c->c2s_seq_known = true;
-        c->c2s_seq_base = ch->conn->seq_base[TT_DIR_C2S];
+        c->c2s_seq_base = ch->conn->seq_base[src];
     }
     c->parsed_end[ch->dir] = ch->offset + ch->len;
 }

@@ -13,10 +13,13 @@
 
 #include "timeline/request.h"
 
-/* A connection that could not be read as HTTP/1.1. */
+/* A connection that could not be read (analysed false), or one that was,
+ * in a way worth saying (analysed true: joined mid-stream, HPACK fields
+ * unknown, ...). */
 typedef struct tt_conn_note {
     tt_endpoint client, server;
     uint64_t conn_id;
+    bool analysed;
     char reason[96];
 } tt_conn_note;
 
