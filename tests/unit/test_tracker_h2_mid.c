@@ -264,6 +264,57 @@ static void test_h2_midstream_tracker(void **state)
     script_free(&s);
 }
 
+/* An HTTP/2 connection evicted (the tracker follows one connection at a
+ * time, and another opens) comes back read as HTTP/2 joined mid-stream,
+ * its SYN's orientation kept: the tokens after the eviction are timed,
+ * and what the eviction cut is filed evicted (what had finished before
+ * stays whole). Evicted after every
+ * write of the exchange. */
+static void test_h2_evicted_comes_back(void **state)
+{
+    (void)state;
+    script s;
+    build(&s);
+    for (size_t cw = 2; cw < s.n; cw++) {
+        feed f, other;
+        memset(&f, 0, sizeof f);
+        memset(&other, 0, sizeof other);
+        f.t = other.t = tt_tracker_new(&(tt_tracker_options){.max_connections = 1});
+        f.conn.conn_id = 11;
+        f.conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
+        f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+        other.conn.conn_id = 12;
+        for (size_t i = 0; i < s.n; i++) {
+            if (i == cw) chunk(&other, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)"G", 1, s.w[i].ns); /* evicts 11 */
+            chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p, s.w[i].n, s.w[i].ns);
+        }
+        chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+        chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+        chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
+        tt_tracker_sort(f.t);
+        size_t n;
+        const tt_request *r = tt_tracker_requests(f.t, &n);
+        uint64_t cut_ns = s.w[cw].ns;
+        for (size_t t = 0; t < sizeof SSE_TOKENS / sizeof SSE_TOKENS[0]; t++) {
+            if (SSE_TOKENS[t].first < cut_ns) continue;
+            bool found = false;
+            for (size_t i = 0; i < n && !found; i++)
+                for (uint32_t e = 0; e < r[i].n_events; e++)
+                    found |= r[i].events[e].kind == TT_EV_TOKEN && r[i].events[e].dispatch_ns == SSE_TOKENS[t].done &&
+                             r[i].client.port == 40000;
+            if (!found) fail_msg("evicted before write %zu: token at %llu ms missing", cw,
+                                 (unsigned long long)(SSE_TOKENS[t].done / MS));
+        }
+        for (size_t i = 0; i < n; i++)
+            if (r[i].client.port == 40000 && r[i].req_first_ns != TT_NS_NONE && r[i].req_first_ns < cut_ns &&
+                r[i].incomplete && !(r[i].incomplete & TT_INC_EVICTED))
+                fail_msg("evicted before write %zu: a request cut by it (%#x) not marked evicted", cw,
+                         r[i].incomplete);
+        tt_tracker_free(f.t);
+    }
+    script_free(&s);
+}
+
 /* Joined where the client's bytes start at a frame (its request seen
  * whole) but the server's inside its response HEADERS: the response is
  * framed from its DATA (sniffed SSE), filed with the request. */
@@ -440,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_h2_find_sync_every_offset),
         cmocka_unit_test(test_h2_midstream_tracker),
         cmocka_unit_test(test_h2_midstream_head_unseen),
+        cmocka_unit_test(test_h2_evicted_comes_back),
         cmocka_unit_test(test_h2_midstream_grpc),
         cmocka_unit_test(test_h1_midstream_not_h2),
         cmocka_unit_test(test_h1_goldens_never_h2),

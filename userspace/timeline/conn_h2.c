@@ -733,7 +733,7 @@ static void decide(conn_state *c, enum proto proto, const tt_conn_info *conn)
         c->h2->parser = c->h2->midstream ? tt_http2_new_midstream(&h2_cb, c->h2) : tt_http2_new(&h2_cb, c->h2);
         if (!c->h2->parser) abort();
         if (c->h2->midstream)
-            tt_conn_add_info(c, "read as HTTP/2 joined mid-stream (no SYN, no preface: frames found in its bytes)");
+            tt_conn_add_info(c, "read as HTTP/2 joined mid-stream (its start not seen: frames found in its bytes)");
     }
     size_t n = c->n_held;
     struct held_chunk *held = c->held;
@@ -845,7 +845,7 @@ static bool sniff_midstream(conn_state *c, const tt_chunk *ch)
         free(all);
     }
     if (c->h2_mid_found && (client_votes || held_bytes(c) >= HELD_MAX / 4)) {
-        if (client_votes < 0) flip_orientation(c);
+        if (client_votes < 0 && ch->conn->orientation_guessed) flip_orientation(c); /* a SYN's word stands */
         decide(c, P_HTTP2_MIDSTREAM, ch->conn);
     }
     return true;
@@ -905,10 +905,11 @@ bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch)
 void tt_conn_h2_release(conn_state *c, uint64_t mono_ns)
 {
     if (c->n_held) {
-        /* never decided: what was held is HTTP/1.1's (the connection's own
-         * tt_conn_info is not at hand: sequence numbers stay unknown) */
+        /* never decided: what was held is HTTP/2's when frames were found
+         * in it, else HTTP/1.1's (the connection's own tt_conn_info is not
+         * at hand: sequence numbers stay unknown) */
         static const tt_conn_info none;
-        decide(c, P_HTTP1, &none);
+        decide(c, c->h2_mid_found ? P_HTTP2_MIDSTREAM : P_HTTP1, &none);
     }
     held_free(c);
     struct conn_h2 *h = c->h2;

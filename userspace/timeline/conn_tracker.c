@@ -110,10 +110,11 @@ static conn_state *conn_open(tt_tracker *t, const tt_conn_info *info, uint64_t m
     if (!c->request_parser || !c->response_parser) abort();
     c->response_lost_ns = TT_NS_NONE;
     if (take_evicted(t, c->conn_id)) {
-        /* its earlier bytes went with the eviction: pick the stream up again */
+        /* its earlier bytes went with the eviction: pick the stream up
+         * again, as HTTP/2 if frames show in it (conn_h2.c), else HTTP/1.1 */
         tt_http1_begin_midstream(c->request_parser);
         tt_http1_begin_midstream(c->response_parser);
-        c->proto_decided = true; /* HTTP/1.1 only: no preface to see */
+        c->h2_mid_scan = true;
     }
     activity_touch(t, c);
     size_t b = bucket_of(t, c->conn_id);
@@ -236,6 +237,7 @@ size_t tt_tracker_evict(tt_tracker *t, size_t n, uint64_t mono_ns)
     if (!t->evicted_ids && !(t->evicted_ids = calloc(EVICTED_IDS, sizeof *t->evicted_ids))) return 0;
     while (done < n && t->least_recent) {
         conn_state *c = t->least_recent;
+        tt_conn_h2_release(c, mono_ns); /* chunks held undecided become requests first: evicted too */
         for (size_t i = 0; i < c->queue_len; i++) {
             tt_request *r = &c->queue[i]->req;
             r->incomplete |= TT_INC_EVICTED;
