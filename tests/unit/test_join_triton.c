@@ -7,7 +7,8 @@
  * each thread's in completion order: records must meet their requests by
  * start instant, never by reading the ids as record indices.
  *
- * The exchanges are written frame by frame (tests/support/h2_script.h):
+ * The exchanges are written frame by frame (tests/support/h2_script.h,
+ * triton_msg.h):
  * each request message leaves 200 us after the instant perf_analyzer
  * recorded, each response message arrives 100 us before the instant it
  * recorded, so every joined pair must show a start delta of +200 us and a
@@ -27,6 +28,7 @@
 #include "join/join.h"
 #include "proto/http2.h"
 #include "report/report.h"
+#include "triton_msg.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -35,81 +37,6 @@
 #define SEND_LAG (200 * US)
 #define RECV_LEAD (100 * US)
 #define THREAD1 "281474976710656" /* perf_analyzer's first id on client thread 1: 1 << 48 */
-
-/* ---- protobuf, field by field (as test_tracker_grpc.c) ---- */
-
-typedef struct pb {
-    uint8_t b[512];
-    size_t n;
-} pb;
-
-static void pb_raw(pb *m, const void *d, size_t n)
-{
-    assert_true(m->n + n <= sizeof m->b);
-    memcpy(m->b + m->n, d, n);
-    m->n += n;
-}
-
-static void pb_varint(pb *m, uint64_t v)
-{
-    do {
-        uint8_t byte = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v) byte |= 0x80;
-        pb_raw(m, &byte, 1);
-    } while (v);
-}
-
-static void pb_bytes(pb *m, uint32_t field, const void *d, size_t n)
-{
-    pb_varint(m, (uint64_t)field << 3 | 2);
-    pb_varint(m, n);
-    pb_raw(m, d, n);
-}
-
-static void pb_str(pb *m, uint32_t field, const char *s) { pb_bytes(m, field, s, strlen(s)); }
-static void pb_sub(pb *m, uint32_t field, const pb *sub) { pb_bytes(m, field, sub->b, sub->n); }
-
-/* ModelInferRequest {model_name, id} */
-static pb infer_request(const char *id)
-{
-    pb m = {0};
-    pb_str(&m, 1, "vllm_model");
-    pb_str(&m, 3, id);
-    return m;
-}
-
-/* ModelStreamInferResponse {infer_response {model_name, id, parameters
- * {triton_final_response: final}, outputs [text_output BYTES],
- * raw_output_contents [len32le text]}} */
-static pb infer_response(const char *id, const char *text, bool final)
-{
-    pb param = {0}, entry = {0}, out = {0}, resp = {0}, top = {0};
-    pb_varint(&param, 1 << 3 | 0);
-    pb_varint(&param, final);
-    pb_str(&entry, 1, "triton_final_response");
-    pb_sub(&entry, 2, &param);
-    pb_str(&out, 1, "text_output");
-    pb_str(&out, 2, "BYTES");
-    pb_str(&resp, 1, "vllm_model");
-    pb_str(&resp, 3, id);
-    pb_sub(&resp, 4, &entry);
-    pb_sub(&resp, 5, &out);
-    size_t n = strlen(text);
-    uint8_t raw[64] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
-    assert_true(n + 4 <= sizeof raw);
-    memcpy(raw + 4, text, n);
-    pb_bytes(&resp, 6, raw, n + 4);
-    pb_sub(&top, 2, &resp);
-    return top;
-}
-
-static void grpc_data(h2_write *w, uint32_t sid, uint8_t flags, pb m)
-{
-    uint8_t buf[600] = {0, (uint8_t)(m.n >> 24), (uint8_t)(m.n >> 16), (uint8_t)(m.n >> 8), (uint8_t)m.n};
-    memcpy(buf + 5, m.b, m.n);
-    h2_frame(w, TT_H2_DATA, flags, sid, buf, m.n + 5);
-}
 
 /* ---- perf_analyzer's calls, on the records' instants ---- */
 
@@ -169,12 +96,14 @@ static void build(h2_script *s, const call *calls, size_t n)
             w = h2_write_at(s, TT_DIR_C2S, ev[e].ns);
             if (!opened[c->sid]) h2_headers(s, w, c->sid, 0, req);
             opened[c->sid] = true;
-            grpc_data(w, c->sid, 0, infer_request(c->id));
+            triton_msg m = triton_infer_request("vllm_model", c->id);
+            triton_grpc_data(w, c->sid, 0, &m);
         } else {
             w = h2_write_at(s, TT_DIR_S2C, ev[e].ns);
             if (!answered[c->sid]) h2_headers(s, w, c->sid, 0, resp);
             answered[c->sid] = true;
-            grpc_data(w, c->sid, 0, infer_response(c->id, c->text[ev[e].resp], ev[e].resp == MAX_RESP - 1));
+            triton_msg m = triton_stream_response("vllm_model", c->id, c->text[ev[e].resp], ev[e].resp == MAX_RESP - 1);
+            triton_grpc_data(w, c->sid, 0, &m);
         }
     }
     const char *const trailers[] = {"grpc-status", "0", NULL};
