@@ -376,7 +376,7 @@ int imp_load_genai_perf(const char *text, size_t len, tt_bench_result *out, char
      * each client thread's in completion order: an index never numbers
      * what was sent */
     out->ids_not_indices = true;
-    if (c.kind == GP_TRITON || c.kind == GP_DYNAMIC_GRPC)
+    if (c.kind == GP_TRITON)
         out->id_note = "perf_analyzer sent each gRPC request message an id (its thread << 48 | a counter) "
                        "but profile_export.json does not record it: records are matched by start instant or order";
     size_t e = 0;
