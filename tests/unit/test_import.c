@@ -193,6 +193,87 @@ static tt_bench_result load_text_ok(const char *text, tt_bench_format fmt)
     return r;
 }
 
+/* service_kind triton (perf_analyzer -i grpc --streaming, vLLM backend):
+ * file order is each client thread's requests in completion order, not
+ * start order; every response counts, the empty null response that ends
+ * each decoupled request too (genai-perf's E2EL ends there). */
+static void test_genai_perf_triton(void **state)
+{
+    tt_bench_result r = load_ok("genai_perf_triton_export.json", TT_BENCH_GENAI_PERF);
+    assert_int_equal(r.n_reqs, 3);
+    assert_true(r.ids_not_indices);
+    assert_non_null(r.id_note);
+    assert_non_null(strstr(r.id_note, "does not record it"));
+    static const struct {
+        int64_t start, ttft, e2el, itl[3];
+        int64_t text_len;
+        uint64_t hash;
+    } want[] = {
+        {1765000000100000000LL, 50000000, 76000000, {10000000, 15000000, 1000000}, 12, 0x9e527e14572072d2ull},
+        {1765000000300000000LL, 40000000, 62000000, {12000000, 9000000, 1000000}, 13, 0x3e70540958adfbbfull},
+        {1765000000105000000LL, 65000000, 86000000, {11000000, 9000000, 1000000}, 16, 0x259cb55b36e00ed0ull},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        const tt_bench_request *q = &r.reqs[i];
+        assert_int_equal(q->index, i);
+        assert_null(q->request_id); /* perf_analyzer's message id is not in the file */
+        assert_int_equal(q->start_clock, TT_BENCH_CLOCK_WALL);
+        assert_int_equal(q->start_ns, want[i].start);
+        assert_int_equal(q->ttft_ns, want[i].ttft);
+        assert_int_equal(q->e2el_ns, want[i].e2el);
+        assert_itl(q, want[i].itl, 3);
+        assert_true(q->success);
+        assert_null(q->error);
+        assert_int_equal(q->output_tokens, -1); /* genai-perf tokenizes text_output: not in the file */
+        assert_int_equal(q->input_tokens, -1);
+        assert_int_equal(q->text_len, want[i].text_len);
+        assert_true(q->text_hash == want[i].hash);
+    }
+    tt_bench_result_free(&r);
+}
+
+/* TensorRT-LLM backend: other outputs of the model (empty ones written as
+ * "") are ignored; a response without a text_output string, or a request
+ * without response_outputs, fails the load as it fails genai-perf; a
+ * request with no response is failed. */
+static void test_genai_perf_triton_edges(void **state)
+{
+    tt_bench_result r;
+    const char *trt = "{\"experiments\":[{\"experiment\":{\"mode\":\"request_rate\",\"value\":2.0},\"requests\":["
+                      "{\"timestamp\":1000,\"request_inputs\":{\"text_input\":\"hi\",\"max_tokens\":3,"
+                      "\"stream\":true},\"response_timestamps\":[1500,1700,1800],\"response_outputs\":["
+                      "{\"text_output\":\"a\",\"cum_log_probs\":\"\"},{\"cum_log_probs\":0.5,\"text_output\":\"bc\"},"
+                      "{\"text_output\":\"\",\"output_log_probs\":[0.1,0.2]}]},"
+                      "{\"timestamp\":2000,\"request_inputs\":{\"text_input\":\"x\"},\"response_timestamps\":[],"
+                      "\"response_outputs\":[]}],\"window_boundaries\":[]}],"
+                      "\"version\":\"\",\"service_kind\":\"triton\",\"endpoint\":\"\"}";
+    r = load_text_ok(trt, TT_BENCH_AUTO);
+    assert_int_equal(r.format, TT_BENCH_GENAI_PERF);
+    assert_int_equal(r.n_reqs, 2);
+    assert_int_equal(r.reqs[0].ttft_ns, 500);
+    assert_int_equal(r.reqs[0].e2el_ns, 800);
+    assert_itl(&r.reqs[0], (const int64_t[]){200, 100}, 2);
+    assert_int_equal(r.reqs[0].text_len, 3);
+    assert_true(r.reqs[0].text_hash == 0xe71fa2190541574bull); /* "abc" */
+    assert_false(r.reqs[1].success);
+    assert_string_equal(r.reqs[1].error, "no response");
+    tt_bench_result_free(&r);
+    char err[256] = "";
+    const char *no_text = "{\"service_kind\":\"triton\",\"endpoint\":\"\",\"experiments\":[{\"requests\":["
+                          "{\"timestamp\":1,\"response_timestamps\":[2,3],"
+                          "\"response_outputs\":[{\"text_output\":\"a\"},{\"output_ids\":[4]}]}]}]}";
+    assert_int_equal(tt_bench_load_mem(no_text, strlen(no_text), TT_BENCH_GENAI_PERF, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "requests[0].response_outputs[1]: no \"text_output\" string"));
+    const char *not_string = "{\"service_kind\":\"triton\",\"endpoint\":\"\",\"experiments\":[{\"requests\":["
+                             "{\"timestamp\":1,\"response_timestamps\":[2],\"response_outputs\":[{\"text_output\":7}]}]}]}";
+    assert_int_equal(tt_bench_load_mem(not_string, strlen(not_string), TT_BENCH_GENAI_PERF, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no \"text_output\" string"));
+    const char *no_outs = "{\"service_kind\":\"triton\",\"endpoint\":\"\",\"experiments\":[{\"requests\":["
+                          "{\"timestamp\":1,\"response_timestamps\":[2]}]}]}";
+    assert_int_equal(tt_bench_load_mem(no_outs, strlen(no_outs), TT_BENCH_GENAI_PERF, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no response_outputs (genai-perf reads them for service_kind triton)"));
+}
+
 static void test_genai_perf_response_kinds(void **state)
 {
     /* only role and empty content: genai-perf leaves the request out */
@@ -350,6 +431,7 @@ static const struct {
     {"vllm_v0.json", TT_BENCH_VLLM, 2},
     {"aiperf_profile_export.jsonl", TT_BENCH_AIPERF, 3},
     {"genai_perf_profile_export.json", TT_BENCH_GENAI_PERF, 3},
+    {"genai_perf_triton_export.json", TT_BENCH_GENAI_PERF, 3},
     {"sglang_output_details.jsonl", TT_BENCH_SGLANG, 3},
     {"guidellm_benchmarks.json", TT_BENCH_GUIDELLM, 3},
     {"llmperf_individual_responses.json", TT_BENCH_LLMPERF, 3},
@@ -483,6 +565,8 @@ int main(void)
         cmocka_unit_test(test_vllm_older_version),
         cmocka_unit_test(test_aiperf),
         cmocka_unit_test(test_genai_perf),
+        cmocka_unit_test(test_genai_perf_triton),
+        cmocka_unit_test(test_genai_perf_triton_edges),
         cmocka_unit_test(test_genai_perf_response_kinds),
         cmocka_unit_test(test_sglang),
         cmocka_unit_test(test_guidellm),

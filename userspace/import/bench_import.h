@@ -57,6 +57,14 @@ typedef struct tt_bench_result {
     char *path;
     tt_bench_request *reqs;  /* in file order */
     size_t n_reqs;
+    /* The ids the tool sent do not number the file's records (genai-perf:
+     * the file keeps only the requests that ended inside a measurement
+     * window, per client thread in completion order), so the join must not
+     * read <prefix><index> ids as record indices. */
+    bool ids_not_indices;
+    /* Why the records carry no id the traffic shows (a static string), or
+     * NULL; the join reports it when it matched by order or start. */
+    const char *id_note;
 } tt_bench_result;
 
 /* Load the result file at path as format fmt (TT_BENCH_AUTO: detect). 0 on

@@ -9,7 +9,15 @@
  * whose generated text is empty (role-only chunks, [DONE], comments), and
  * takes TTFT, E2EL and the gaps from the responses left. This file does the
  * same, so the numbers are the ones genai-perf reported (docs/formats.md,
- * "Benchmark result files"). */
+ * "Benchmark result files").
+ *
+ * For service_kind "triton" (perf_analyzer -i grpc --streaming against
+ * Triton's ModelStreamInfer, vLLM or TensorRT-LLM backend) every response
+ * counts, the empty null response that ends a decoupled request included;
+ * each response_outputs entry is the response's output tensors by name,
+ * text_output its generated text (the BYTES length prefix removed by
+ * perf_analyzer). perf_analyzer sends each request message an id but does
+ * not write it, so the records carry none. */
 #include "import/import_internal.h"
 
 #include <stdio.h>
@@ -67,8 +75,12 @@ static bool not_data_field(const char *s, size_t len)
            starts_with(s, len, "id:") || starts_with(s, len, "retry:");
 }
 
+typedef enum gp_kind { GP_OPENAI, GP_TRITON, GP_TRITON_C_API, GP_DYNAMIC_GRPC } gp_kind;
+
+static const char *const gp_kind_names[] = {"openai", "triton", "triton_c_api", "dynamic_grpc"};
+
 typedef struct gp_ctx {
-    bool openai;
+    gp_kind kind;
     size_t req;  /* request index, for errors */
     size_t resp; /* response index, for errors */
     char *err;
@@ -233,7 +245,9 @@ static int openai_responses(const cJSON *outs, size_t n, gp_ctx *c, bool *keep, 
 }
 
 /* Triton's responses: all count; text_output (generate) or output_ids
- * (triton_c_api, counted as genai-perf counts them). */
+ * (triton_c_api, counted as genai-perf counts them). For service_kind
+ * triton genai-perf reads every response's text_output (and fails without
+ * it), so a response without that string fails the load. */
 static int triton_responses(const cJSON *outs, size_t n, gp_ctx *c, bool *keep, text_buf *text,
                             int64_t *tokens)
 {
@@ -242,6 +256,11 @@ static int triton_responses(const cJSON *outs, size_t n, gp_ctx *c, bool *keep, 
     size_t k = 0;
     for (const cJSON *o = outs ? outs->child : NULL; o && k < n; o = o->next, k++) {
         const cJSON *t = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "text_output") : NULL;
+        if (c->kind == GP_TRITON && (!cJSON_IsString(t) || !t->valuestring))
+            return tt_fail_line(c->err, c->errlen,
+                                "requests[%zu].response_outputs[%zu]: no \"text_output\" string "
+                                "(genai-perf reads it for service_kind triton)",
+                                c->req, k);
         if (cJSON_IsString(t) && t->valuestring &&
             buf_append(text, t->valuestring, strlen(t->valuestring)) != 0)
             return tt_fail_line(c->err, c->errlen, "out of memory");
@@ -278,10 +297,10 @@ static int load_request(const cJSON *q, gp_ctx *c, tt_bench_request *r)
     if (outs && (!cJSON_IsArray(outs) || (size_t)cJSON_GetArraySize(outs) != n))
         return tt_fail_line(err, errlen,
                         "requests[%zu]: response_outputs and response_timestamps differ in length", i);
-    if (c->openai && !outs && n > 0)
+    if (c->kind != GP_DYNAMIC_GRPC && c->kind != GP_TRITON_C_API && !outs && n > 0)
         return tt_fail_line(err, errlen,
-                        "requests[%zu]: no response_outputs (needed to tell which responses "
-                        "genai-perf counts)", i);
+                        "requests[%zu]: no response_outputs (genai-perf reads them for "
+                        "service_kind %s)", i, gp_kind_names[c->kind]);
 
     int64_t *at = malloc((n ? n : 1) * sizeof(int64_t));
     bool *keep = calloc(n ? n : 1, sizeof(bool));
@@ -290,7 +309,7 @@ static int load_request(const cJSON *q, gp_ctx *c, tt_bench_request *r)
     int rc = (!at || !keep) ? tt_fail_line(err, errlen, "out of memory") : 0;
     if (rc == 0) rc = read_instants(resp, n, start, at, i, err, errlen);
     if (rc == 0)
-        rc = c->openai ? openai_responses(outs, n, c, keep, &text, &error)
+        rc = c->kind == GP_OPENAI ? openai_responses(outs, n, c, keep, &text, &error)
                        : triton_responses(outs, n, c, keep, &text, &r->output_tokens);
     size_t kept = 0;
     for (size_t k = 0; rc == 0 && k < n; k++) kept += keep[k];
@@ -345,12 +364,21 @@ int imp_load_genai_perf(const char *text, size_t len, tt_bench_result *out, char
         rc = tt_fail_line(err, errlen, "no \"service_kind\" string");
         goto done;
     }
-    c.openai = strcmp(kind->valuestring, "openai") == 0;
-    if (!c.openai && strcmp(kind->valuestring, "triton") != 0 &&
-        strcmp(kind->valuestring, "triton_c_api") != 0 && strcmp(kind->valuestring, "dynamic_grpc") != 0) {
+    size_t known = sizeof gp_kind_names / sizeof *gp_kind_names;
+    size_t which = 0;
+    while (which < known && strcmp(kind->valuestring, gp_kind_names[which]) != 0) which++;
+    if (which == known) {
         rc = tt_fail_line(err, errlen, "unknown service_kind \"%.40s\"", kind->valuestring);
         goto done;
     }
+    c.kind = (gp_kind)which;
+    /* the file holds only requests that ended inside a measurement window,
+     * each client thread's in completion order: an index never numbers
+     * what was sent */
+    out->ids_not_indices = true;
+    if (c.kind == GP_TRITON)
+        out->id_note = "perf_analyzer sent each gRPC request message an id (its thread << 48 | a counter) "
+                       "but profile_export.json does not record it: records are matched by start instant or order";
     size_t e = 0;
     for (const cJSON *x = exps->child; x && rc == 0; x = x->next, e++) {
         const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(x, "requests");

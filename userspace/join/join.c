@@ -486,7 +486,7 @@ static int join_bench(tt_join *j)
     bool *rec_done = calloc(n_rec + 1, sizeof *rec_done);
     if (!rec_done) return -1;
     int rc = match_by_record_id(j, rec_done);
-    if (rc == 0) match_by_id_suffix(j, rec_done);
+    if (rc == 0 && !j->bench->ids_not_indices) match_by_id_suffix(j, rec_done);
     size_t with_start = 0, left = 0, usable = 0;
     for (size_t i = 0; i < n_rec; i++) {
         int64_t t;
@@ -518,6 +518,8 @@ static int join_bench(tt_join *j)
     }
     if (rc == 0 && j->bench_unmatched && !j->bench_note)
         j->bench_note = "some records met no request (not captured, or started outside the tolerance)";
+    if (rc == 0 && !j->bench_note && j->bench->id_note && j->bench_by_key[TT_JOIN_ID] < n_rec)
+        j->bench_note = j->bench->id_note;
     free(rec_done);
     return rc;
 }

@@ -12,7 +12,8 @@
  * apart).
  *
  * To the benchmark file: by request id (the record's own id, or the index
- * the tool wrote into x-request-id as <prefix><index>), else by order and
+ * the tool wrote into x-request-id as <prefix><index>, unless the file says
+ * its indices do not number what was sent: ids_not_indices), else by order and
  * start time (the nearest unmatched request starting within a tolerance of
  * the record's start), else by order alone. Every match says how it was
  * made. */
@@ -73,7 +74,8 @@ typedef struct tt_join {
     size_t bench_by_key[TT_JOIN_KEY_COUNT];
     size_t bench_unmatched;             /* records that met no request */
     bool bench_starts_usable;           /* every record's start could be put on the analysis clock */
-    const char *bench_note;             /* why some records could not be matched well, or NULL */
+    const char *bench_note;             /* why some records could not be matched well (or, failing that,
+                                           the file's id_note: why they carry no id), or NULL */
 } tt_join;
 
 /* Join the n analyses as[] (at most one per vantage; each filled by
