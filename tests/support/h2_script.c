@@ -80,13 +80,7 @@ void h2_data(h2_write *w, uint32_t sid, uint8_t flags, const char *str)
     h2_frame(w, 0x0 /* DATA */, flags, sid, str, strlen(str));
 }
 
-typedef struct feed {
-    tt_tracker *t;
-    tt_conn_info conn;
-    uint64_t off[2];
-} feed;
-
-static void chunk_at(feed *f, tt_vantage v, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n,
+static void chunk_at(h2_feed *f, tt_vantage v, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n,
                      uint64_t ns)
 {
     tt_chunk c = {.conn = &f->conn, .vantage = v, .dir = dir, .kind = kind, .mono_ns = ns,
@@ -95,13 +89,13 @@ static void chunk_at(feed *f, tt_vantage v, tt_direction dir, tt_chunk_kind kind
     if (kind == TT_CHUNK_DATA) f->off[dir] += n;
 }
 
-static void chunk(feed *f, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n, uint64_t ns)
+void h2_feed_chunk(h2_feed *f, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n, uint64_t ns)
 {
     chunk_at(f, TT_VANTAGE_WIRE, dir, kind, d, n, ns);
 }
 
 /* A tracker and the feed of the script's one connection. */
-static void feed_open(feed *f)
+static void feed_open(h2_feed *f, uint64_t start_off)
 {
     memset(f, 0, sizeof *f);
     f->t = tt_tracker_new(NULL);
@@ -109,22 +103,23 @@ static void feed_open(feed *f)
     f->conn.conn_id = 7;
     f->conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
     f->conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
+    f->off[0] = f->off[1] = start_off;
 }
 
 /* FIN both ways after the last write, release, sort. */
-static tt_tracker *feed_close(feed *f, uint64_t last)
+static tt_tracker *feed_close(h2_feed *f, uint64_t last)
 {
-    chunk(f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, last + 1000);
-    chunk(f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, last + 1000);
-    chunk(f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, last + 2000);
+    h2_feed_chunk(f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, last + 1000);
+    h2_feed_chunk(f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, last + 1000);
+    h2_feed_chunk(f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, last + 2000);
     tt_tracker_sort(f->t);
     return f->t;
 }
 
 tt_tracker *h2_script_run_ready(const h2_script *s, uint64_t lead_ns)
 {
-    feed f;
-    feed_open(&f);
+    h2_feed f;
+    feed_open(&f, s->start_off);
     uint64_t last = 0;
     for (size_t i = 0; i < s->n; i++) {
         const h2_write *w = &s->w[i];
@@ -137,20 +132,48 @@ tt_tracker *h2_script_run_ready(const h2_script *s, uint64_t lead_ns)
 
 tt_tracker *h2_script_run(const h2_script *s, size_t cut_w, size_t cut_at, bool bytewise)
 {
-    feed f;
-    feed_open(&f);
+    h2_feed f;
+    feed_open(&f, s->start_off);
     uint64_t last = 0;
     for (size_t i = 0; i < s->n; i++) {
         const h2_write *w = &s->w[i];
         if (bytewise) {
-            for (size_t k = 0; k < w->n; k++) chunk(&f, w->dir, TT_CHUNK_DATA, w->p + k, 1, w->ns);
+            for (size_t k = 0; k < w->n; k++) h2_feed_chunk(&f, w->dir, TT_CHUNK_DATA, w->p + k, 1, w->ns);
         } else if (i == cut_w && cut_at > 0 && cut_at < w->n) {
-            chunk(&f, w->dir, TT_CHUNK_DATA, w->p, cut_at, w->ns);
-            chunk(&f, w->dir, TT_CHUNK_DATA, w->p + cut_at, w->n - cut_at, w->ns);
+            h2_feed_chunk(&f, w->dir, TT_CHUNK_DATA, w->p, cut_at, w->ns);
+            h2_feed_chunk(&f, w->dir, TT_CHUNK_DATA, w->p + cut_at, w->n - cut_at, w->ns);
         } else {
-            chunk(&f, w->dir, TT_CHUNK_DATA, w->p, w->n, w->ns);
+            h2_feed_chunk(&f, w->dir, TT_CHUNK_DATA, w->p, w->n, w->ns);
         }
         last = w->ns;
     }
     return feed_close(&f, last);
+}
+
+size_t h2_script_each_feed(const h2_script *s, size_t step, h2_check_fn *check, void *ctx, char *why,
+                           size_t why_cap)
+{
+    size_t runs = 0;
+    why[0] = 0;
+    for (int bytewise = 0; bytewise < 2; bytewise++, runs++) {
+        tt_tracker *t = h2_script_run(s, 0, 0, bytewise);
+        const char *bad = check(t, ctx);
+        tt_tracker_free(t);
+        if (bad) {
+            snprintf(why, why_cap, "%s: %s", bytewise ? "byte by byte" : "whole writes", bad);
+            return runs + 1;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t k = 1; k < s->w[i].n; k += step ? step : 1, runs++) {
+            tt_tracker *t = h2_script_run(s, i, k, false);
+            const char *bad = check(t, ctx);
+            tt_tracker_free(t);
+            if (bad) {
+                snprintf(why, why_cap, "write %zu split at %zu: %s", i, k, bad);
+                return runs + 1;
+            }
+        }
+    }
+    return runs;
 }

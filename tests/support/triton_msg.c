@@ -62,6 +62,13 @@ triton_msg triton_stream_response(const char *model, const char *id, const char 
     return top;
 }
 
+triton_msg triton_stream_error(const char *message)
+{
+    triton_msg m = {0};
+    str_field(&m, 1, message);
+    return m;
+}
+
 void triton_grpc_data(h2_write *w, uint32_t sid, uint8_t flags, const triton_msg *m)
 {
     uint8_t buf[5 + sizeof m->b] = {0, (uint8_t)(m->n >> 24), (uint8_t)(m->n >> 16), (uint8_t)(m->n >> 8),

@@ -25,6 +25,9 @@ triton_msg triton_infer_request(const char *model, const char *id);
  * raw_output_contents [len32le text]}}. */
 triton_msg triton_stream_response(const char *model, const char *id, const char *text, bool final);
 
+/* ModelStreamInferResponse {error_message} (no infer_response). */
+triton_msg triton_stream_error(const char *message);
+
 /* Append one DATA frame of stream sid holding m as one gRPC message. */
 void triton_grpc_data(h2_write *w, uint32_t sid, uint8_t flags, const triton_msg *m);
 

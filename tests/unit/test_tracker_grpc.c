@@ -3,8 +3,8 @@
  * of them in one write, answered interleaved and routed by the id they
  * echo; one failed by an error response; one still open when the trailers
  * end the stream with grpc-status 1) and a unary call answered
- * trailers-only with grpc-status 12. Protobuf messages are encoded here
- * field by field (tests/golden/grpc_dialect/triton.proto numbers); the
+ * trailers-only with grpc-status 12. Protobuf messages are encoded field
+ * by field (tests/support/triton_msg.h); the
  * exchange is fed whole, split in two at every byte of every write, and
  * byte by byte, and must always give the same five requests. */
 #include <setjmp.h>
@@ -18,94 +18,20 @@
 #include <cmocka.h>
 
 #include "h2_script.h"
+#include "triton_msg.h"
 #include "proto/http2.h"
 #include "timeline/conn_tracker.h"
 
 #define MS 1000000ull
 #define STREAM_INFER "/inference.GRPCInferenceService/ModelStreamInfer"
 
-/* ---- protobuf, field by field ---- */
-
-typedef struct pb {
-    uint8_t b[512];
-    size_t n;
-} pb;
-
-static void pb_raw(pb *m, const void *d, size_t n)
+/* The exchange's messages (triton_msg.h), model "llm". */
+static triton_msg infer_request(const char *id) { return triton_infer_request("llm", id); }
+static triton_msg infer_response(const char *id, const char *text, bool final)
 {
-    assert_true(m->n + n <= sizeof m->b);
-    memcpy(m->b + m->n, d, n);
-    m->n += n;
+    return triton_stream_response("llm", id, text, final);
 }
-
-static void pb_varint(pb *m, uint64_t v)
-{
-    do {
-        uint8_t byte = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v) byte |= 0x80;
-        pb_raw(m, &byte, 1);
-    } while (v);
-}
-
-static void pb_bytes(pb *m, uint32_t field, const void *d, size_t n)
-{
-    pb_varint(m, (uint64_t)field << 3 | 2);
-    pb_varint(m, n);
-    pb_raw(m, d, n);
-}
-
-static void pb_str(pb *m, uint32_t field, const char *s) { pb_bytes(m, field, s, strlen(s)); }
-static void pb_sub(pb *m, uint32_t field, const pb *sub) { pb_bytes(m, field, sub->b, sub->n); }
-
-/* ModelInferRequest {model_name, id} */
-static pb infer_request(const char *id)
-{
-    pb m = {0};
-    pb_str(&m, 1, "llm");
-    pb_str(&m, 3, id);
-    return m;
-}
-
-/* ModelStreamInferResponse {infer_response {model_name, id, parameters
- * {triton_final_response: final}, outputs [text_output BYTES],
- * raw_output_contents [len32le text]}} */
-static pb infer_response(const char *id, const char *text, bool final)
-{
-    pb param = {0}, entry = {0}, out = {0}, resp = {0}, top = {0};
-    pb_varint(&param, 1 << 3 | 0);
-    pb_varint(&param, final);
-    pb_str(&entry, 1, "triton_final_response");
-    pb_sub(&entry, 2, &param);
-    pb_str(&out, 1, "text_output");
-    pb_str(&out, 2, "BYTES");
-    pb_str(&resp, 1, "llm");
-    pb_str(&resp, 3, id);
-    pb_sub(&resp, 4, &entry);
-    pb_sub(&resp, 5, &out);
-    size_t n = strlen(text);
-    uint8_t raw[64] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
-    assert_true(n + 4 <= sizeof raw);
-    memcpy(raw + 4, text, n);
-    pb_bytes(&resp, 6, raw, n + 4);
-    pb_sub(&top, 2, &resp);
-    return top;
-}
-
-static pb error_response(const char *message)
-{
-    pb top = {0};
-    pb_str(&top, 1, message);
-    return top;
-}
-
-/* One DATA frame holding one gRPC length-prefixed message. */
-static void grpc_data(h2_write *w, uint32_t sid, uint8_t flags, pb m)
-{
-    uint8_t buf[600] = {0, (uint8_t)(m.n >> 24), (uint8_t)(m.n >> 16), (uint8_t)(m.n >> 8), (uint8_t)m.n};
-    memcpy(buf + 5, m.b, m.n);
-    h2_frame(w, TT_H2_DATA, flags, sid, buf, m.n + 5);
-}
+static void grpc_data(h2_write *w, uint32_t sid, uint8_t flags, triton_msg m) { triton_grpc_data(w, sid, flags, &m); }
 
 /* ---- the exchange ---- */
 
@@ -131,7 +57,7 @@ static void build(h2_script *s)
     grpc_data(h2_write_at(s, TT_DIR_S2C, 12 * MS), 1, 0, infer_response("r3", "x", false));
     grpc_data(h2_write_at(s, TT_DIR_S2C, 13 * MS), 1, 0, infer_response("r2", "y", false));
     grpc_data(h2_write_at(s, TT_DIR_S2C, 14 * MS), 1, 0, infer_response("r2", "z", true));
-    grpc_data(h2_write_at(s, TT_DIR_S2C, 15 * MS), 1, 0, error_response("boom"));
+    grpc_data(h2_write_at(s, TT_DIR_S2C, 15 * MS), 1, 0, triton_stream_error("boom"));
     grpc_data(h2_write_at(s, TT_DIR_C2S, 16 * MS), 1, 0, infer_request("r4"));
     grpc_data(h2_write_at(s, TT_DIR_S2C, 17 * MS), 1, 0, infer_response("r4", "q", false));
     h2_frame(h2_write_at(s, TT_DIR_C2S, 18 * MS), TT_H2_DATA, TT_H2_FLAG_END_STREAM, 1, NULL, 0);
@@ -158,8 +84,9 @@ static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
 }
 
 /* 0 when the tracker's requests are the exchange's; else a message. */
-static const char *check(tt_tracker *t)
+static const char *check_exchange(tt_tracker *t, void *ctx)
 {
+    (void)ctx;
     size_t n;
     const tt_request *rs = tt_tracker_requests(t, &n);
     if (n != 5) return "not 5 requests";
@@ -217,23 +144,9 @@ static void test_grpc_calls(void **state)
     (void)state;
     h2_script s;
     build(&s);
-    tt_tracker *t = h2_script_run(&s, 0, 0, false);
-    const char *why = check(t);
-    if (why) fail_msg("whole writes: %s", why);
-    tt_tracker_free(t);
-    t = h2_script_run(&s, 0, 0, true);
-    why = check(t);
-    if (why) fail_msg("byte by byte: %s", why);
-    tt_tracker_free(t);
-    size_t runs = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        for (size_t k = 1; k < s.w[i].n; k++, runs++) {
-            t = h2_script_run(&s, i, k, false);
-            why = check(t);
-            if (why) fail_msg("write %zu split at %zu: %s", i, k, why);
-            tt_tracker_free(t);
-        }
-    }
+    char why[256];
+    size_t runs = h2_script_each_feed(&s, 1, check_exchange, NULL, why, sizeof why);
+    if (why[0]) fail_msg("%s", why);
     assert_true(runs > 500);
     h2_script_free(&s);
 }

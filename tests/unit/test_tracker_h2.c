@@ -18,8 +18,9 @@ static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
 }
 
 /* 0 when the tracker's requests are the exchange's; else a message. */
-static const char *check(tt_tracker *t)
+static const char *check_exchange(tt_tracker *t, void *ctx)
 {
+    (void)ctx;
     size_t n;
     const tt_request *rs = tt_tracker_requests(t, &n);
     if (n != 4) return "not 4 requests";
@@ -68,27 +69,13 @@ static const char *check(tt_tracker *t)
 static void test_h2_streams_as_requests(void **state)
 {
     (void)state;
-    script s;
+    h2_script s;
     build(&s);
-    tt_tracker *t = run(&s, 0, 0, false);
-    const char *why = check(t);
-    if (why) fail_msg("whole writes: %s", why);
-    tt_tracker_free(t);
-    t = run(&s, 0, 0, true);
-    why = check(t);
-    if (why) fail_msg("byte by byte: %s", why);
-    tt_tracker_free(t);
-    size_t runs = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        for (size_t k = 1; k < s.w[i].n; k++, runs++) {
-            t = run(&s, i, k, false);
-            why = check(t);
-            if (why) fail_msg("write %zu split at %zu: %s", i, k, why);
-            tt_tracker_free(t);
-        }
-    }
+    char why[256];
+    size_t runs = h2_script_each_feed(&s, 1, check_exchange, NULL, why, sizeof why);
+    if (why[0]) fail_msg("%s", why);
     assert_true(runs > 500);
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* The client's bytes lost after its first write (stream 1's request): the
@@ -98,26 +85,26 @@ static void test_h2_streams_as_requests(void **state)
 static void test_h2_client_gap(void **state)
 {
     (void)state;
-    script s;
+    h2_script s;
     build(&s);
-    feed f;
+    h2_feed f;
     memset(&f, 0, sizeof f);
     f.t = tt_tracker_new(NULL);
     f.conn.conn_id = 8;
     bool lost = false;
     for (size_t i = 0; i < s.n; i++) {
-        const wr *w = &s.w[i];
+        const h2_write *w = &s.w[i];
         if (w->dir == TT_DIR_C2S && w->ns > 2 * MS) {
-            if (!lost) chunk(&f, TT_DIR_C2S, TT_CHUNK_GAP, NULL, 100, w->ns);
+            if (!lost) h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_GAP, NULL, 100, w->ns);
             f.off[TT_DIR_C2S] += 100;
             lost = true;
             continue;
         }
-        chunk(&f, w->dir, TT_CHUNK_DATA, w->p, w->n, w->ns);
+        h2_feed_chunk(&f, w->dir, TT_CHUNK_DATA, w->p, w->n, w->ns);
     }
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
-    chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+    h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
     tt_tracker_sort(f.t);
     size_t n;
     const tt_request *r = tt_tracker_requests(f.t, &n);
@@ -135,7 +122,7 @@ static void test_h2_client_gap(void **state)
     assert_true(r[3].incomplete & TT_INC_RESPONSE_CUT);
     assert_false(r[1].incomplete & TT_INC_RESPONSE_CUT);
     tt_tracker_free(f.t);
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* An HTTP/1.1 connection that starts "PRI" but is no preface, and one
@@ -145,13 +132,13 @@ static void test_h1_not_preface(void **state)
     (void)state;
     static const char req[] = "PRIX /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
     static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-    feed f;
+    h2_feed f;
     memset(&f, 0, sizeof f);
     f.t = tt_tracker_new(NULL);
     f.conn.conn_id = 9;
-    for (size_t k = 0; k < sizeof req - 1; k++) chunk(&f, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)req + k, 1, 100 + k);
-    chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, (const uint8_t *)resp, sizeof resp - 1, 500);
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 600);
+    for (size_t k = 0; k < sizeof req - 1; k++) h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)req + k, 1, 100 + k);
+    h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, (const uint8_t *)resp, sizeof resp - 1, 500);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 600);
     size_t n;
     const tt_request *r = tt_tracker_requests(f.t, &n);
     assert_int_equal(n, 1);
@@ -166,8 +153,8 @@ static void test_h1_not_preface(void **state)
     memset(&f, 0, sizeof f);
     f.t = tt_tracker_new(NULL);
     f.conn.conn_id = 10;
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)"PRI * HTTP/2", 12, 100);
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 600);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)"PRI * HTTP/2", 12, 100);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 600);
     tt_tracker_requests(f.t, &n);
     assert_int_equal(n, 0);
     tt_tracker_free(f.t);

@@ -21,7 +21,7 @@ typedef struct flat {
     size_t frame_at[128], n_frames;
 } flat;
 
-static void flatten(const script *s, tt_direction dir, flat *f)
+static void flatten(const h2_script *s, tt_direction dir, flat *f)
 {
     memset(f, 0, sizeof *f);
     for (size_t i = 0; i < s->n; i++) {
@@ -87,7 +87,7 @@ static const tt_http2_callbacks gd_cb = {.on_data = gd_data, .on_frame = gd_fram
 static void test_h2_find_sync_every_offset(void **state)
 {
     (void)state;
-    script s;
+    h2_script s;
     build(&s);
     for (int dir = 0; dir < 2; dir++) {
         flat f;
@@ -152,7 +152,7 @@ static void test_h2_find_sync_every_offset(void **state)
                 assert_int_equal(tt_http2_find_sync((const uint8_t *)text[i] + o, strlen(text[i]) - o,
                                                     (tt_direction)dir, &from), -1);
             }
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* Tokens of the exchange: the instant of the write where their first byte
@@ -171,7 +171,7 @@ static const struct { uint64_t first, done; } SSE_TOKENS[] = {
 static void test_h2_midstream_tracker(void **state)
 {
     (void)state;
-    script s;
+    h2_script s;
     build(&s);
     size_t runs = 0;
     for (size_t cw = 1; cw < s.n; cw++) {
@@ -182,7 +182,7 @@ static void test_h2_midstream_tracker(void **state)
             for (int mode = 0; mode < 3; mode++, runs++) {
                 bool bytewise = mode == 1, swapped = mode == 2;
                 if (bytewise && ck % 7) continue; /* byte by byte at every 7th cut: enough, and quick */
-                feed f;
+                h2_feed f;
                 memset(&f, 0, sizeof f);
                 f.t = tt_tracker_new(NULL);
                 f.conn.conn_id = 11;
@@ -193,17 +193,17 @@ static void test_h2_midstream_tracker(void **state)
                 f.conn.client = swapped ? sv : cl;
                 f.conn.server = swapped ? cl : sv;
                 for (size_t i = cw; i < s.n; i++) {
-                    const wr *w = &s.w[i];
+                    const h2_write *w = &s.w[i];
                     size_t k0 = i == cw ? ck : 0;
                     tt_direction d = (tt_direction)(w->dir ^ swapped);
                     if (bytewise)
-                        for (size_t k = k0; k < w->n; k++) chunk(&f, d, TT_CHUNK_DATA, w->p + k, 1, w->ns);
+                        for (size_t k = k0; k < w->n; k++) h2_feed_chunk(&f, d, TT_CHUNK_DATA, w->p + k, 1, w->ns);
                     else
-                        chunk(&f, d, TT_CHUNK_DATA, w->p + k0, w->n - k0, w->ns);
+                        h2_feed_chunk(&f, d, TT_CHUNK_DATA, w->p + k0, w->n - k0, w->ns);
                 }
-                chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
-                chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
-                chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
+                h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+                h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+                h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
                 tt_tracker_sort(f.t);
                 size_t n, nn;
                 const tt_request *r = tt_tracker_requests(f.t, &n);
@@ -261,7 +261,7 @@ static void test_h2_midstream_tracker(void **state)
         }
     }
     assert_true(runs > 500);
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* An HTTP/2 connection evicted (the tracker follows one connection at a
@@ -273,10 +273,10 @@ static void test_h2_midstream_tracker(void **state)
 static void test_h2_evicted_comes_back(void **state)
 {
     (void)state;
-    script s;
+    h2_script s;
     build(&s);
     for (size_t cw = 2; cw < s.n; cw++) {
-        feed f, other;
+        h2_feed f, other;
         memset(&f, 0, sizeof f);
         memset(&other, 0, sizeof other);
         f.t = other.t = tt_tracker_new(&(tt_tracker_options){.max_connections = 1});
@@ -285,12 +285,12 @@ static void test_h2_evicted_comes_back(void **state)
         f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
         other.conn.conn_id = 12;
         for (size_t i = 0; i < s.n; i++) {
-            if (i == cw) chunk(&other, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)"G", 1, s.w[i].ns); /* evicts 11 */
-            chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p, s.w[i].n, s.w[i].ns);
+            if (i == cw) h2_feed_chunk(&other, TT_DIR_C2S, TT_CHUNK_DATA, (const uint8_t *)"G", 1, s.w[i].ns); /* evicts 11 */
+            h2_feed_chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p, s.w[i].n, s.w[i].ns);
         }
-        chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
-        chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
-        chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
+        h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+        h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 50 * MS);
+        h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 51 * MS);
         tt_tracker_sort(f.t);
         size_t n;
         const tt_request *r = tt_tracker_requests(f.t, &n);
@@ -312,7 +312,7 @@ static void test_h2_evicted_comes_back(void **state)
                          r[i].incomplete);
         tt_tracker_free(f.t);
     }
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* Joined where the client's bytes start at a frame (its request seen
@@ -321,18 +321,17 @@ static void test_h2_evicted_comes_back(void **state)
 static void test_h2_midstream_head_unseen(void **state)
 {
     (void)state;
-    script s;
-    memset(&s, 0, sizeof s);
-    for (int i = 0; i < 2; i++) assert_int_equal(nghttp2_hd_deflate_new(&s.def[i], 4096), 0);
-    wr *w = write_at(&s, TT_DIR_C2S, 1 * MS);
-    frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
+    h2_script s;
+    h2_script_init(&s);
+    h2_write *w = h2_write_at(&s, TT_DIR_C2S, 1 * MS);
+    h2_frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
     chat_request(&s, w, 1, "/v1/chat/completions", "r1");
-    w = write_at(&s, TT_DIR_S2C, 2 * MS);
-    headers(&s, w, 1, 0, RESP_SSE);
-    data(write_at(&s, TT_DIR_S2C, 3 * MS), 1, 0, tok("a"));
-    data(write_at(&s, TT_DIR_S2C, 4 * MS), 1, 0, tok("b"));
-    data(write_at(&s, TT_DIR_S2C, 5 * MS), 1, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
-    feed f;
+    w = h2_write_at(&s, TT_DIR_S2C, 2 * MS);
+    h2_headers(&s, w, 1, 0, RESP_SSE);
+    h2_data(h2_write_at(&s, TT_DIR_S2C, 3 * MS), 1, 0, tok("a"));
+    h2_data(h2_write_at(&s, TT_DIR_S2C, 4 * MS), 1, 0, tok("b"));
+    h2_data(h2_write_at(&s, TT_DIR_S2C, 5 * MS), 1, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
+    h2_feed f;
     memset(&f, 0, sizeof f);
     f.t = tt_tracker_new(NULL);
     f.conn.conn_id = 13;
@@ -341,11 +340,11 @@ static void test_h2_midstream_head_unseen(void **state)
     f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
     for (size_t i = 0; i < s.n; i++) {
         size_t k0 = i == 1 ? 4 : 0; /* the server's bytes begin inside the HEADERS frame */
-        chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p + k0, s.w[i].n - k0, s.w[i].ns);
+        h2_feed_chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p + k0, s.w[i].n - k0, s.w[i].ns);
     }
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 9 * MS);
-    chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 9 * MS);
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 10 * MS);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+    h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+    h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 10 * MS);
     size_t n;
     const tt_request *r = tt_tracker_requests(f.t, &n);
     assert_int_equal(n, 1);
@@ -358,7 +357,7 @@ static void test_h2_midstream_head_unseen(void **state)
     assert_int_equal(r->last_token_ns, 4 * MS);
     assert_true(r->terminal_seen);
     tt_tracker_free(f.t);
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* Joined inside a gRPC response (its HEADERS and the request before the
@@ -367,32 +366,32 @@ static void test_h2_midstream_head_unseen(void **state)
 static void test_h2_midstream_grpc(void **state)
 {
     (void)state;
-    script s;
+    h2_script s;
     memset(&s, 0, sizeof s);
     static const uint8_t msg[] = {0, 0, 0, 0, 4, 0x0a, 0x02, 'h', 'i'};
     static const uint8_t two[] = {0, 0, 0, 0, 4, 0x0a, 0x02, 'a', 'b', 0, 0, 0, 0, 2, 0x08, 0x01};
-    wr *w = write_at(&s, TT_DIR_S2C, 1 * MS);
-    put(w, "\x17\x42\x99", 3); /* the end of a frame begun before the capture */
-    frame(w, TT_H2_DATA, 0, 1, msg, sizeof msg);
-    frame(write_at(&s, TT_DIR_S2C, 2 * MS), TT_H2_DATA, 0, 1, msg, sizeof msg);
-    frame(write_at(&s, TT_DIR_S2C, 3 * MS), TT_H2_DATA, 0, 1, two, sizeof two);
+    h2_write *w = h2_write_at(&s, TT_DIR_S2C, 1 * MS);
+    h2_put(w, "\x17\x42\x99", 3); /* the end of a frame begun before the capture */
+    h2_frame(w, TT_H2_DATA, 0, 1, msg, sizeof msg);
+    h2_frame(h2_write_at(&s, TT_DIR_S2C, 2 * MS), TT_H2_DATA, 0, 1, msg, sizeof msg);
+    h2_frame(h2_write_at(&s, TT_DIR_S2C, 3 * MS), TT_H2_DATA, 0, 1, two, sizeof two);
     uint8_t inc[4] = {0, 0, 0x40, 0};
-    frame(write_at(&s, TT_DIR_C2S, 4 * MS), TT_H2_WINDOW_UPDATE, 0, 0, inc, 4);
+    h2_frame(h2_write_at(&s, TT_DIR_C2S, 4 * MS), TT_H2_WINDOW_UPDATE, 0, 0, inc, 4);
     for (int bytewise = 0; bytewise < 2; bytewise++) {
-        feed f;
+        h2_feed f;
         memset(&f, 0, sizeof f);
         f.t = tt_tracker_new(NULL);
         f.conn.conn_id = 15;
         f.conn.orientation_guessed = true;
         for (size_t i = 0; i < s.n; i++) {
             if (bytewise)
-                for (size_t k = 0; k < s.w[i].n; k++) chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p + k, 1, s.w[i].ns);
+                for (size_t k = 0; k < s.w[i].n; k++) h2_feed_chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p + k, 1, s.w[i].ns);
             else
-                chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p, s.w[i].n, s.w[i].ns);
+                h2_feed_chunk(&f, s.w[i].dir, TT_CHUNK_DATA, s.w[i].p, s.w[i].n, s.w[i].ns);
         }
-        chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 9 * MS);
-        chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 9 * MS);
-        chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 10 * MS);
+        h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+        h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, 9 * MS);
+        h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 10 * MS);
         size_t n;
         const tt_request *r = tt_tracker_requests(f.t, &n);
         assert_int_equal(n, 1);
@@ -404,7 +403,7 @@ static void test_h2_midstream_grpc(void **state)
         assert_int_equal(r->events[3].dispatch_ns, 3 * MS);
         tt_tracker_free(f.t);
     }
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 /* HTTP/1.1 captured mid-connection (orientation guessed) stays HTTP/1.1:
@@ -416,7 +415,7 @@ static void test_h1_midstream_not_h2(void **state)
     static const char req[] = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
     static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     for (int bytewise = 0; bytewise < 2; bytewise++) {
-        feed f;
+        h2_feed f;
         memset(&f, 0, sizeof f);
         f.t = tt_tracker_new(NULL);
         f.conn.conn_id = 12;
@@ -426,11 +425,11 @@ static void test_h1_midstream_not_h2(void **state)
         for (size_t i = 0; i < 3; i++) {
             size_t n = strlen(w[i].p);
             if (bytewise)
-                for (size_t k = 0; k < n; k++) chunk(&f, w[i].dir, TT_CHUNK_DATA, (const uint8_t *)w[i].p + k, 1, w[i].ns);
+                for (size_t k = 0; k < n; k++) h2_feed_chunk(&f, w[i].dir, TT_CHUNK_DATA, (const uint8_t *)w[i].p + k, 1, w[i].ns);
             else
-                chunk(&f, w[i].dir, TT_CHUNK_DATA, (const uint8_t *)w[i].p, n, w[i].ns);
+                h2_feed_chunk(&f, w[i].dir, TT_CHUNK_DATA, (const uint8_t *)w[i].p, n, w[i].ns);
         }
-        chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 600);
+        h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 600);
         size_t n, nn;
         const tt_request *r = tt_tracker_requests(f.t, &n);
         const tt_conn_note *notes = tt_tracker_notes(f.t, &nn);
@@ -465,13 +464,13 @@ static void test_h1_goldens_never_h2(void **state)
                     long at = tt_http2_find_sync(g.input + o, g.input_len - o, (tt_direction)dir, &from);
                     if (at >= 0) fail_msg("%s from %zu (dir %d): a frame chain at %ld", files[i], o, dir, at);
                 }
-                feed f;
+                h2_feed f;
                 memset(&f, 0, sizeof f);
                 f.t = tt_tracker_new(NULL);
                 f.conn.conn_id = 14;
                 f.conn.orientation_guessed = true;
-                chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, g.input + o, g.input_len - o, 1);
-                chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 2);
+                h2_feed_chunk(&f, TT_DIR_S2C, TT_CHUNK_DATA, g.input + o, g.input_len - o, 1);
+                h2_feed_chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, 2);
                 size_t nn;
                 const tt_conn_note *notes = tt_tracker_notes(f.t, &nn);
                 for (size_t k = 0; k < nn; k++)

@@ -22,133 +22,9 @@
 #include <cmocka.h>
 #include <nghttp2/nghttp2.h>
 
+#include "h2_script.h"
 #include "proto/http2.h"
 #include "timeline/conn_tracker.h"
-
-/* ---- a script of writes ---- */
-
-typedef struct wr {
-    tt_direction dir;
-    uint8_t *p;
-    size_t n, cap;
-    uint64_t ns;
-} wr;
-
-typedef struct script {
-    wr w[64];
-    size_t n;
-    nghttp2_hd_deflater *def[2];
-} script;
-
-static void put(wr *w, const void *d, size_t n)
-{
-    if (w->n + n > w->cap) {
-        w->cap = (w->n + n) * 2 + 64;
-        w->p = realloc(w->p, w->cap);
-        assert_non_null(w->p);
-    }
-    if (n) memcpy(w->p + w->n, d, n); /* an empty frame payload comes as NULL */
-    w->n += n;
-}
-
-/* A new write of dir at instant ns. */
-static wr *write_at(script *s, tt_direction dir, uint64_t ns)
-{
-    assert_true(s->n < 64);
-    wr *w = &s->w[s->n++];
-    memset(w, 0, sizeof *w);
-    w->dir = dir;
-    w->ns = ns;
-    return w;
-}
-
-static void frame(wr *w, uint8_t type, uint8_t flags, uint32_t sid, const void *pl, size_t n)
-{
-    uint8_t h[9] = {(uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n, type, flags,
-                    (uint8_t)(sid >> 24), (uint8_t)(sid >> 16), (uint8_t)(sid >> 8), (uint8_t)sid};
-    put(w, h, 9);
-    put(w, pl, n);
-}
-
-static void headers(script *s, wr *w, uint32_t sid, uint8_t flags, const char *const *nv)
-{
-    nghttp2_nv v[16];
-    size_t k = 0;
-    for (size_t i = 0; nv[i]; i += 2, k++)
-        v[k] = (nghttp2_nv){(uint8_t *)(uintptr_t)nv[i], (uint8_t *)(uintptr_t)nv[i + 1], strlen(nv[i]),
-                            strlen(nv[i + 1]), NGHTTP2_NV_FLAG_NONE};
-    nghttp2_hd_deflater *d = s->def[w->dir];
-    size_t bound = nghttp2_hd_deflate_bound(d, v, k);
-    uint8_t *b = malloc(bound);
-    assert_non_null(b);
-    ssize_t r = nghttp2_hd_deflate_hd(d, b, bound, v, k);
-    assert_true(r >= 0);
-    frame(w, TT_H2_HEADERS, flags | TT_H2_FLAG_END_HEADERS, sid, b, (size_t)r);
-    free(b);
-}
-
-static void data(wr *w, uint32_t sid, uint8_t flags, const char *str)
-{
-    frame(w, TT_H2_DATA, flags, sid, str, strlen(str));
-}
-
-static void script_free(script *s)
-{
-    for (size_t i = 0; i < s->n; i++) free(s->w[i].p);
-    for (int i = 0; i < 2; i++)
-        if (s->def[i]) nghttp2_hd_deflate_del(s->def[i]);
-}
-
-/* ---- feeding ---- */
-
-typedef struct feed {
-    tt_tracker *t;
-    tt_conn_info conn;
-    uint64_t off[2];
-} feed;
-
-static void chunk(feed *f, tt_direction dir, tt_chunk_kind kind, const uint8_t *d, size_t n, uint64_t ns)
-{
-    tt_chunk c = {.conn = &f->conn, .vantage = TT_VANTAGE_WIRE, .dir = dir, .kind = kind, .mono_ns = ns,
-                  .offset = f->off[dir], .data = d, .len = n};
-    tt_tracker_chunk(f->t, &c);
-    if (kind == TT_CHUNK_DATA) f->off[dir] += n;
-}
-
-/* Stream offset of both directions' first bytes: not 0 for a capture that
- * began after the connection's first exchange. */
-static uint64_t start_off;
-
-/* Feed the script: write `cut_w` split at byte cut_at (0: not split), or
- * every write byte by byte; then FIN both ways and release. */
-static tt_tracker *run(const script *s, size_t cut_w, size_t cut_at, bool bytewise)
-{
-    feed f;
-    memset(&f, 0, sizeof f);
-    f.t = tt_tracker_new(NULL);
-    f.off[0] = f.off[1] = start_off;
-    f.conn.conn_id = 7;
-    f.conn.client = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 40000};
-    f.conn.server = (tt_endpoint){.family = 4, .addr = {127, 0, 0, 1}, .port = 8000};
-    uint64_t last = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const wr *w = &s->w[i];
-        if (bytewise) {
-            for (size_t k = 0; k < w->n; k++) chunk(&f, w->dir, TT_CHUNK_DATA, w->p + k, 1, w->ns);
-        } else if (i == cut_w && cut_at > 0 && cut_at < w->n) {
-            chunk(&f, w->dir, TT_CHUNK_DATA, w->p, cut_at, w->ns);
-            chunk(&f, w->dir, TT_CHUNK_DATA, w->p + cut_at, w->n - cut_at, w->ns);
-        } else {
-            chunk(&f, w->dir, TT_CHUNK_DATA, w->p, w->n, w->ns);
-        }
-        last = w->ns;
-    }
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_FIN, NULL, 0, last + 1000);
-    chunk(&f, TT_DIR_S2C, TT_CHUNK_FIN, NULL, 0, last + 1000);
-    chunk(&f, TT_DIR_C2S, TT_CHUNK_RELEASE, NULL, 0, last + 2000);
-    tt_tracker_sort(f.t);
-    return f.t;
-}
 
 /* ---- the exchange ---- */
 
@@ -173,18 +49,18 @@ static const char *tok(const char *word)
 
 enum order { WIRE, PREFACE_FIRST, SWITCH_BEFORE_BODY };
 
-static void preface(wr *w)
+static void preface(h2_write *w)
 {
-    put(w, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN);
-    frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
-    frame(w, TT_H2_SETTINGS, TT_H2_FLAG_ACK, 0, NULL, 0);
+    h2_put(w, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN);
+    h2_frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
+    h2_frame(w, TT_H2_SETTINGS, TT_H2_FLAG_ACK, 0, NULL, 0);
 }
 
-static void switch_101(script *s, wr *w)
+static void switch_101(h2_script *s, h2_write *w)
 {
-    put(w, SWITCH, strlen(SWITCH));
-    frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
-    headers(s, w, 1, 0, RESP_SSE);
+    h2_put(w, SWITCH, strlen(SWITCH));
+    h2_frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
+    h2_headers(s, w, 1, 0, RESP_SSE);
 }
 
 /* The request's first byte at 1 ms; the 101 (with the server's SETTINGS
@@ -192,41 +68,40 @@ static void switch_101(script *s, wr *w)
  * at 1.5 ms, before the 101); SWITCH_BEFORE_BODY: the body and the preface
  * in one write at 3 ms. Then stream 1's tokens at 10 and 20 ms, stream 3's
  * request at 11 ms and its token at 12 ms. */
-static size_t build(script *s, enum order o)
+static size_t build(h2_script *s, enum order o)
 {
-    memset(s, 0, sizeof *s);
-    for (int i = 0; i < 2; i++) assert_int_equal(nghttp2_hd_deflate_new(&s->def[i], 4096), 0);
+    h2_script_init(s);
     assert_int_equal(strlen(BODY), 45);
-    wr *w = write_at(s, TT_DIR_C2S, 1 * MS);
-    put(w, UPGRADE_HEAD, strlen(UPGRADE_HEAD));
+    h2_write *w = h2_write_at(s, TT_DIR_C2S, 1 * MS);
+    h2_put(w, UPGRADE_HEAD, strlen(UPGRADE_HEAD));
     if (o == SWITCH_BEFORE_BODY) {
-        switch_101(s, write_at(s, TT_DIR_S2C, 2 * MS));
-        w = write_at(s, TT_DIR_C2S, 3 * MS);
-        put(w, BODY, strlen(BODY));
+        switch_101(s, h2_write_at(s, TT_DIR_S2C, 2 * MS));
+        w = h2_write_at(s, TT_DIR_C2S, 3 * MS);
+        h2_put(w, BODY, strlen(BODY));
         preface(w);
     } else {
-        put(w, BODY, strlen(BODY));
-        if (o == PREFACE_FIRST) preface(write_at(s, TT_DIR_C2S, 3 * MS / 2));
-        switch_101(s, write_at(s, TT_DIR_S2C, 2 * MS));
-        if (o == WIRE) preface(write_at(s, TT_DIR_C2S, 3 * MS));
+        h2_put(w, BODY, strlen(BODY));
+        if (o == PREFACE_FIRST) preface(h2_write_at(s, TT_DIR_C2S, 3 * MS / 2));
+        switch_101(s, h2_write_at(s, TT_DIR_S2C, 2 * MS));
+        if (o == WIRE) preface(h2_write_at(s, TT_DIR_C2S, 3 * MS));
     }
-    frame(write_at(s, TT_DIR_S2C, 4 * MS), TT_H2_SETTINGS, TT_H2_FLAG_ACK, 0, NULL, 0);
-    data(write_at(s, TT_DIR_S2C, 10 * MS), 1, 0, tok("a"));
+    h2_frame(h2_write_at(s, TT_DIR_S2C, 4 * MS), TT_H2_SETTINGS, TT_H2_FLAG_ACK, 0, NULL, 0);
+    h2_data(h2_write_at(s, TT_DIR_S2C, 10 * MS), 1, 0, tok("a"));
     size_t c2s_before = 0;
     for (size_t i = 0; i < s->n; i++)
         if (s->w[i].dir == TT_DIR_C2S) c2s_before += s->w[i].n;
-    w = write_at(s, TT_DIR_C2S, 11 * MS);
+    w = h2_write_at(s, TT_DIR_C2S, 11 * MS);
     const char *nv[] = {":method", "POST", ":scheme", "http", ":authority", "localhost:8000", ":path",
                         "/v1/chat/completions", "x-request-id", "r3", NULL};
-    headers(s, w, 3, 0, nv);
-    data(w, 3, TT_H2_FLAG_END_STREAM, "{\"model\":\"m-r3\",\"stream\":true}");
-    w = write_at(s, TT_DIR_S2C, 12 * MS);
-    headers(s, w, 3, 0, RESP_SSE);
-    data(w, 3, 0, tok("b"));
-    w = write_at(s, TT_DIR_S2C, 20 * MS);
-    data(w, 1, 0, tok("c"));
-    data(w, 1, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
-    data(write_at(s, TT_DIR_S2C, 21 * MS), 3, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
+    h2_headers(s, w, 3, 0, nv);
+    h2_data(w, 3, TT_H2_FLAG_END_STREAM, "{\"model\":\"m-r3\",\"stream\":true}");
+    w = h2_write_at(s, TT_DIR_S2C, 12 * MS);
+    h2_headers(s, w, 3, 0, RESP_SSE);
+    h2_data(w, 3, 0, tok("b"));
+    w = h2_write_at(s, TT_DIR_S2C, 20 * MS);
+    h2_data(w, 1, 0, tok("c"));
+    h2_data(w, 1, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
+    h2_data(h2_write_at(s, TT_DIR_S2C, 21 * MS), 3, TT_H2_FLAG_END_STREAM, "data: [DONE]\n\n");
     return c2s_before; /* stream offset of stream 3's HEADERS */
 }
 
@@ -251,7 +126,7 @@ static const char *check(tt_tracker *t, enum order o, size_t r3_off)
     if (u->token_events != 2 || u->first_token_ns != 10 * MS || u->last_token_ns != 20 * MS) return "stream 1 tokens";
     if (u->resp_last_ns != 20 * MS) return "stream 1's end";
     if (r3->req_first_ns != 11 * MS || r3->resp_first_ns != 12 * MS) return "stream 3 instants";
-    if (r3->req_first_off != start_off + r3_off) return "stream 3's request offset (HTTP/2 after the upgrade request)";
+    if (r3->req_first_off != r3_off) return "stream 3's request offset (HTTP/2 after the upgrade request)";
     if (r3->token_events != 1 || r3->first_token_ns != 12 * MS || r3->resp_last_ns != 21 * MS) return "stream 3 tokens";
     size_t nn;
     tt_tracker_notes(t, &nn);
@@ -259,32 +134,29 @@ static const char *check(tt_tracker *t, enum order o, size_t r3_off)
     return NULL;
 }
 
+struct upgrade_case {
+    enum order order;
+    size_t r3_off; /* stream offset of stream 3's HEADERS */
+};
+
+static const char *check_case(tt_tracker *t, void *ctx)
+{
+    const struct upgrade_case *c = ctx;
+    return check(t, c->order, c->r3_off);
+}
+
 static void test_h2c_upgrade(void **state)
 {
     (void)state;
     static const char *const names[] = {"wire order", "preface before the 101", "101 before the body"};
     for (int o = WIRE; o <= SWITCH_BEFORE_BODY; o++) {
-        script s;
-        size_t r3_off = build(&s, (enum order)o);
-        tt_tracker *t = run(&s, 0, 0, false);
-        const char *why = check(t, (enum order)o, r3_off);
-        if (why) fail_msg("%s, whole writes: %s", names[o], why);
-        tt_tracker_free(t);
-        t = run(&s, 0, 0, true);
-        why = check(t, (enum order)o, r3_off);
-        if (why) fail_msg("%s, byte by byte: %s", names[o], why);
-        tt_tracker_free(t);
-        size_t runs = 0;
-        for (size_t i = 0; i < s.n; i++) {
-            for (size_t k = 1; k < s.w[i].n; k++, runs++) {
-                t = run(&s, i, k, false);
-                why = check(t, (enum order)o, r3_off);
-                if (why) fail_msg("%s, write %zu split at %zu: %s", names[o], i, k, why);
-                tt_tracker_free(t);
-            }
-        }
+        h2_script s;
+        struct upgrade_case c = {(enum order)o, build(&s, (enum order)o)};
+        char why[256];
+        size_t runs = h2_script_each_feed(&s, 1, check_case, &c, why, sizeof why);
+        if (why[0]) fail_msg("%s, %s", names[o], why);
         assert_true(runs > 500);
-        script_free(&s);
+        h2_script_free(&s);
     }
 }
 
@@ -294,19 +166,14 @@ static void test_h2c_upgrade(void **state)
 static void test_h2c_upgrade_late_start(void **state)
 {
     (void)state;
-    script s;
-    size_t r3_off = build(&s, WIRE);
-    start_off = 5000;
-    for (size_t i = 0; i < s.n; i++) {
-        for (size_t k = 1; k < s.w[i].n; k += 7) {
-            tt_tracker *t = run(&s, i, k, false);
-            const char *why = check(t, WIRE, r3_off);
-            if (why) fail_msg("write %zu split at %zu: %s", i, k, why);
-            tt_tracker_free(t);
-        }
-    }
-    start_off = 0;
-    script_free(&s);
+    h2_script s;
+    struct upgrade_case c = {WIRE, build(&s, WIRE)};
+    s.start_off = 5000;
+    c.r3_off += s.start_off;
+    char why[256];
+    h2_script_each_feed(&s, 7, check_case, &c, why, sizeof why);
+    if (why[0]) fail_msg("%s", why);
+    h2_script_free(&s);
 }
 
 /* The server answers the upgrade request over HTTP/1.1 (it ignores
@@ -319,16 +186,16 @@ static void test_h2c_refused(void **state)
                                "data: [DONE]\n\n";
     static const char req2[] = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
     static const char resp2[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-    script s;
-    memset(&s, 0, sizeof s);
-    wr *w = write_at(&s, TT_DIR_C2S, 1 * MS);
-    put(w, UPGRADE_HEAD, strlen(UPGRADE_HEAD));
-    put(w, BODY, strlen(BODY));
-    put(write_at(&s, TT_DIR_S2C, 2 * MS), resp, strlen(resp));
-    put(write_at(&s, TT_DIR_C2S, 3 * MS), req2, strlen(req2));
-    put(write_at(&s, TT_DIR_S2C, 4 * MS), resp2, strlen(resp2));
+    h2_script s;
+    h2_script_init(&s);
+    h2_write *w = h2_write_at(&s, TT_DIR_C2S, 1 * MS);
+    h2_put(w, UPGRADE_HEAD, strlen(UPGRADE_HEAD));
+    h2_put(w, BODY, strlen(BODY));
+    h2_put(h2_write_at(&s, TT_DIR_S2C, 2 * MS), resp, strlen(resp));
+    h2_put(h2_write_at(&s, TT_DIR_C2S, 3 * MS), req2, strlen(req2));
+    h2_put(h2_write_at(&s, TT_DIR_S2C, 4 * MS), resp2, strlen(resp2));
     for (int bytewise = 0; bytewise < 2; bytewise++) {
-        tt_tracker *t = run(&s, 0, 0, bytewise);
+        tt_tracker *t = h2_script_run(&s, 0, 0, bytewise);
         size_t n;
         const tt_request *r = tt_tracker_requests(t, &n);
         assert_int_equal(n, 2);
@@ -346,16 +213,16 @@ static void test_h2c_refused(void **state)
         assert_int_equal(n, 0);
         tt_tracker_free(t);
     }
-    script_free(&s);
+    h2_script_free(&s);
 
     static const char ws[] = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
                              "\x81\x02hi";
     memset(&s, 0, sizeof s);
-    w = write_at(&s, TT_DIR_C2S, 1 * MS);
-    put(w, UPGRADE_HEAD, strlen(UPGRADE_HEAD));
-    put(w, BODY, strlen(BODY));
-    put(write_at(&s, TT_DIR_S2C, 2 * MS), ws, sizeof ws - 1);
-    tt_tracker *t = run(&s, 0, 0, false);
+    w = h2_write_at(&s, TT_DIR_C2S, 1 * MS);
+    h2_put(w, UPGRADE_HEAD, strlen(UPGRADE_HEAD));
+    h2_put(w, BODY, strlen(BODY));
+    h2_put(h2_write_at(&s, TT_DIR_S2C, 2 * MS), ws, sizeof ws - 1);
+    tt_tracker *t = h2_script_run(&s, 0, 0, false);
     size_t n;
     const tt_request *r = tt_tracker_requests(t, &n);
     assert_int_equal(n, 1);
@@ -364,7 +231,7 @@ static void test_h2c_refused(void **state)
     assert_int_equal(n, 1);
     assert_non_null(strstr(notes[0].reason, "websocket"));
     tt_tracker_free(t);
-    script_free(&s);
+    h2_script_free(&s);
 }
 
 int main(void)
