@@ -889,6 +889,26 @@ static void test_head_and_end_instants(void **state)
     assert_int_equal(s.last_off, 43 + strlen(parts[4]));
 }
 
+/* A comma-separated header value names a token: case, blanks and empty
+ * items aside, a whole item only. */
+static void test_header_lists(void **state)
+{
+    static const struct {
+        const char *value, *token;
+        bool want;
+    } cases[] = {
+        {"h2c", "h2c", true},          {"websocket, H2C", "h2c", true}, {" ,h2c\t,", "h2c", true},
+        {"h2c-14", "h2c", false},      {"h2", "h2c", false},           {"", "h2c", false},
+        {"keep-alive, Upgrade", "upgrade", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tt_http_header h = {"upgrade", 7, cases[i].value, strlen(cases[i].value)};
+        if (tt_http_header_lists(&h, cases[i].token) != cases[i].want)
+            fail_msg("\"%s\" lists %s: want %d", cases[i].value, cases[i].token, cases[i].want);
+    }
+    assert_false(tt_http_header_lists(NULL, "h2c"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -904,6 +924,7 @@ int main(void)
         cmocka_unit_test(test_chunk_line_and_trailer_limits),
         cmocka_unit_test(test_many_chunks),
         cmocka_unit_test(test_find_header_case_insensitive),
+        cmocka_unit_test(test_header_lists),
         cmocka_unit_test(test_error_state_sticks),
         cmocka_unit_test(test_head_and_end_instants),
     };

@@ -177,4 +177,9 @@ void tt_http1_expect_connect(tt_http1_parser *p);
 /* Case-insensitive header lookup on a head; NULL when absent. */
 const tt_http_header *tt_http_find_header(const tt_http_head *head, const char *name);
 
+/* The header's value, a comma-separated list (Upgrade, Connection ...),
+ * names token (case-insensitive, blanks around items ignored); false for
+ * a NULL header. */
+bool tt_http_header_lists(const tt_http_header *h, const char *token);
+
 #endif

@@ -53,6 +53,16 @@ const tt_http_header *tt_http_find_header(const tt_http_head *head, const char *
     return NULL;
 }
 
+bool tt_http_header_lists(const tt_http_header *h, const char *token)
+{
+    if (!h) return false;
+    const char *s = h->value, *end = h->value + h->value_len, *item;
+    size_t len;
+    while (next_list_item(&s, end, &item, &len))
+        if (equals_nocase(item, len, token)) return true;
+    return false;
+}
+
 /* ---- heads ---- */
 
 /* The line at *pos (the head is known to end in LF): its start and length

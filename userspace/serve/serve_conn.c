@@ -282,21 +282,6 @@ void tt_serve_conn_append(serve_conn *c, const serve_req *req, int32_t index, co
 
 /* ---- HTTP request callbacks ---- */
 
-/* The Upgrade header lists the token h2c (RFC 7540 3.2). */
-static bool asks_h2c(const tt_http_head *head)
-{
-    const tt_http_header *up = tt_http_find_header(head, "upgrade");
-    if (!up) return false;
-    const char *v = up->value, *end = v + up->value_len;
-    while (v < end) {
-        while (v < end && (*v == ' ' || *v == '\t' || *v == ',')) v++;
-        const char *t = v;
-        while (v < end && *v != ',' && *v != ' ' && *v != '\t') v++;
-        if (v - t == 3 && !strncasecmp(t, "h2c", 3)) return true;
-    }
-    return false;
-}
-
 static void on_head(void *ud, const tt_http_head *head)
 {
     serve_conn *c = ud;
@@ -317,7 +302,7 @@ static void on_head(void *ud, const tt_http_head *head)
     r->version_minor = head->version_minor;
     const tt_http_header *h = tt_http_find_header(head, "x-request-id");
     if (h) r->request_id = strndup(h->value, h->value_len);
-    if (c->srv->cfg.http2 && !c->tls && asks_h2c(head)) {
+    if (c->srv->cfg.http2 && !c->tls && tt_http_header_lists(tt_http_find_header(head, "upgrade"), "h2c")) {
         const tt_http_header *hs = tt_http_find_header(head, "http2-settings");
         if (hs) r->h2c_settings = strndup(hs->value, hs->value_len);
     }

@@ -51,20 +51,6 @@ void tt_conn_h2c_release(conn_state *c)
     c->h2c = NULL;
 }
 
-/* The list (Upgrade, comma-separated) names the token h2c. */
-static bool lists_h2c(const tt_http_header *up)
-{
-    if (!up) return false;
-    const char *v = up->value, *end = v + up->value_len;
-    while (v < end) {
-        while (v < end && (*v == ' ' || *v == '\t' || *v == ',')) v++;
-        const char *t = v;
-        while (v < end && *v != ',' && *v != ' ' && *v != '\t') v++;
-        if (v - t == 3 && !strncasecmp(t, "h2c", 3)) return true;
-    }
-    return false;
-}
-
 void tt_conn_h2c_request_head(conn_state *c, pending *p, const tt_http_head *h)
 {
     if (c->h2c) {
@@ -72,7 +58,7 @@ void tt_conn_h2c_request_head(conn_state *c, pending *p, const tt_http_head *h)
         tt_conn_h2c_release(c);
         return;
     }
-    if (c->h2 || !lists_h2c(tt_http_find_header(h, "upgrade"))) return;
+    if (c->h2 || !tt_http_header_lists(tt_http_find_header(h, "upgrade"), "h2c")) return;
     struct conn_h2c *u = calloc(1, sizeof *u);
     if (!u) abort();
     u->req = p;
@@ -97,7 +83,7 @@ bool tt_conn_h2c_response_head(conn_state *c, pending *owner, const tt_http_head
 {
     struct conn_h2c *u = c->h2c;
     if (!u || h->interim || owner != u->req) return false;
-    if (h->status != 101 || !lists_h2c(tt_http_find_header(h, "upgrade"))) {
+    if (h->status != 101 || !tt_http_header_lists(tt_http_find_header(h, "upgrade"), "h2c")) {
         tt_conn_h2c_release(c); /* answered over HTTP/1.1 (or another upgrade): no switch */
         return false;
     }
