@@ -46,13 +46,36 @@ need_curl_openssl() {
     curl -V | head -1 | grep -q OpenSSL || skip "curl is not built with OpenSSL"
 }
 
-# need_bpf DIR: skip (exit 77) when the eBPF programs cannot load here,
-# found by a short `tokentap watch` of nothing (no TLS: detaching uprobes
-# from every libssl in use takes many seconds); DIR keeps its stderr.
-need_bpf() {
+# bpf_loads DIR: true when the eBPF programs load here, found by a short
+# `tokentap watch` of nothing (no TLS: detaching uprobes from every libssl
+# in use takes many seconds); DIR/probe.err keeps its stderr.
+bpf_loads() {
     local rc=0
     TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$1/probe.err" || rc=$?
-    [ $rc = 0 ] || [ $rc = 4 ] || skip "BPF cannot load here: $(head -1 "$1/probe.err")"
+    [ $rc = 0 ] || [ $rc = 4 ]
+}
+
+# need_bpf DIR: skip (exit 77) when the eBPF programs cannot load here.
+need_bpf() {
+    bpf_loads "$1" || skip "BPF cannot load here: $(head -1 "$1/probe.err")"
+}
+
+# record_during DIR PORT CMD...: `tokentap record -o DIR/dir --port PORT`
+# (5 s) around CMD, then `analyze --json` of its server, client and wire
+# pcaps into DIR/server.json, DIR/client.json and DIR/wire.json.
+record_during() {
+    local dir=$1 port=$2 rpid
+    shift 2
+    "$TT" record -o "$dir/dir" --port "$port" --duration 5 2> "$dir/record.err" &
+    rpid=$!
+    for _ in $(seq 50); do grep -q '^tokentap record: recording' "$dir/record.err" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^tokentap record: recording' "$dir/record.err" || fail "record did not start: $(cat "$dir/record.err")"
+    sleep 0.2
+    "$@"
+    wait $rpid || fail "record exit $?: $(cat "$dir/record.err")"
+    for v in server client wire; do
+        "$TT" analyze --json "$dir/dir/$v.pcap" > "$dir/$v.json" || fail "analyze $v.pcap exit $?"
+    done
 }
 
 # start_serve DIR ARGS...: `tokentap serve` on a free loopback port with its

@@ -51,21 +51,11 @@ stop_serve
 checks=("$work/cap wire.json wall 1000 2000")
 
 # 2. the server's and the client's syscalls: tokentap record (eBPF)
-rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
-if [ $rc = 0 ] || [ $rc = 4 ]; then
+if bpf_loads "$work"; then
     mkdir "$work/rec"
     start_serve "$work/rec" --http2 --profile triton-grpc --seed 6 --ttft-ms 15 --itl-ms uniform:2:6
-    "$TT" record -o "$work/rec/dir" --port "$SERVE_PORT" --duration 5 2> "$work/rec/record.err" &
-    rpid=$!
-    for _ in $(seq 50); do grep -q '^tokentap record: recording' "$work/rec/record.err" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^tokentap record: recording' "$work/rec/record.err" || fail "record did not start: $(cat "$work/rec/record.err")"
-    sleep 0.2
-    client "$work/rec"
-    wait $rpid || fail "record exit $?: $(cat "$work/rec/record.err")"
+    record_during "$work/rec" "$SERVE_PORT" client "$work/rec"
     stop_serve
-    for v in server client wire; do
-        "$TT" analyze --json "$work/rec/dir/$v.pcap" > "$work/rec/$v.json" || fail "analyze $v.pcap exit $?"
-    done
     checks+=("$work/rec server.json mono 50 50" "$work/rec client.json mono 50 2000" "$work/rec wire.json wall 1000 2000")
 else
     echo "note: eBPF cannot load here, the record half is skipped: $(head -1 "$work/probe.err")"
@@ -74,17 +64,12 @@ fi
 for c in "${checks[@]}"; do
     # shellcheck disable=SC2086
     set -- $c
-/usr/bin/python3 - "$@" <<'PY' || fail "$1/$2"
-import json, statistics, sys
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$@" <<'PY' || fail "$1/$2"
+import json, sys
+from serve_truth import fail, judge, load_log, token_instants, token_writes
 d, rep_name, clk, early_us, med_us = sys.argv[1:6]
-def fail(msg):
-    print(f"FAIL {rep_name}: " + msg, file=sys.stderr); sys.exit(1)
 rep = json.load(open(f"{d}/{rep_name}"))
-lines = [json.loads(l) for l in open(f"{d}/serve.log")]
-clock = lines[0]
-shift = clock["realtime_ns"] - clock["mono_ns"] if clk == "wall" else 0
-reqs = [l for l in lines if l["type"] == "request"]
-writes = [l for l in lines if l["type"] == "write"]
+reqs, writes, shift = load_log(f"{d}/serve.log", clk)
 ids = sorted(l["request_id"] for l in reqs)
 if ids != ["g1a", "g1b", "g1c", "g2a", "g2b"]:
     fail(f"serve logged requests {ids}")
@@ -110,25 +95,16 @@ for s in reqs:
         fail(f"{what}: stream_id {r['connection']['stream_id']}, serve says {s['stream_id']}")
     if r["grpc_status"] not in (None, 0):
         fail(f"{what}: grpc_status {r['grpc_status']}")
-    tok = [e["mono_ns"] + shift for e in writes if e["stream_id"] == s["stream_id"] and e.get("request_id") == rid
-           and any(k == "token" for _, k in e["events"])]
+    tok = token_writes(writes, shift, lambda e: e["stream_id"] == s["stream_id"] and e.get("request_id") == rid)
     if not tok or w["token_events"] != len(tok):
         fail(f"{what}: {w['token_events']} token events, serve wrote {len(tok)}")
-    seen = [w["first_token_mono_ns"]]
-    for gap in w["itl_ns"]:
-        seen.append(seen[-1] + gap)
+    seen = token_instants(w)
     diffs += [a - b for a, b in zip(seen, tok)]
     if clk == "mono" and rep_name == "client.json":
         late = [a - b for a, b in zip(seen, got_at[rid])]
         if max(late) > 0:
             fail(f"{what}: a token event at the client's socket {max(late)} ns after grpcio had the message")
-med = statistics.median(diffs)
-print(f"{rep_name}: 5 requests on 2 calls, {len(diffs)} token instants; minus serve's write median {med/1e3:.1f} us, "
-      f"min {min(diffs)/1e3:.1f} us, max {max(diffs)/1e3:.1f} us")
-if min(diffs) < -int(early_us) * 1000:
-    fail(f"a token seen more than {early_us} us before serve wrote it")
-if not -int(early_us) * 1000 <= med < int(med_us) * 1000:
-    fail(f"median {med} ns not within {med_us} us")
+judge(f"{rep_name}: 5 requests on 2 calls", diffs, int(early_us), int(med_us))
 PY
 done
 echo "PASS: test_truth_grpc"

@@ -43,24 +43,11 @@ kill -TERM "$pid"; wait "$pid" || fail "serve exit $?"
 checks=("$work/cap/serve.log $work/cap/wire.json wall 1000 2000")
 
 # 2. the server's and the client's syscalls: tokentap record (eBPF)
-ebpf=0
-rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
-if [ $rc = 0 ] || [ $rc = 4 ]; then
-    ebpf=1
+if bpf_loads "$work"; then
     mkdir "$work/rec"
     start_serve "$work/rec" --profile vllm --http2 --seed 6 --ttft-ms 15 --itl-ms uniform:2:6
-    pid=$SERVE_PID; port=$SERVE_PORT
-    "$TT" record -o "$work/rec/dir" --port "$port" --duration 5 2> "$work/rec/record.err" &
-    rpid=$!
-    for _ in $(seq 50); do grep -q '^tokentap record: recording' "$work/rec/record.err" 2>/dev/null && break; sleep 0.1; done
-    grep -q '^tokentap record: recording' "$work/rec/record.err" || fail "record did not start: $(cat "$work/rec/record.err")"
-    sleep 0.2
-    clients "$work/rec" "$port"
-    wait $rpid || fail "record exit $?: $(cat "$work/rec/record.err")"
-    kill -TERM "$pid"; wait "$pid" || fail "serve exit $?"
-    for v in server client wire; do
-        "$TT" analyze --json "$work/rec/dir/$v.pcap" > "$work/rec/$v.json" || fail "analyze $v.pcap exit $?"
-    done
+    record_during "$work/rec" "$SERVE_PORT" clients "$work/rec" "$SERVE_PORT"
+    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || fail "serve exit $?"
     checks+=("$work/rec/serve.log $work/rec/server.json mono 50 50"
              "$work/rec/serve.log $work/rec/client.json mono 50 2000"
              "$work/rec/serve.log $work/rec/wire.json wall 1000 2000")
@@ -71,19 +58,12 @@ fi
 for c in "${checks[@]}"; do
     # shellcheck disable=SC2086
     set -- $c
-/usr/bin/python3 - "$@" <<'PY' || fail "$2"
-import json, statistics, sys
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$@" <<'PY' || fail "$2"
+import json, sys
+from serve_truth import fail, judge, load_log, token_instants, token_writes
 log_path, rep_path, clk, early_us, med_us = sys.argv[1:6]
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr); sys.exit(1)
 rep = json.load(open(rep_path))
-lines = [json.loads(l) for l in open(log_path)]
-clock = lines[0]
-assert clock["type"] == "clock", clock
-# a capture's instants are wall clock, the syscall vantages' monotonic
-shift = clock["realtime_ns"] - clock["mono_ns"] if clk == "wall" else 0
-reqs = [l for l in lines if l["type"] == "request"]
-writes = [l for l in lines if l["type"] == "write"]
+reqs, writes, shift = load_log(log_path, clk)
 if len(reqs) != 21:
     fail(f"{len(reqs)} request lines in the serve log, want 21")
 if len(rep["requests"]) != 21:
@@ -113,24 +93,14 @@ for peer, sl in by_peer.items():
             fail(f"{what}: {r.get('status')} {r['method']} {r['path']}")
         if s["request_id"] and s["request_id"] != "h2-one" and r["request_id"] not in ("", None, s["request_id"]):
             fail(f"{what}: request id {r['request_id']} != {s['request_id']}")
-        tok = [e["mono_ns"] + shift for e in writes if e["peer"] == peer and e["stream_id"] == s["stream_id"]
-               and any(k == "token" for _, k in e["events"])]
+        tok = token_writes(writes, shift, lambda e: e["peer"] == peer and e["stream_id"] == s["stream_id"])
         if w["token_events"] != len(tok) or len(tok) != 12:
             fail(f"{what}: {w['token_events']} token events, serve wrote {len(tok)}")
         if w["usage_completion_tokens"] != 12:
             fail(f"{what}: usage {w['usage_completion_tokens']}")
-        wire = [w["first_token_mono_ns"]]
-        for gap in w["itl_ns"]:
-            wire.append(wire[-1] + gap)
-        diffs += [a - b for a, b in zip(wire, tok)]
-med = statistics.median(diffs)
-print(f"{rep_path.split('/')[-2]}/{rep_path.split('/')[-1]}: 21 streams (nghttp 1, h2load 20 on one connection), "
-      f"{len(diffs)} token instants; minus serve's write median {med/1e3:.1f} us, min {min(diffs)/1e3:.1f} us, "
-      f"max {max(diffs)/1e3:.1f} us")
-if min(diffs) < -int(early_us) * 1000:
-    fail(f"a token seen more than {early_us} us before serve wrote it")
-if not -int(early_us) * 1000 <= med < int(med_us) * 1000:
-    fail(f"median {med} ns not within {med_us} us")
+        diffs += [a - b for a, b in zip(token_instants(w), tok)]
+judge(f"{rep_path.split('/')[-2]}/{rep_path.split('/')[-1]}: 21 streams (nghttp 1, h2load 20 on one connection)",
+      diffs, int(early_us), int(med_us))
 PY
 done
 echo "PASS: test_truth_http2"
