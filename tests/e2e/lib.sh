@@ -32,6 +32,22 @@ stop_capture() {
     grep -q ' 0 dropped by the kernel' "$1.err" || fail "the capture itself lost packets: $(cat "$1.err")"
 }
 
+# capture_during DIR PORT CMD...: a loopback capture of PORT (DIR/wire.pcap)
+# around CMD, then `analyze --json` of it into DIR/wire.json.
+capture_during() {
+    local dir=$1 port=$2
+    shift 2
+    start_capture "$dir/wire.pcap" "tcp port $port"
+    "$@"
+    stop_capture "$dir/wire.pcap"
+    "$TT" analyze --json "$dir/wire.pcap" > "$dir/wire.json" || fail "analyze wire.pcap exit $?"
+}
+
+# stop_serve: stop the serve start_serve started; fail unless it exits 0.
+stop_serve() {
+    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || fail "serve exit $?"
+}
+
 # work_dir: a fresh temporary directory in $work; at exit every background
 # job of the test is stopped and the directory removed (kept with KEEP=1).
 work_dir() {

@@ -36,18 +36,12 @@ client() { # DIR
     timeout 60 /usr/bin/python3 "$(dirname "$0")/grpc_triton_client.py" "$work" "127.0.0.1:$SERVE_PORT" \
         "$work/spec.json" "$1" > "$1/client.out" 2>&1 || fail "grpc client: $(cat "$1/client.out")"
 }
-stop_serve() {
-    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || fail "serve exit $?"
-}
 
 # 1. the wire: a loopback capture
 mkdir "$work/cap"
 start_serve "$work/cap" --http2 --profile triton-grpc --seed 5 --ttft-ms 15 --itl-ms uniform:2:6
-start_capture "$work/cap/grpc.pcap" "tcp port $SERVE_PORT"
-client "$work/cap"
-stop_capture "$work/cap/grpc.pcap"
+capture_during "$work/cap" "$SERVE_PORT" client "$work/cap"
 stop_serve
-"$TT" analyze --json "$work/cap/grpc.pcap" > "$work/cap/wire.json" || fail "analyze exit $?"
 checks=("$work/cap wire.json wall 1000 2000")
 
 # 2. the server's and the client's syscalls: tokentap record (eBPF)

@@ -34,12 +34,8 @@ clients() {
 # 1. the wire: a loopback capture
 mkdir "$work/cap"
 start_serve "$work/cap" --profile vllm --http2 --seed 5 --ttft-ms 15 --itl-ms uniform:2:6
-pid=$SERVE_PID; port=$SERVE_PORT
-start_capture "$work/cap/h2.pcap" "tcp port $port"
-clients "$work/cap" "$port"
-stop_capture "$work/cap/h2.pcap"
-kill -TERM "$pid"; wait "$pid" || fail "serve exit $?"
-"$TT" analyze --json "$work/cap/h2.pcap" > "$work/cap/wire.json" || fail "analyze exit $?"
+capture_during "$work/cap" "$SERVE_PORT" clients "$work/cap" "$SERVE_PORT"
+stop_serve
 checks=("$work/cap/serve.log $work/cap/wire.json wall 1000 2000")
 
 # 2. the server's and the client's syscalls: tokentap record (eBPF)
@@ -47,7 +43,7 @@ if bpf_loads "$work"; then
     mkdir "$work/rec"
     start_serve "$work/rec" --profile vllm --http2 --seed 6 --ttft-ms 15 --itl-ms uniform:2:6
     record_during "$work/rec" "$SERVE_PORT" clients "$work/rec" "$SERVE_PORT"
-    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || fail "serve exit $?"
+    stop_serve
     checks+=("$work/rec/serve.log $work/rec/server.json mono 50 50"
              "$work/rec/serve.log $work/rec/client.json mono 50 2000"
              "$work/rec/serve.log $work/rec/wire.json wall 1000 2000")
