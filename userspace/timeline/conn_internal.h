@@ -1,10 +1,11 @@
 /* conn_internal.h - the connection tracker's state, shared by its parts:
  * conn_tracker.c (connections: the table, chunks in, eviction, what is
  * kept), conn_http.c (one connection's HTTP/1.1 messages and framed events,
- * turned into filed requests), conn_h2.c (HTTP/2 with prior knowledge:
- * each stream one request, through conn_http.c's event handling) and
- * conn_h2c.c (an h2c upgrade from HTTP/1.1: when each direction turns
- * HTTP/2). Internal to timeline/. */
+ * turned into filed requests), conn_proto.c (HTTP/1.1 or HTTP/2, chosen on
+ * the first bytes), conn_h2.c (HTTP/2: each stream one request, through
+ * conn_http.c's event handling), conn_grpc.c (a Triton gRPC stream's many
+ * requests) and conn_h2c.c (an h2c upgrade from HTTP/1.1: when each
+ * direction turns HTTP/2). Internal to timeline/. */
 #ifndef TT_CONN_INTERNAL_H
 #define TT_CONN_INTERNAL_H
 
@@ -19,11 +20,18 @@
 #include "timeline/ready_marks.h"
 
 #define MAX_REQUEST_BODY (1u << 20)
+#define HELD_MAX (64u << 10) /* bytes held per connection (per direction mid-stream) before deciding anyway */
 #define MAX_EVENT_TYPES 1024
 #define TEXT_SCRATCH (64u << 10)
 
 typedef struct conn_state conn_state;
 typedef struct tt_grpc_calls tt_grpc_calls;
+
+/* A chunk kept (with a copy of its bytes) until the protocol is chosen. */
+struct held_chunk {
+    tt_chunk ch;
+    uint8_t *data;
+};
 
 /* A request the tracker is still building. */
 typedef struct pending {
@@ -78,8 +86,8 @@ struct conn_state {
     char http_error[96];
     bool any_message;
 
-    /* HTTP/2 with prior knowledge (conn_h2.c): decided on the client's
-     * first bytes; until then both directions' chunks are held. */
+    /* HTTP/1.1 or HTTP/2 (conn_proto.c): decided on the first bytes;
+     * until then both directions' chunks are held. */
     bool proto_decided;
     struct conn_h2 *h2; /* NULL: HTTP/1.1 */
     struct held_chunk *held;
@@ -193,14 +201,26 @@ void tt_conn_close_framer(conn_state *c, uint64_t mono_ns);
 /* A READY chunk: the readable instants of a direction's bytes. */
 void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch);
 
-/* conn_h2.c */
+/* conn_proto.c */
 /* While the protocol is undecided: look at ch (DATA of either direction,
  * or an end); true when it was held or fed (the caller does nothing more
  * with it). Decides HTTP/2 on the client preface; on a connection whose
- * start was not seen (orientation guessed), HTTP/2 joined mid-stream on a
- * confirmed chain of frames in either direction; HTTP/1.1 on anything
- * else, replaying what was held to the chosen parser. */
+ * start was not seen (orientation guessed, or back after an eviction),
+ * HTTP/2 joined mid-stream on a confirmed chain of frames in either
+ * direction; HTTP/1.1 on anything else, replaying what was held to the
+ * chosen parser. */
 bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch);
+/* The connection ends undecided: what was held goes to the protocol its
+ * bytes showed, then is freed. */
+void tt_conn_proto_release(conn_state *c);
+/* The bytes of the held chunks q[0..n) of direction dir (all when dir <
+ * 0), in order, in a new buffer (the caller frees it); *len their count. */
+uint8_t *tt_conn_held_concat(const struct held_chunk *q, size_t n, int dir, size_t *len);
+
+/* conn_h2.c */
+/* Make c HTTP/2: its parser, from the preface or (midstream) from the
+ * frame boundaries tt_conn_h2_chunk finds (noted on the connection). */
+void tt_conn_h2_open(conn_state *c, bool midstream);
 /* One chunk to the connection's HTTP/2 parser (c->h2 set). */
 void tt_conn_h2_chunk(conn_state *c, const tt_chunk *ch);
 /* h2c upgrade accepted (the 101 seen): c's HTTP/2 parser starts in upgrade
