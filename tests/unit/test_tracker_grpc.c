@@ -6,7 +6,8 @@
  * trailers-only with grpc-status 12. Protobuf messages are encoded field
  * by field (tests/support/triton_msg.h); the
  * exchange is fed whole, split in two at every byte of every write, and
- * byte by byte, and must always give the same five requests. */
+ * byte by byte, and must always give the same five requests. And an
+ * SGLang Generate stream (token ids, no text) read as one request. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,11 +179,72 @@ static void test_grpc_ready_instants(void **state)
     h2_script_free(&s);
 }
 
+/* SGLang's Generate: one request message, a server stream of chunks
+ * (token ids, no text) and a complete message, then trailers. The
+ * messages are tests/golden/grpc_dialect/sglang_chunk.bin and
+ * sglang_complete.bin (protoc-encoded from their .txtpb). */
+static void build_sglang(h2_script *s)
+{
+    static const uint8_t chunk[] = {0, 0, 0, 0, 18, 0x0a, 0x04, 's', 'g', '-', '1', 0x12, 0x0a, 0x0a, 0x02,
+                                    0x9c, 0x0e, 0x10, 0x05, 0x18, 0x01, 0x20, 0x02};
+    static const uint8_t complete[] = {0,    0,    0,    0,    27,   0x0a, 0x04, 's',  'g',  '-',
+                                       '1',  0x1a, 0x13, 0x0a, 0x05, 0x9c, 0x0e, 0x09, 0x00, 0x4d,
+                                       0x12, 0x06, 'l',  'e',  'n',  'g',  't',  'h',  0x18, 0x05,
+                                       0x20, 0x04};
+    static const uint8_t request[] = {0, 0, 0, 0, 0};
+    h2_script_init(s);
+    h2_frame(h2_write_at(s, TT_DIR_S2C, 1 * MS), TT_H2_SETTINGS, 0, 0, NULL, 0);
+    h2_write *w = h2_write_at(s, TT_DIR_C2S, 2 * MS);
+    h2_put(w, TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN);
+    h2_frame(w, TT_H2_SETTINGS, 0, 0, NULL, 0);
+    const char *const req[] = {":method", "POST", ":scheme", "http", ":authority", "x", ":path",
+                               "/sglang.grpc.scheduler.SglangScheduler/Generate", "content-type", "application/grpc",
+                               "x-request-id", "sg-1", NULL};
+    h2_headers(s, w, 1, 0, req);
+    h2_frame(w, TT_H2_DATA, TT_H2_FLAG_END_STREAM, 1, request, sizeof request);
+    w = h2_write_at(s, TT_DIR_S2C, 5 * MS);
+    const char *const resp[] = {":status", "200", "content-type", "application/grpc", NULL};
+    h2_headers(s, w, 1, 0, resp);
+    h2_frame(w, TT_H2_DATA, 0, 1, chunk, sizeof chunk);
+    h2_frame(h2_write_at(s, TT_DIR_S2C, 6 * MS), TT_H2_DATA, 0, 1, chunk, sizeof chunk);
+    h2_frame(h2_write_at(s, TT_DIR_S2C, 7 * MS), TT_H2_DATA, 0, 1, complete, sizeof complete);
+    const char *const trailers[] = {"grpc-status", "0", NULL};
+    h2_headers(s, h2_write_at(s, TT_DIR_S2C, 8 * MS), 1, TT_H2_FLAG_END_STREAM, trailers);
+}
+
+static const char *check_sglang(tt_tracker *t, void *ctx)
+{
+    (void)ctx;
+    size_t n;
+    const tt_request *r = tt_tracker_requests(t, &n);
+    if (n != 1) return "not one request";
+    if (r->dialect != TT_DIALECT_SGLANG_GRPC || r->framing != TT_FRAMING_GRPC) return "dialect or framing";
+    if (r->incomplete || r->grpc_status != 0) return "not whole, or grpc-status not 0";
+    if (r->token_events != 2 || r->first_token_ns != 5 * MS || r->last_token_ns != 6 * MS) return "tokens";
+    if (r->text_bytes) return "text from token ids";
+    if (!r->terminal_seen || r->terminal_ns != 7 * MS) return "the complete message as the end";
+    if (strcmp(r->finish_reason, "length") || r->usage_completion_tokens != 4) return "finish reason or usage";
+    return NULL;
+}
+
+static void test_sglang_generate(void **state)
+{
+    (void)state;
+    h2_script s;
+    build_sglang(&s);
+    char why[256];
+    size_t runs = h2_script_each_feed(&s, 1, check_sglang, NULL, why, sizeof why);
+    if (why[0]) fail_msg("%s", why);
+    assert_true(runs > 100);
+    h2_script_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grpc_calls),
         cmocka_unit_test(test_grpc_ready_instants),
+        cmocka_unit_test(test_sglang_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
