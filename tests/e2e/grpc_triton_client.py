@@ -19,7 +19,8 @@ is the identity) and parsed here. Writes OUT_DIR/calls.json: per call its
 status code name, details and responses [{"t": CLOCK_MONOTONIC ns at
 receipt, "len": prefix + message bytes, "id", "model", "version", "final",
 "text", "outputs", "error"}], and OUT_DIR/call-N.bin: the call's messages
-with their 5-byte prefixes, as on the wire.
+with their 5-byte prefixes, as on the wire. With GRPC_TLS_CA=PEM in the
+environment the channel is TLS (the server's certificate for localhost).
 """
 import json
 import os
@@ -112,7 +113,13 @@ def main():
     target, spec_path, out_dir = sys.argv[2], sys.argv[3], sys.argv[4]
     with open(spec_path) as f:
         spec = json.load(f)
-    channel = grpc.insecure_channel(target)
+    ca = os.environ.get("GRPC_TLS_CA")
+    if ca:  # TLS to a server whose certificate names localhost, signed by (or being) CA
+        with open(ca, "rb") as f:
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        channel = grpc.secure_channel(target, creds, options=[("grpc.ssl_target_name_override", "localhost")])
+    else:
+        channel = grpc.insecure_channel(target)
     grpc.channel_ready_future(channel).result(timeout=10)
     results = [None] * len(spec["calls"])
     threads = [threading.Thread(target=run_call, args=(channel, i, c, out_dir, results))

@@ -14,7 +14,10 @@
 # wire, whose clock is the capture's) and the median within the tolerances
 # of test_truth_http2.sh. grpcio's own receipt instants (CLOCK_MONOTONIC)
 # bound the client vantage from above: no token event there after grpcio
-# had the message.
+# had the message. Then over TLS (serve --http2 --tls: ALPN h2, grpcio's
+# secure channel): serve under `tokentap record --pid`, whose server_tls
+# vantage (OpenSSL uprobes) holds the plaintext calls, checked the same
+# way (grpcio's own TLS is BoringSSL inside the module: no client_tls).
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "live capture needs root (libpcap on lo)"
@@ -51,6 +54,25 @@ if bpf_loads "$work"; then
     record_during "$work/rec" "$SERVE_PORT" client "$work/rec"
     stop_serve
     checks+=("$work/rec server.json mono 50 50" "$work/rec client.json mono 50 2000" "$work/rec wire.json wall 1000 2000")
+
+    # 3. gRPC over TLS: the server's TLS vantage
+    mkdir "$work/tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/tls/k.pem" -out "$work/tls/c.pem" -days 1 \
+        -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" > /dev/null 2>&1 \
+        || fail "openssl could not make a certificate"
+    start_serve "$work/tls" --http2 --tls "$work/tls/c.pem" "$work/tls/k.pem" --profile triton-grpc --seed 7 \
+        --ttft-ms 15 --itl-ms uniform:2:6
+    "$TT" record -o "$work/tls/dir" --pid "$SERVE_PID" --duration 60 2> "$work/tls/record.err" &
+    rpid=$!
+    for _ in $(seq 100); do grep -q '^tokentap record: recording' "$work/tls/record.err" 2>/dev/null && break; sleep 0.1; done
+    grep -q '^tokentap record: recording' "$work/tls/record.err" || fail "record did not start: $(cat "$work/tls/record.err")"
+    sleep 0.2
+    GRPC_TLS_CA="$work/tls/c.pem" client "$work/tls"
+    sleep 0.3
+    kill -INT "$rpid"; wait "$rpid" || fail "record exit $?: $(cat "$work/tls/record.err")"
+    stop_serve
+    "$TT" analyze --json "$work/tls/dir/server_tls.pcap" > "$work/tls/server_tls.json" || fail "analyze server_tls.pcap exit $?"
+    checks+=("$work/tls server_tls.json mono 50 50")
 else
     echo "note: eBPF cannot load here, the record half is skipped: $(head -1 "$work/probe.err")"
 fi
