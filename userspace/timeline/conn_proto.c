@@ -209,7 +209,7 @@ bool tt_conn_h2_sniff(conn_state *c, const tt_chunk *ch)
         return false;
     }
     size_t n = ch->len < TT_HTTP2_PREFACE_LEN - have ? ch->len : TT_HTTP2_PREFACE_LEN - have;
-    if (memcmp(ch->data, TT_HTTP2_PREFACE + have, n) != 0) {
+    if (memcmp(ch->data, &TT_HTTP2_PREFACE[have], n) != 0) {
         decide(c, P_HTTP1, ch->conn);
         return false;
     }
