@@ -2,6 +2,7 @@
  * (read by cmd_input), the per-request timing report out. */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,10 +64,10 @@ static void usage(FILE *out)
             "                       convert the capture's wall-clock timestamps to CLOCK_MONOTONIC\n"
             "                       (mono = wall - NS); without it instants stay in the capture's clock\n"
             "  -j, --jobs N         read a capture file with N threads, each following its share of\n"
-            "                       the connections, merged into the report one thread would write\n"
-            "                       (default: the number of CPUs online; 1: one thread). A recording\n"
-            "                       DIR, and a file libpcap must read (not pcap or pcapng in place),\n"
-            "                       are read with one thread\n"
+            "                       the connections, merged into the report one thread writes\n"
+            "                       (default: the CPUs it may run on, see taskset; 1: one thread).\n"
+            "                       A recording DIR, and a file read through libpcap (neither pcap\n"
+            "                       nor pcapng read in place), are read with one thread\n"
             "  -h, --help           this help\n"
             "\n"
             "exit status: 0 ok; 2 bad usage; 3 input (or the benchmark file) unreadable or\n"
@@ -312,6 +313,15 @@ static int analyze_recordings(char **paths, size_t n, const analyze_opts *o)
     return status;
 }
 
+/* --jobs by default: the CPUs this process may run on (taskset), else the
+ * CPUs online; at most 64. */
+static unsigned default_jobs(void)
+{
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
+}
+
 int tt_cmd_analyze(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -330,8 +340,7 @@ int tt_cmd_analyze(int argc, char **argv)
     const char *output = NULL, *bench_path = NULL, *perfetto = NULL, *id_prefix = NULL;
     tt_bench_format bench_format = TT_BENCH_AUTO;
     tt_cmd_input_options input = {.command = "analyze", .progress = true};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    input.jobs = cpus > 0 ? (unsigned)(cpus > 64 ? 64 : cpus) : 1;
+    input.jobs = default_jobs();
     double pct[TT_MAX_PERCENTILES] = {99};
     int n_pct = 1;
     char err[256];

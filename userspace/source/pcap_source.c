@@ -363,6 +363,18 @@ static void count_class(tt_pcap_stats *st, packet_class k)
     }
 }
 
+/* Which of shards readers follows seg's connection: a hash of its endpoints
+ * that is the same in both directions (xor), cheap, as every reader
+ * computes it for every segment. */
+static unsigned shard_of(const tt_tcp_segment *seg, unsigned shards)
+{
+    uint32_t a[4], b[4];
+    memcpy(a, seg->src.addr, sizeof a);
+    memcpy(b, seg->dst.addr, sizeof b);
+    uint64_t k = (uint64_t)(a[0] ^ b[0] ^ a[1] ^ b[1] ^ a[2] ^ b[2] ^ a[3] ^ b[3]) << 16 ^ (seg->src.port ^ seg->dst.port);
+    return (unsigned)(((k * 0x9E3779B97F4A7C15ull) >> 32) % shards);
+}
+
 static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const uint8_t *data, uint32_t caplen,
                         uint32_t len)
 {
@@ -380,7 +392,7 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     if (k != PKT_TCP) return;
     seg.order = 0;
     if (s->shards) {
-        if ((tt_reasm_tuple_hash(&seg.src, &seg.dst) >> 32) % s->shards != s->shard) return;
+        if (shard_of(&seg, s->shards) != s->shard) return;
         seg.order = st->packets;
     }
     seg.ts_ns = ts;

@@ -46,7 +46,7 @@ void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
 void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns);
 
 /* Feed the reassembler only the connections of share `shard` of `shards`
- * (by tt_reasm_tuple_hash), each segment numbered with its packet index
+ * (by a hash of its endpoints), each segment numbered with its packet index
  * (tt_tcp_segment.order): one of several readers of the same file, each
  * with its own reassembler, whose results are merged (analyze --jobs).
  * The stats still count every packet. Only a file read in place (pcap,

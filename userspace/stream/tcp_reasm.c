@@ -644,11 +644,6 @@ void tt_reasm_finish(tt_reasm *r, uint64_t end_ns)
     }
 }
 
-uint64_t tt_reasm_tuple_hash(const tt_endpoint *a, const tt_endpoint *b)
-{
-    return tuple_hash(a, b);
-}
-
 void tt_reasm_stats_add(tt_reasm_stats *a, const tt_reasm_stats *b)
 {
     a->segments += b->segments;

@@ -128,10 +128,6 @@ const tt_reasm_stats *tt_reasm_get_stats(const tt_reasm *r);
  * following its share of the connections). */
 void tt_reasm_stats_add(tt_reasm_stats *a, const tt_reasm_stats *b);
 
-/* The hash of a connection's two endpoints, the same whichever is the
- * source: which share of the connections a segment belongs to. */
-uint64_t tt_reasm_tuple_hash(const tt_endpoint *a, const tt_endpoint *b);
-
 /* Free r and every connection it still holds, emitting nothing. */
 void tt_reasm_free(tt_reasm *r);
 

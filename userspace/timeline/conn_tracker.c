@@ -362,7 +362,7 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
     map[0] = 0;
     for (uint16_t i = 1; i < src->n_types; i++)
         map[i] = tt_conn_intern_type(dst, src->type_names[i], strlen(src->type_names[i]));
-    dst->reqs = tt_conn_grow(dst->reqs, &dst->cap_reqs, dst->n_reqs + src->n_reqs, sizeof *dst->reqs);
+    if (src->n_reqs) dst->reqs = tt_conn_grow(dst->reqs, &dst->cap_reqs, dst->n_reqs + src->n_reqs, sizeof *dst->reqs);
     for (size_t i = 0; i < src->n_reqs; i++) {
         tt_request *r = &dst->reqs[dst->n_reqs++];
         *r = src->reqs[i];
@@ -370,9 +370,11 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
             if (r->events[e].type_id < src->n_types) r->events[e].type_id = map[r->events[e].type_id];
     }
     src->n_reqs = 0;
-    dst->notes = tt_conn_grow(dst->notes, &dst->cap_notes, dst->n_notes + src->n_notes, sizeof *dst->notes);
-    memcpy(dst->notes + dst->n_notes, src->notes, src->n_notes * sizeof *src->notes);
-    dst->n_notes += src->n_notes;
+    if (src->n_notes) {
+        dst->notes = tt_conn_grow(dst->notes, &dst->cap_notes, dst->n_notes + src->n_notes, sizeof *dst->notes);
+        memcpy(dst->notes + dst->n_notes, src->notes, src->n_notes * sizeof *src->notes);
+        dst->n_notes += src->n_notes;
+    }
     src->n_notes = 0;
     dst->notes_over += src->notes_over;
     dst->connections += src->connections;
