@@ -157,7 +157,8 @@ static void shard_free(shard_run *sh)
 /* Read v->src (opened, clock set, already shard 0 of jobs) with jobs - 1
  * more readers of the same file, each its share of the connections, and
  * merge theirs into v->tracker: the same requests, notes and counts as one
- * reader (the merge orders them as one reader would have). Returns the
+ * reader (the merge orders them as one reader would have). When another
+ * reader cannot open the file, v->src reads it all alone. Returns the
  * source's result (0 or -1 with v->err), or -2 when out of memory. */
 static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options *topt, tt_progress_fn progress,
                        void *pctx, const tt_cmd_input_options *opt, bool set_offset, int64_t offset)
@@ -169,7 +170,13 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
     if (!sh || !th || !started) goto out;
     for (unsigned k = 1; k < jobs; k++) {
         sh[k].src = tt_pcap_source_open(v->path, sh[k].err, sizeof sh[k].err);
-        if (!sh[k].src || !tt_pcap_source_set_shard(sh[k].src, k, jobs)) goto out;
+        if (!sh[k].src || !tt_pcap_source_set_shard(sh[k].src, k, jobs)) {
+            /* the file changed under us, or cannot be mapped again: one reader */
+            tt_pcap_source_set_shard(v->src, 0, 1);
+            rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
+            v->reasm_sum = *tt_reasm_get_stats(v->reasm);
+            goto out;
+        }
         if (set_offset) tt_pcap_source_set_mono_offset(sh[k].src, offset);
         if (opt->has_clock_map)
             tt_pcap_source_set_clock_map(sh[k].src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
