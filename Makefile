@@ -14,7 +14,7 @@ OPT      ?= -O2 -g
 # The project's own flags live in TT_CFLAGS so that a CFLAGS given on the
 # command line adds to them instead of replacing them.
 TT_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP $(OPT)
-LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lcapstone -lz -lm
+LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lcapstone -lz -lm -pthread
 
 # The eBPF vantage (bpf/README.md): vmlinux.h from this kernel's BTF, the
 # CO-RE object, and its libbpf skeleton, all under $(BUILD)/bpf.

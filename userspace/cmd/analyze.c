@@ -2,10 +2,12 @@
  * (read by cmd_input), the per-request timing report out. */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clocks/clock_set.h"
 #include "cmd/cmd_input.h"
@@ -61,6 +63,11 @@ static void usage(FILE *out)
             "  --wall-to-mono-offset NS\n"
             "                       convert the capture's wall-clock timestamps to CLOCK_MONOTONIC\n"
             "                       (mono = wall - NS); without it instants stay in the capture's clock\n"
+            "  -j, --jobs N         read a capture file with N threads, each following its share of\n"
+            "                       the connections, merged into the report one thread writes\n"
+            "                       (default: the CPUs it may run on, see taskset; 1: one thread).\n"
+            "                       A recording DIR, and a file read through libpcap (neither pcap\n"
+            "                       nor pcapng read in place), are read with one thread\n"
             "  -h, --help           this help\n"
             "\n"
             "exit status: 0 ok; 2 bad usage; 3 input (or the benchmark file) unreadable or\n"
@@ -306,10 +313,19 @@ static int analyze_recordings(char **paths, size_t n, const analyze_opts *o)
     return status;
 }
 
+/* --jobs by default: the CPUs this process may run on (taskset), else the
+ * CPUs online; at most 64. */
+static unsigned default_jobs(void)
+{
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
+}
+
 int tt_cmd_analyze(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},       {"events", no_argument, NULL, 'e'},
+        {"json", no_argument, NULL, 0x100},       {"events", no_argument, NULL, 'e'},
         {"text", no_argument, NULL, 't'},       {"percentiles", required_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"wall-to-mono-offset", required_argument, NULL, 'W'},
@@ -317,27 +333,41 @@ int tt_cmd_analyze(int argc, char **argv)
         {"bench-format", required_argument, NULL, 'F'},
         {"perfetto", required_argument, NULL, 'P'},
         {"bench-id-prefix", required_argument, NULL, 'I'},
+        {"jobs", required_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
     bool json = false, events = false, text = false;
     const char *output = NULL, *bench_path = NULL, *perfetto = NULL, *id_prefix = NULL;
     tt_bench_format bench_format = TT_BENCH_AUTO;
     tt_cmd_input_options input = {.command = "analyze", .progress = true};
+    input.jobs = default_jobs();
     double pct[TT_MAX_PERCENTILES] = {99};
     int n_pct = 1;
     char err[256];
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:j:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'j': json = true; break;
+        case 0x100: json = true; break;
         case 'e': events = true; break;
         case 't': text = true; break;
         case 'o': output = optarg; break;
         case 'B': bench_path = optarg; break;
         case 'P': perfetto = optarg; break;
         case 'I': id_prefix = optarg; break;
+        case 'j': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > 64) {
+                fprintf(stderr, "tokentap analyze: --jobs wants a number of threads from 1 to 64, got '%s'\n",
+                        optarg);
+                return TT_EXIT_USAGE;
+            }
+            input.jobs = (unsigned)v;
+            break;
+        }
         case 'F': {
             int f = tt_bench_format_parse(optarg);
             if (f < 0) {

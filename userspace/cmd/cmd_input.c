@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ struct tt_input_run {
     tt_tracker *tracker;
     tt_reasm *reasm;
     tt_analysis a;
+    tt_reasm_stats reasm_sum; /* the shards' stats added up (jobs > 1) */
     char err[256];
     bool filled;
 };
@@ -127,10 +129,87 @@ static int manifest_offset(const char *path, int64_t *offset, char *clock_id, si
     return rc;
 }
 
+/* One share of the connections of a capture file, read by its own thread. */
+typedef struct shard_run {
+    tt_pcap_source *src;
+    tt_tracker *tracker;
+    tt_reasm *reasm;
+    tt_progress_fn progress;
+    void *pctx;
+    int rc;
+    char err[256];
+} shard_run;
+
+static void *shard_main(void *arg)
+{
+    shard_run *sh = arg;
+    sh->rc = tt_pcap_source_run(sh->src, sh->reasm, sh->progress, sh->pctx, sh->err, sizeof sh->err);
+    return NULL;
+}
+
+static void shard_free(shard_run *sh)
+{
+    tt_reasm_free(sh->reasm);
+    tt_tracker_free(sh->tracker);
+    tt_pcap_source_close(sh->src);
+}
+
+/* Read v->src (opened, clock set, already shard 0 of jobs) with jobs - 1
+ * more readers of the same file, each its share of the connections, and
+ * merge theirs into v->tracker: the same requests, notes and counts as one
+ * reader (the merge orders them as one reader would have). When another
+ * reader cannot open the file, v->src reads it all alone. Returns the
+ * source's result (0 or -1 with v->err), or -2 when out of memory. */
+static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options *topt, tt_progress_fn progress,
+                       void *pctx, const tt_cmd_input_options *opt, bool set_offset, int64_t offset)
+{
+    shard_run *sh = calloc(jobs, sizeof *sh);
+    pthread_t *th = calloc(jobs, sizeof *th);
+    bool *started = calloc(jobs, sizeof *started);
+    int rc = -2;
+    if (!sh || !th || !started) goto out;
+    for (unsigned k = 1; k < jobs; k++) {
+        sh[k].src = tt_pcap_source_open(v->path, sh[k].err, sizeof sh[k].err);
+        if (!sh[k].src || !tt_pcap_source_set_shard(sh[k].src, k, jobs)) {
+            /* the file changed under us, or cannot be mapped again: one reader */
+            tt_pcap_source_set_shard(v->src, 0, 1);
+            rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
+            v->reasm_sum = *tt_reasm_get_stats(v->reasm);
+            goto out;
+        }
+        if (set_offset) tt_pcap_source_set_mono_offset(sh[k].src, offset);
+        if (opt->has_clock_map)
+            tt_pcap_source_set_clock_map(sh[k].src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
+        sh[k].tracker = tt_tracker_new(topt);
+        sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
+        if (!sh[k].reasm) goto out;
+    }
+    for (unsigned k = 1; k < jobs; k++) started[k] = pthread_create(&th[k], NULL, shard_main, &sh[k]) == 0;
+    /* shard 0 on this thread; a shard whose thread did not start, after it */
+    rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
+    for (unsigned k = 1; k < jobs; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else shard_main(&sh[k]);
+    }
+    v->reasm_sum = *tt_reasm_get_stats(v->reasm);
+    for (unsigned k = 1; k < jobs; k++) {
+        tt_reasm_stats_add(&v->reasm_sum, tt_reasm_get_stats(sh[k].reasm));
+        tt_tracker_absorb(v->tracker, sh[k].tracker);
+    }
+    if (tt_tracker_order_notes(v->tracker) < 0) rc = -2;
+out:
+    if (sh)
+        for (unsigned k = 1; k < jobs; k++) shard_free(&sh[k]);
+    free(sh);
+    free(th);
+    free(started);
+    return rc;
+}
+
 /* Read one pcap into v. Returns TT_EXIT_OK, TT_EXIT_DAMAGED (analysed up to
  * the damage), TT_EXIT_INPUT or TT_EXIT_INTERNAL. */
 static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool set_offset, int64_t offset,
-                   bool keep_clock_mono, const tt_cmd_input_options *opt)
+                   bool keep_clock_mono, unsigned jobs, const tt_cmd_input_options *opt)
 {
     snprintf(v->path, sizeof v->path, "%s", path);
     v->src = tt_pcap_source_open(path, v->err, sizeof v->err);
@@ -148,9 +227,22 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
         return TT_EXIT_INTERNAL;
     }
     bool progress = opt->progress && isatty(STDERR_FILENO);
-    int rc = tt_pcap_source_run(v->src, v->reasm, progress ? show_progress : NULL, (void *)opt->command, v->err,
+    int rc;
+    const tt_reasm_stats *reasm_stats = tt_reasm_get_stats(v->reasm);
+    if (jobs > 1 && tt_pcap_source_set_shard(v->src, 0, jobs)) {
+        rc = run_sharded(v, jobs, &topt, progress ? show_progress : NULL, (void *)opt->command, opt, set_offset,
+                         offset);
+        if (progress) fputs("\r\033[K", stderr);
+        if (rc == -2) {
+            fprintf(stderr, "tokentap %s: out of memory (or a reader of %s could not start)\n", opt->command, path);
+            return TT_EXIT_INTERNAL;
+        }
+        reasm_stats = &v->reasm_sum;
+    } else {
+        rc = tt_pcap_source_run(v->src, v->reasm, progress ? show_progress : NULL, (void *)opt->command, v->err,
                                 sizeof v->err);
-    if (progress) fputs("\r\033[K", stderr);
+        if (progress) fputs("\r\033[K", stderr);
+    }
     if (rc < 0 && !opt->quiet_damage) fprintf(stderr, "tokentap %s: %s: %s\n", opt->command, path, v->err);
     v->a = (tt_analysis){
         .command = opt->command,
@@ -160,7 +252,7 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
         .has_mono_offset = set_offset,
         .mono_offset_ns = set_offset ? offset : 0,
         .pcap = tt_pcap_source_stats(v->src),
-        .reasm = tt_reasm_get_stats(v->reasm),
+        .reasm = reasm_stats,
         .tracker = v->tracker,
         .source_error = rc < 0 ? v->err : NULL,
         .with_text = opt->keep_text,
@@ -201,7 +293,7 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
         if (access(path, F_OK) != 0) continue;
         tt_input_run *v = &in->runs[in->n];
         bool wire = files[i].vantage == TT_VANTAGE_WIRE;
-        int rc = run_one(v, path, files[i].vantage, wire, offset, !wire, opt);
+        int rc = run_one(v, path, files[i].vantage, wire, offset, !wire, 1, opt);
         if (rc == TT_EXIT_INTERNAL) return rc;
         if (rc == TT_EXIT_INPUT) {
             run_free(v);
@@ -252,7 +344,7 @@ int tt_cmd_input_load(const char *path, const tt_cmd_input_options *opt, tt_cmd_
     in->has_mono_offset = opt->have_offset;
     in->mono_offset_ns = opt->have_offset ? opt->mono_offset_ns : 0;
     tt_input_run *v = &in->runs[0];
-    int rc = run_one(v, path, TT_VANTAGE_WIRE, opt->have_offset, opt->mono_offset_ns, false, opt);
+    int rc = run_one(v, path, TT_VANTAGE_WIRE, opt->have_offset, opt->mono_offset_ns, false, opt->jobs, opt);
     if (rc != TT_EXIT_OK && rc != TT_EXIT_DAMAGED) return rc;
     in->analyses[in->n++] = &v->a;
     if (v->a.n_reqs == 0) {

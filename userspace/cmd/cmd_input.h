@@ -17,6 +17,8 @@ typedef struct tt_cmd_input_options {
     const double *pct;       /* percentiles for the summaries */
     size_t n_pct;
     bool progress;           /* a progress line on stderr while a capture file is read */
+    unsigned jobs;           /* threads reading one capture file, each its share of the connections
+                                (0 or 1: one; recordings and libpcap-read files: always one) */
     bool quiet_damage;       /* no stderr line for a file damaged part way (it was read and said before) */
     /* put every instant on another recording's clock: t + d0 + skew (t - t0)
      * (docs/clocks.md; analyze DIR DIR...) */

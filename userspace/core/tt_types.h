@@ -53,6 +53,11 @@ typedef struct tt_conn_info {
      * chunk of that direction is delivered. */
     bool seq_known[2];
     uint32_t seq_base[2];
+    /* Where the source is in its input when this connection last had a
+     * segment (tt_tcp_segment.order; the high bit set while the source
+     * ends, tt_reasm_finish): orders what several sharded readers of one
+     * capture filed back into one reader's order. 0 when not ordered. */
+    uint64_t order_key;
 } tt_conn_info;
 
 typedef enum tt_chunk_kind {

@@ -40,6 +40,31 @@ static void write_escaped(FILE *out, const char *s, size_t n)
     putc('"', out);
 }
 
+/* Two spaces per level of depth, in one write. */
+static void indent(FILE *out, int depth)
+{
+    static const char spaces[] = "                                                                ";
+    size_t n = (size_t)depth * 2;
+    while (n > sizeof spaces - 1) {
+        fwrite(spaces, 1, sizeof spaces - 1, out);
+        n -= sizeof spaces - 1;
+    }
+    fwrite(spaces, 1, n, out);
+}
+
+/* v in decimal, as "%" PRIu64 writes it (without printf's parsing: the
+ * JSON document prints every ITL). */
+static void put_u64(FILE *out, uint64_t v)
+{
+    char b[24];
+    size_t i = sizeof b;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    fwrite(b + i, 1, sizeof b - i, out);
+}
+
 static void prefix(tt_jw *w, const char *key)
 {
     if (w->depth > 0) {
@@ -47,7 +72,7 @@ static void prefix(tt_jw *w, const char *key)
         w->need_comma[w->depth] = true;
         if (w->pretty) {
             putc('\n', w->out);
-            for (int i = 0; i < w->depth; i++) fputs("  ", w->out);
+            indent(w->out, w->depth);
         }
     }
     if (key) {
@@ -70,7 +95,7 @@ static void close_scope(tt_jw *w, char c)
     if (w->depth > 0) w->depth--;
     if (w->pretty && had) {
         putc('\n', w->out);
-        for (int i = 0; i < w->depth; i++) fputs("  ", w->out);
+        indent(w->out, w->depth);
     }
     putc(c, w->out);
 }
@@ -97,7 +122,8 @@ void tt_jw_str_or_null(tt_jw *w, const char *key, const char *s)
 void tt_jw_int(tt_jw *w, const char *key, int64_t v)
 {
     prefix(w, key);
-    fprintf(w->out, "%" PRId64, v);
+    if (v < 0) putc('-', w->out);
+    put_u64(w->out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v)
@@ -109,7 +135,7 @@ void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v)
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v)
 {
     prefix(w, key);
-    fprintf(w->out, "%" PRIu64, v);
+    put_u64(w->out, v);
 }
 
 void tt_jw_double(tt_jw *w, const char *key, double v)

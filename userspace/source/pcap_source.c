@@ -49,6 +49,7 @@ struct tt_pcap_source {
     bool has_map;              /* another host's clock onto the reference's (tt_pcap_source_set_clock_map) */
     double map_d0, map_skew;
     int64_t map_t0;
+    unsigned shard, shards;    /* tt_pcap_source_set_shard; shards 0: every connection */
     tt_pcap_stats stats;
 };
 
@@ -338,6 +339,14 @@ void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, 
     s->map_t0 = t0_ns;
 }
 
+bool tt_pcap_source_set_shard(tt_pcap_source *s, unsigned shard, unsigned shards)
+{
+    if (!s->map || shards == 0 || shard >= shards) return false;
+    s->shard = shard;
+    s->shards = shards;
+    return true;
+}
+
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s)
 {
     return s->has_offset ? TT_CLOCK_MONOTONIC : TT_CLOCK_CAPTURE;
@@ -354,6 +363,18 @@ static void count_class(tt_pcap_stats *st, packet_class k)
     }
 }
 
+/* Which of shards readers follows seg's connection: a hash of its endpoints
+ * that is the same in both directions (xor), cheap, as every reader
+ * computes it for every segment. */
+static unsigned shard_of(const tt_tcp_segment *seg, unsigned shards)
+{
+    uint32_t a[4], b[4];
+    memcpy(a, seg->src.addr, sizeof a);
+    memcpy(b, seg->dst.addr, sizeof b);
+    uint64_t k = (uint64_t)(a[0] ^ b[0] ^ a[1] ^ b[1] ^ a[2] ^ b[2] ^ a[3] ^ b[3]) << 16 ^ (seg->src.port ^ seg->dst.port);
+    return (unsigned)(((k * 0x9E3779B97F4A7C15ull) >> 32) % shards);
+}
+
 static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const uint8_t *data, uint32_t caplen,
                         uint32_t len)
 {
@@ -368,10 +389,14 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     tt_tcp_segment seg;
     packet_class k = parse_packet(st->linktype, data, caplen, len, &seg);
     count_class(st, k);
-    if (k == PKT_TCP) {
-        seg.ts_ns = ts;
-        tt_reasm_segment(r, &seg);
+    if (k != PKT_TCP) return;
+    seg.order = 0;
+    if (s->shards) {
+        if (shard_of(&seg, s->shards) != s->shard) return;
+        seg.order = st->packets;
     }
+    seg.ts_ns = ts;
+    tt_reasm_segment(r, &seg);
 }
 
 static int run_mapped_ng(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,

@@ -45,6 +45,15 @@ void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
  * against a reference recording). */
 void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns);
 
+/* Feed the reassembler only the connections of share `shard` of `shards`
+ * (by a hash of its endpoints), each segment numbered with its packet index
+ * (tt_tcp_segment.order): one of several readers of the same file, each
+ * with its own reassembler, whose results are merged (analyze --jobs).
+ * The stats still count every packet. Only a file read in place (pcap,
+ * pcapng) can be shared out: returns false, and changes nothing, when s is
+ * read through libpcap or shard >= shards. Call before tt_pcap_source_run. */
+bool tt_pcap_source_set_shard(tt_pcap_source *s, unsigned shard, unsigned shards);
+
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);
 
 /* Progress callback: called every so often with bytes read so far and the file size. */

@@ -578,6 +578,7 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
         take_seq_mark(r, c, seg);
         return;
     }
+    if (c && seg->order) c->info.order_key = seg->order; /* as lru_touch below (or its end) */
     uint8_t flags = seg->flags;
     bool syn_only = (flags & TT_TCP_SYN) && !(flags & TT_TCP_ACK) && !(flags & TT_TCP_RST);
 
@@ -615,6 +616,7 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
         }
         c = conn_create(r, client, server, guessed, h, seg->ts_ns);
         if (!c) return;
+        if (seg->order) c->info.conn_id = c->info.order_key = seg->order;
     } else {
         lru_touch(r, c);
     }
@@ -636,7 +638,26 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg)
 
 void tt_reasm_finish(tt_reasm *r, uint64_t end_ns)
 {
-    while (r->lru_head) conn_end(r, r->lru_head, end_ns);
+    while (r->lru_head) {
+        if (r->lru_head->info.order_key) r->lru_head->info.order_key |= 1ull << 63;
+        conn_end(r, r->lru_head, end_ns);
+    }
+}
+
+void tt_reasm_stats_add(tt_reasm_stats *a, const tt_reasm_stats *b)
+{
+    a->segments += b->segments;
+    a->connections += b->connections;
+    a->retransmitted_bytes += b->retransmitted_bytes;
+    a->overlap_bytes += b->overlap_bytes;
+    a->gap_bytes += b->gap_bytes;
+    a->gaps += b->gaps;
+    a->ready_marks += b->ready_marks;
+    a->ready_unplaced += b->ready_unplaced;
+    a->out_of_order_segments += b->out_of_order_segments;
+    a->flushed_for_limit += b->flushed_for_limit;
+    a->ignored_segments += b->ignored_segments;
+    a->live_connections += b->live_connections;
 }
 
 tt_reasm *tt_reasm_new(const tt_reasm_limits *limits, tt_vantage vantage, tt_chunk_fn emit_fn, void *ctx)

@@ -53,6 +53,12 @@ typedef struct tt_tcp_segment {
      * kernel_seq. Not a segment either. */
     bool seq_mark;
     uint32_t kernel_seq;
+    /* 0, or the segment's 1-based position in its input (a packet index),
+     * for a reader that sees only part of the connections of a capture
+     * (analyze --jobs): a connection this segment starts takes it as its
+     * conn_id, and tt_conn_info.order_key follows it, so that ids and
+     * order agree across readers of the same capture. */
+    uint64_t order;
 } tt_tcp_segment;
 
 typedef struct tt_reasm_limits {
@@ -117,6 +123,10 @@ void tt_reasm_segment(tt_reasm *r, const tt_tcp_segment *seg);
 void tt_reasm_finish(tt_reasm *r, uint64_t end_ns);
 
 const tt_reasm_stats *tt_reasm_get_stats(const tt_reasm *r);
+
+/* Add b's counters to a (the stats of several readers of one capture, each
+ * following its share of the connections). */
+void tt_reasm_stats_add(tt_reasm_stats *a, const tt_reasm_stats *b);
 
 /* Free r and every connection it still holds, emitting nothing. */
 void tt_reasm_free(tt_reasm *r);

@@ -9,7 +9,7 @@
 
 /* ---- event types ---- */
 
-static uint16_t intern_type(tt_tracker *t, const char *s, size_t len)
+uint16_t tt_conn_intern_type(tt_tracker *t, const char *s, size_t len)
 {
     if (!s) return 0;
     if (t->last_type) {
@@ -230,7 +230,7 @@ void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, u
     e->first_chunk = ev->first_chunk;
     e->last_chunk = ev->last_chunk;
     e->data_len = ev->data_len > UINT32_MAX ? UINT32_MAX : (uint32_t)ev->data_len;
-    e->type_id = ev->type ? intern_type(t, ev->type, ev->type_len) : 0;
+    e->type_id = ev->type ? tt_conn_intern_type(t, ev->type, ev->type_len) : 0;
     e->kind = (uint8_t)cl.kind;
     e->terminators = (uint8_t)ev->terminators;
     e->fields = (uint8_t)ev->fields;
@@ -414,6 +414,7 @@ static void add_note(conn_state *c, const char *reason, bool analysed)
     nt->server = c->server;
     nt->conn_id = c->conn_id;
     nt->analysed = analysed;
+    nt->order_key = t->order_key;
     snprintf(nt->reason, sizeof nt->reason, "%s", reason);
 }
 

@@ -128,6 +128,8 @@ struct tt_tracker {
      * bytes are read as after a loss; a fixed table, overwritten on collision. */
     uint64_t *evicted_ids;
 
+    uint64_t order_key; /* of the chunk being taken (tt_conn_info.order_key), for notes */
+
     char *type_names[MAX_EVENT_TYPES];
     uint16_t n_types;
     uint16_t last_type;
@@ -165,6 +167,9 @@ static inline void tt_conn_copy_value(const char *value, size_t len, char *dst, 
 }
 
 /* conn_http.c */
+/* The id of event type name s[0..len) in t's names, added when new (the
+ * last id once MAX_EVENT_TYPES are taken); 0 for NULL. */
+uint16_t tt_conn_intern_type(tt_tracker *t, const char *s, size_t len);
 /* A new request at the back of the connection's queue. */
 pending *tt_conn_pending_new(conn_state *c);
 /* One framed event of p's response body; stream_off: the stream offset of

@@ -157,6 +157,7 @@ static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
 void tt_tracker_chunk(void *ctx, const tt_chunk *ch)
 {
     tt_tracker *t = ctx;
+    t->order_key = ch->conn->order_key;
     conn_state *c = table_find(t, ch->conn->conn_id);
     if (ch->kind == TT_CHUNK_RELEASE) {
         if (c) conn_release(t, c, ch->mono_ns);
@@ -353,4 +354,68 @@ void tt_tracker_forget(tt_tracker *t, size_t n)
             t->cap_reqs = cap;
         }
     }
+}
+
+void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
+{
+    uint16_t map[MAX_EVENT_TYPES];
+    map[0] = 0;
+    for (uint16_t i = 1; i < src->n_types; i++)
+        map[i] = tt_conn_intern_type(dst, src->type_names[i], strlen(src->type_names[i]));
+    if (src->n_reqs) dst->reqs = tt_conn_grow(dst->reqs, &dst->cap_reqs, dst->n_reqs + src->n_reqs, sizeof *dst->reqs);
+    for (size_t i = 0; i < src->n_reqs; i++) {
+        tt_request *r = &dst->reqs[dst->n_reqs++];
+        *r = src->reqs[i];
+        for (uint32_t e = 0; e < r->n_events; e++)
+            if (r->events[e].type_id < src->n_types) r->events[e].type_id = map[r->events[e].type_id];
+    }
+    src->n_reqs = 0;
+    if (src->n_notes) {
+        dst->notes = tt_conn_grow(dst->notes, &dst->cap_notes, dst->n_notes + src->n_notes, sizeof *dst->notes);
+        memcpy(dst->notes + dst->n_notes, src->notes, src->n_notes * sizeof *src->notes);
+        dst->n_notes += src->n_notes;
+    }
+    src->n_notes = 0;
+    dst->notes_over += src->notes_over;
+    dst->connections += src->connections;
+    dst->in_flight += src->in_flight;
+    dst->evicted_connections += src->evicted_connections;
+    dst->evicted_requests += src->evicted_requests;
+    dst->forgotten += src->forgotten;
+}
+
+typedef struct keyed_note {
+    uint64_t key;
+    size_t at;
+} keyed_note;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_note *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+int tt_tracker_order_notes(tt_tracker *t)
+{
+    if (t->n_notes < 2) return 0;
+    keyed_note *k = malloc(t->n_notes * sizeof *k);
+    tt_conn_note *sorted = malloc(t->n_notes * sizeof *sorted);
+    if (!k || !sorted) {
+        free(k);
+        free(sorted);
+        return -1;
+    }
+    for (size_t i = 0; i < t->n_notes; i++) k[i] = (keyed_note){.key = t->notes[i].order_key, .at = i};
+    qsort(k, t->n_notes, sizeof *k, by_key);
+    for (size_t i = 0; i < t->n_notes; i++) sorted[i] = t->notes[k[i].at];
+    free(k);
+    free(t->notes);
+    t->notes = sorted;
+    t->cap_notes = t->n_notes;
+    if (t->n_notes > TT_TRACKER_NOTES_MAX) {
+        t->notes_over += t->n_notes - TT_TRACKER_NOTES_MAX;
+        t->n_notes = TT_TRACKER_NOTES_MAX;
+    }
+    return 0;
 }

@@ -21,6 +21,7 @@ typedef struct tt_conn_note {
     uint64_t conn_id;
     bool analysed;
     char reason[96];
+    uint64_t order_key; /* the chunk's tt_conn_info.order_key when it was noted (merge order) */
 } tt_conn_note;
 
 typedef struct tt_tracker tt_tracker;
@@ -72,6 +73,21 @@ void tt_tracker_forget(tt_tracker *t, size_t n);
  * them later are read as after lost bytes (the next message is found
  * again). Returns how many were evicted. */
 size_t tt_tracker_evict(tt_tracker *t, size_t n, uint64_t mono_ns);
+
+/* Move what src filed into dst, as if one tracker had read both inputs'
+ * connections: its requests (event type ids renumbered into dst's names),
+ * connection notes, and its counters added to dst's. src must have no live
+ * connection (its source finished); it keeps nothing filed afterwards.
+ * Call tt_tracker_order_notes once every part is in. Used to merge the
+ * trackers of several readers of one capture (analyze --jobs). */
+void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src);
+
+/* Put the notes in order_key order (stable: notes of one key keep their
+ * order), keeping the first TT_TRACKER_NOTES_MAX and counting the rest in
+ * notes_over: the order and the cut one tracker reading the whole input in
+ * that order would have made. Returns 0, or -1 when out of memory (nothing
+ * changed). */
+int tt_tracker_order_notes(tt_tracker *t);
 
 /* Name of an interned SSE event type (type_id of tt_event_rec); "" for 0. */
 const char *tt_tracker_type_name(const tt_tracker *t, uint16_t type_id);
