@@ -234,7 +234,7 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
                          offset);
         if (progress) fputs("\r\033[K", stderr);
         if (rc == -2) {
-            fprintf(stderr, "tokentap %s: out of memory (or a reader of %s could not start)\n", opt->command, path);
+            fprintf(stderr, "tokentap %s: out of memory\n", opt->command);
             return TT_EXIT_INTERNAL;
         }
         reasm_stats = &v->reasm_sum;

@@ -264,8 +264,9 @@ static int grpc_status_of(const tt_h2_headers *hd, char *msg, size_t cap)
     return code;
 }
 
-/* The response head's fields into r; false when the body is not framed
- * here (an unknown content coding). */
+/* The response head's fields into r: status, content-type, coding, and
+ * the framing the content-type names (none under an unknown coding: not
+ * decoded here). */
 static void response_from_head(const tt_h2_headers *hd, tt_request *r)
 {
     r->status = hd->status > 0 ? hd->status : 0;
