@@ -23,11 +23,6 @@
 #define H2C_TAIL_MAX (64u << 10) /* client bytes kept while the answer is awaited */
 #define H2C_SETTINGS_MAX 512u    /* HTTP2-Settings value kept */
 
-struct tail_chunk {
-    tt_chunk ch;
-    uint8_t *data;
-};
-
 struct conn_h2c {
     pending *req;               /* the request that asked */
     char settings[H2C_SETTINGS_MAX];
@@ -37,7 +32,7 @@ struct conn_h2c {
     bool switch_seen;           /* 101 with Upgrade: h2c, in the chunk being parsed */
     uint64_t s2c_off;           /* server stream offset just past the 101 */
     bool s2c_switched;          /* the server's direction is HTTP/2 now */
-    struct tail_chunk *tail;
+    struct held_chunk *tail;    /* client chunks kept until the answer */
     size_t n_tail, tail_cap, tail_bytes;
 };
 
@@ -146,7 +141,7 @@ static void keep_tail(conn_state *c, const tt_chunk *ch)
         return;
     }
     u->tail = tt_conn_grow(u->tail, &u->tail_cap, u->n_tail + 1, sizeof *u->tail);
-    struct tail_chunk *t = &u->tail[u->n_tail++];
+    struct held_chunk *t = &u->tail[u->n_tail++];
     t->ch = part;
     t->ch.conn = NULL;
     t->data = malloc(part.len);
