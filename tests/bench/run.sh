@@ -27,7 +27,11 @@
 #    benchmark client's TTFT median and throughput with it on.
 # 8. The watcher held for 10 minutes under churn (tests/bench/soak.sh): only
 #    when BENCH_ONLY names soak (`make soak`); otherwise its text is kept.
-# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks, tls, watch; several separated by commas) reruns
+# 9. The observer effect (tests/bench/observer.sh): a benchmark client at
+#    concurrency 64 plain, under `tokentap run`, with `watch --pid` on the
+#    server and with `record`, rounds interleaved; the change in its TTFT
+#    median and throughput with a 95 % interval.
+# BENCH_ONLY=NAME (analyze, serve, bpf, probe, clocks, tls, watch, observer; several separated by commas) reruns
 # those sections and keeps the others' text from docs/performance.md.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -66,13 +70,14 @@ clocks_heading="## Clocks of two hosts (analyze DIR DIR...)"
 tls_heading="## TLS plaintext vantage (uprobes on OpenSSL and Go)"
 watch_heading="## The watcher in production (watch --metrics)"
 soak_heading="## The watcher held for hours (make soak)"
+observer_heading="## What observing costs a benchmark client"
 old_section() {
     [ -f docs/performance.md ] || return 0
     awk -v want="$1" -v s="$serve_heading" -v b="$bpf_heading" -v p="$probe_heading" -v c="$clocks_heading" \
-        -v t="$tls_heading" -v w="$watch_heading" -v k="$soak_heading" '
+        -v t="$tls_heading" -v w="$watch_heading" -v k="$soak_heading" -v o="$observer_heading" '
         NR == 1 { cur = "analyze" }
         $0 == s { cur = "serve" } $0 == b { cur = "bpf" } $0 == p { cur = "probe" } $0 == c { cur = "clocks" }
-        $0 == t { cur = "tls" } $0 == w { cur = "watch" } $0 == k { cur = "soak" }
+        $0 == t { cur = "tls" } $0 == w { cur = "watch" } $0 == k { cur = "soak" } $0 == o { cur = "observer" }
         cur == want { print }' docs/performance.md | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
@@ -471,9 +476,13 @@ soak_section() {
     BUILD=$BUILD tests/bench/soak.sh > "$work/soak.md"
 }
 
+observer_section() {
+    BUILD=$BUILD tests/bench/observer.sh > "$work/observer.md"
+}
+
 # Every section when BENCH_ONLY is empty, but soak (10 minutes twice) only by name.
 wanted() { { [ -z "$only" ] && [ "$1" != soak ]; } || [[ ",$only," == *",$1,"* ]]; }
-sections="analyze serve bpf probe clocks tls watch soak"
+sections="analyze serve bpf probe clocks tls watch soak observer"
 for name in $sections; do
     if wanted "$name"; then "${name}_section"; else old_section "$name" > "$work/$name.md"; fi
 done
