@@ -14,6 +14,7 @@
 #include "proto/event_frame.h"
 #include "timeline/conn_tracker.h"
 #include "timeline/ready_marks.h"
+#include "request_find.h"
 
 typedef struct feeder {
     tt_tracker *t;
@@ -275,13 +276,6 @@ static void keepalive_round(feeder *f, const char *id, uint64_t t0, enum round_l
     else send_str(f, TT_DIR_S2C, "0\r\n\r\n", t0 + 200);
 }
 
-static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(r[i].request_id, id)) return &r[i];
-    return NULL;
-}
-
 /* A gap costs only the request it falls in: the parser resynchronises at the
  * next message and responses are paired by their instants after a loss, so
  * a wholly lost request or response never shifts the pairs after it. */
@@ -300,7 +294,7 @@ static void test_gap_costs_only_its_request(void **state)
     const tt_request *r = tt_tracker_requests(f.t, &n);
     assert_int_equal(n, 7); /* six requests seen, and the response of the lost one */
     for (size_t k = 0; k < sizeof rounds / sizeof rounds[0]; k++) {
-        const tt_request *q = by_id(r, n, rounds[k].id);
+        const tt_request *q = tt_test_request_by_id(r, n, rounds[k].id);
         uint64_t t0 = 1000 * (k + 1);
         if (rounds[k].loss == LOSE_REQUEST) {
             assert_null(q);
@@ -371,7 +365,7 @@ static void test_eviction_and_forget(void **state)
     send_str(&f[0], TT_DIR_S2C, resp_head_cl(chat_body_len()), 1010);
     for (size_t i = 0; i < N_CHAT; i++) send_str(&f[0], TT_DIR_S2C, chat_events[i], 1100 + 10 * i);
     r = tt_tracker_requests(t, &n);
-    const tt_request *a2 = by_id(r, n, "a2");
+    const tt_request *a2 = tt_test_request_by_id(r, n, "a2");
     assert_non_null(a2);
     assert_true(tt_request_complete(a2));
     assert_int_equal(a2->first_token_ns, 1110);
@@ -381,8 +375,8 @@ static void test_eviction_and_forget(void **state)
     tt_tracker_forget(t, 1);
     r = tt_tracker_requests(t, &n);
     assert_int_equal(n, before - 1);
-    assert_non_null(by_id(r, n, "a2"));
-    assert_null(by_id(r, n, "a1"));
+    assert_non_null(tt_test_request_by_id(r, n, "a2"));
+    assert_null(tt_test_request_by_id(r, n, "a1"));
     tt_tracker_stats_get(t, &st);
     assert_int_equal(st.forgotten, 1);
     tt_tracker_free(t);

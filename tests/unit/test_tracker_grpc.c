@@ -22,6 +22,7 @@
 #include "triton_msg.h"
 #include "proto/http2.h"
 #include "timeline/conn_tracker.h"
+#include "request_find.h"
 
 #define MS 1000000ull
 #define STREAM_INFER "/inference.GRPCInferenceService/ModelStreamInfer"
@@ -77,13 +78,6 @@ static void build(h2_script *s)
     h2_headers(s, h2_write_at(s, TT_DIR_S2C, 22 * MS), 3, TT_H2_FLAG_END_STREAM, only);
 }
 
-static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(r[i].request_id, id)) return &r[i];
-    return NULL;
-}
-
 /* 0 when the tracker's requests are the exchange's; else a message. */
 static const char *check_exchange(tt_tracker *t, void *ctx)
 {
@@ -106,7 +100,7 @@ static const char *check_exchange(tt_tracker *t, void *ctx)
         {"r4", 3, 16 * MS, 17 * MS, 1, 17 * MS, 17 * MS, 17 * MS, false, true, 1},
     };
     for (size_t i = 0; i < 4; i++) {
-        const tt_request *r = by_id(rs, n, want[i].id);
+        const tt_request *r = tt_test_request_by_id(rs, n, want[i].id);
         if (!r) return "a call's id missing";
         if (r->stream_id != 1 || r->ordinal != want[i].ordinal) return "stream id or ordinal";
         if (strcmp(r->method, "POST") || strcmp(r->path, STREAM_INFER)) return "method or path";
@@ -123,14 +117,14 @@ static const char *check_exchange(tt_tracker *t, void *ctx)
         if (want[i].cut != !!(r->incomplete & TT_INC_RESPONSE_CUT)) return "cut";
         if (!want[i].cut && r->incomplete) return "a whole call filed incomplete";
     }
-    const tt_request *r3 = by_id(rs, n, "r3");
+    const tt_request *r3 = tt_test_request_by_id(rs, n, "r3");
     if (strcmp(r3->error_message, "boom") || r3->kind_counts[TT_EV_ERROR] != 1) return "r3's error response";
-    const tt_request *r4 = by_id(rs, n, "r4");
+    const tt_request *r4 = tt_test_request_by_id(rs, n, "r4");
     if (strcmp(r4->grpc_message, "cancelled by test")) return "grpc-message not percent-decoded";
     if (!strstr(r4->http_error, "final response")) return "r4's reason";
-    const tt_request *r2 = by_id(rs, n, "r2");
-    if (r2->text_bytes != 2 || by_id(rs, n, "r1")->text_bytes != 2) return "text bytes";
-    const tt_request *u1 = by_id(rs, n, "u1");
+    const tt_request *r2 = tt_test_request_by_id(rs, n, "r2");
+    if (r2->text_bytes != 2 || tt_test_request_by_id(rs, n, "r1")->text_bytes != 2) return "text bytes";
+    const tt_request *u1 = tt_test_request_by_id(rs, n, "u1");
     if (!u1) return "the unary call missing";
     if (u1->stream_id != 3 || u1->grpc_status != 12 || strcmp(u1->grpc_message, "no such method")) return "trailers-only";
     if (u1->status != 200 || u1->incomplete || u1->n_events || u1->dialect != TT_DIALECT_UNKNOWN) return "unary call";
@@ -169,7 +163,7 @@ static void test_grpc_ready_instants(void **state)
         uint64_t first, last;
     } want[] = {{"r1", 5 * MS, 6 * MS}, {"r2", 13 * MS, 14 * MS}, {"r3", 12 * MS, 12 * MS}, {"r4", 17 * MS, 17 * MS}};
     for (size_t i = 0; i < 4; i++) {
-        const tt_request *r = by_id(rs, n, want[i].id);
+        const tt_request *r = tt_test_request_by_id(rs, n, want[i].id);
         assert_non_null(r);
         assert_int_equal(r->first_token_ns, want[i].first);
         assert_int_equal(r->first_token_ready_ns, want[i].first - 300000);

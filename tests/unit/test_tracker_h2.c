@@ -9,13 +9,7 @@
  * connection whose first byte looks like the preface is still HTTP/1.1.
  * (The same exchange entered mid-connection: test_tracker_h2_mid.c.) */
 #include "h2_exchange.h"
-
-static const tt_request *by_id(const tt_request *r, size_t n, const char *id)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(r[i].request_id, id)) return &r[i];
-    return NULL;
-}
+#include "request_find.h"
 
 /* 0 when the tracker's requests are the exchange's; else a message. */
 static const char *check_exchange(tt_tracker *t, void *ctx)
@@ -38,7 +32,7 @@ static const char *check_exchange(tt_tracker *t, void *ctx)
         {"r7", "m-r7", "/v1/chat/completions", 6 * MS, 32 * MS, 1, 33 * MS, 33 * MS, TT_FRAMING_SSE, 3},
     };
     for (size_t i = 0; i < 4; i++) {
-        const tt_request *r = by_id(rs, n, want[i].id);
+        const tt_request *r = tt_test_request_by_id(rs, n, want[i].id);
         if (!r) return "a request id missing";
         if (r != &rs[i]) return "not sorted by request start";
         if (strcmp(r->method, "POST") || strcmp(r->path, want[i].path)) return "method or path";
@@ -57,7 +51,7 @@ static const char *check_exchange(tt_tracker *t, void *ctx)
             if (r->resp_last_ns != 33 * MS) return "reset stream's last response byte";
         }
     }
-    const tt_request *r1 = by_id(rs, n, "r1");
+    const tt_request *r1 = tt_test_request_by_id(rs, n, "r1");
     if (r1->events[1].first_ns != 30 * MS || r1->events[1].dispatch_ns != 31 * MS) return "split event's instants";
     if (r1->resp_last_ns != 40 * MS || r1->req_last_ns != 2 * MS) return "r1 end instants";
     size_t nn;
