@@ -136,13 +136,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if ! command -v curl > /dev/null; then generated_demo "curl is not installed"; finish_demo; exit 0; fi
 
-started=()
-cleanup() {
-    for p in "${started[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
-    started=()
-}
-trap cleanup EXIT
+# every process started below goes into started and is stopped at exit
+. tests/bench/started.sh
 
 streams=6 tokens=48
 serve_args="--profile vllm --ttft-ms uniform:120:280 --itl-ms uniform:15:30 --seed 42 --log $out/serve.log"
@@ -174,13 +169,13 @@ else
 fi
 if [ $mode = wire ]; then
     echo "demo: server and client vantages not taken: $no_bpf; capturing the wire only"
-    [ -x "$BUILD/tools/ttcapture" ] || { cleanup; generated_demo "$BUILD/tools/ttcapture is not built"; finish_demo; exit 0; }
+    [ -x "$BUILD/tools/ttcapture" ] || { stop_started; generated_demo "$BUILD/tools/ttcapture is not built"; finish_demo; exit 0; }
     "$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$out/demo.pcap" -d 20 > "$out/capture.out" 2> "$out/capture.err" &
     cap_pid=$!; started+=("$cap_pid")
     for _ in $(seq 100); do grep -q ready "$out/capture.out" 2>/dev/null && break; kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.05; done
     if ! grep -q ready "$out/capture.out" 2>/dev/null; then
         why="ttcapture could not capture on lo ($(head -1 "$out/capture.err"))"
-        cleanup
+        stop_started
         generated_demo "$why"; finish_demo; exit 0
     fi
     echo "demo: ttcapture -i lo -f 'tcp port $port' -w $out/demo.pcap; $streams concurrent curl streams of $tokens tokens"
