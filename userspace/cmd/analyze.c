@@ -413,6 +413,9 @@ int tt_cmd_analyze(int argc, char **argv)
         return TT_EXIT_INTERNAL;
     }
     input.keep_text = text;
+    /* the text summary reads no event once the requests are filed: each
+     * request's events go once its ITLs and findings are taken */
+    input.release_events = !json && !events && !perfetto && !bench_path;
     input.pct = pct;
     input.n_pct = (size_t)n_pct;
     analyze_opts o = {.json = json, .events = events, .output = output, .perfetto = perfetto,
