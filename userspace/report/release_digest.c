@@ -55,7 +55,7 @@ void tt_release_on_file(void *ctx, tt_request *r)
             if (tt_quantile_add(&d->itl, m.itl_ns[k]) < 0) d->failed = true;
     }
     if (!d->failed) {
-        memcpy(d->findings + d->n_findings, lint.findings, lint.n * sizeof *lint.findings);
+        if (lint.n) memcpy(d->findings + d->n_findings, lint.findings, lint.n * sizeof *lint.findings);
         d->slot_first[d->n_slots] = d->n_findings;
         d->n_findings += lint.n;
         r->consumer_tag = d->n_slots++;
@@ -74,7 +74,7 @@ int tt_release_digest_absorb(tt_release_digest *dst, tt_release_digest *src, tt_
         size_t end = k + 1 < src->n_slots ? src->slot_first[k + 1] : src->n_findings;
         size_t cnt = end - src->slot_first[k];
         if (reserve(dst, cnt) < 0) return -1;
-        memcpy(dst->findings + dst->n_findings, src->findings + src->slot_first[k], cnt * sizeof *dst->findings);
+        if (cnt) memcpy(dst->findings + dst->n_findings, src->findings + src->slot_first[k], cnt * sizeof *dst->findings);
         dst->slot_first[dst->n_slots++] = dst->n_findings;
         dst->n_findings += cnt;
     }
