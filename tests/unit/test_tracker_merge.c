@@ -195,6 +195,14 @@ static void test_notes_cut(void **state)
     merge_and_compare(&s);
 }
 
+/* Two findings alike, field by field (their padding is not compared). */
+static bool same_finding(const tt_lint_finding *x, const tt_lint_finding *y)
+{
+    return x->id == y->id && x->request == y->request && x->event == y->event && x->count == y->count &&
+           x->offset == y->offset && x->mono_ns == y->mono_ns && x->excerpt_off == y->excerpt_off &&
+           x->excerpt_len == y->excerpt_len && !memcmp(x->detail, y->detail, sizeof x->detail);
+}
+
 static void token(script *s, size_t k, const char *text, uint64_t ns)
 {
     char ev[256], chunk[300];
@@ -256,7 +264,7 @@ static void test_released_parts(void **state)
     const tt_lint_result *lw = whole.lint, *lm = merged.lint;
     assert_true(lw->n > 0);
     assert_int_equal(lm->n, lw->n);
-    assert_memory_equal(lm->findings, lw->findings, lw->n * sizeof *lw->findings);
+    for (size_t i = 0; i < lw->n; i++) assert_true(same_finding(&lm->findings[i], &lw->findings[i]));
     assert_memory_equal(lm->by_severity, lw->by_severity, sizeof lw->by_severity);
     assert_memory_equal(lm->by_id, lw->by_id, sizeof lw->by_id);
     for (size_t i = 0; i < merged.n_reqs; i++) {

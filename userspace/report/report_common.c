@@ -60,7 +60,8 @@ static int lint_released(const tt_request *reqs, size_t n, const tt_release_dige
         if (r->events_released) {
             size_t k = r->consumer_tag;
             size_t end = k + 1 < d->n_slots ? d->slot_first[k + 1] : d->n_findings;
-            if (tt_lint_result_append(res, (uint32_t)i, d->findings + d->slot_first[k], end - d->slot_first[k]) < 0)
+            if (end > d->slot_first[k] &&
+                tt_lint_result_append(res, (uint32_t)i, d->findings + d->slot_first[k], end - d->slot_first[k]) < 0)
                 return -1;
             continue;
         }
