@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The text report of `analyze CAPTURE` lets go of each request's events once
-# its ITLs and lint findings are taken (report/release_digest.h). It must
-# write what keeping every event writes (TOKENTAP_KEEP_EVENTS=1), byte for
-# byte, with --jobs 1 and 2: every ttpcapgen dialect, HTTP/2, CRLF events and
+# The text report and the JSON document of `analyze CAPTURE` let go of each
+# request's events once its ITLs, lint findings and JSON object are taken
+# (report/release_digest.h). They must be what keeping every event writes
+# (TOKENTAP_KEEP_EVENTS=1), byte for byte, with --jobs 1 and 2: every ttpcapgen dialect, HTTP/2, CRLF events and
 # usage on the finish chunk (lint findings), lost packets and a capture
 # joined part way (incomplete requests), a damaged capture (exit 5), --text
 # and --percentiles, and one with more ITLs than the quantile keeps exactly
 # (its sketch mode). Then the heap: on a capture of 500 000 token events,
 # peak RSS less the file's size stays under 40 MiB with release and is less
-# than half of what it is with the events kept. No root needed.
+# than half of what it is with the events kept, for the text report and for
+# --json. No root needed.
 set -eu
 . "$(dirname "$0")/lib.sh"
 work_dir
@@ -43,7 +44,7 @@ caps="$caps h2.pcapng crlf.pcap whole.pcap sketch.pcap gaps.pcap midway.pcap dam
 
 compared=0
 for cap in $caps; do
-    for mode in "" --text "--percentiles 10,50,99.9"; do
+    for mode in "" --text "--percentiles 10,50,99.9" --json "--json --text"; do
         set +e
         env TOKENTAP_KEEP_EVENTS=1 "$TT" analyze --jobs 1 $mode -o "$work/kept.out" "$work/$cap" 2> "$work/kept.err"
         want=$?
@@ -76,15 +77,21 @@ done
 # heap: peak RSS less the capture file (mapped once by one reader)
 gen heap.pcap --streams 1000 --tokens 500 --concurrency 64
 hsize=$(stat -c %s "$work/heap.pcap")
-heap_kib() { # heap_kib KEEP: peak RSS less the file, KiB, of analyze --jobs 1
-    /usr/bin/time -f %M -o "$work/rss" env TOKENTAP_KEEP_EVENTS=$1 "$TT" analyze --jobs 1 "$work/heap.pcap" \
-        > "$work/heap.$1.out" || fail "heap.pcap keep=$1: analyze failed"
+heap_kib() { # heap_kib KEEP [--json]: peak RSS less the file, KiB, of analyze --jobs 1
+    /usr/bin/time -f %M -o "$work/rss" env TOKENTAP_KEEP_EVENTS=$1 "$TT" analyze --jobs 1 ${2:-} \
+        -o "$work/heap.$1.out" "$work/heap.pcap" || fail "heap.pcap keep=$1 ${2:-}: analyze failed"
     echo $(($(cat "$work/rss") - hsize / 1024))
 }
-released=$(heap_kib 0)
-kept=$(heap_kib 1)
-cmp -s "$work/heap.0.out" "$work/heap.1.out" || fail "heap.pcap: the reports differ"
-[ "$released" -lt $((40 * 1024)) ] || fail "heap with release ${released} KiB, want under 40 MiB"
-[ $((released * 2)) -lt "$kept" ] || fail "heap with release ${released} KiB, kept ${kept} KiB: not under half"
-echo "PASS: analyze text report identical with events released and kept ($compared comparisons); heap of 500 000 \
-events: ${released} KiB released, ${kept} KiB kept"
+said=""
+for mode in text --json; do
+    flag=${mode#text}
+    released=$(heap_kib 0 $flag)
+    kept=$(heap_kib 1 $flag)
+    cmp -s "$work/heap.0.out" "$work/heap.1.out" || fail "heap.pcap $mode: the reports differ"
+    [ "$released" -lt $((40 * 1024)) ] || fail "$mode: heap with release ${released} KiB, want under 40 MiB"
+    [ $((released * 2)) -lt "$kept" ] ||
+        fail "$mode: heap with release ${released} KiB, kept ${kept} KiB: not under half"
+    said="$said; $mode ${released} KiB released, ${kept} KiB kept"
+done
+echo "PASS: analyze text report and --json identical with events released and kept ($compared comparisons); \
+heap of 500 000 events$said"

@@ -413,9 +413,11 @@ int tt_cmd_analyze(int argc, char **argv)
         return TT_EXIT_INTERNAL;
     }
     input.keep_text = text;
-    /* the text summary reads no event once the requests are filed: each
-     * request's events go once its ITLs and findings are taken */
-    input.release_events = !json && !events && !perfetto && !bench_path;
+    /* the text summary and the JSON document read no event once the
+     * requests are filed: each request's events go once its ITLs, findings
+     * (and JSON object) are taken */
+    input.release_events = !events && !perfetto && !bench_path;
+    input.release_json = json;
     input.pct = pct;
     input.n_pct = (size_t)n_pct;
     analyze_opts o = {.json = json, .events = events, .output = output, .perfetto = perfetto,

@@ -195,6 +195,9 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
         tt_release_digest_init(&sh[k].digest);
         tt_tracker_options shard_opt = *topt;
         if (topt->on_file) shard_opt.on_file_ctx = &sh[k].digest;
+        if (topt->on_file && opt->release_json &&
+            tt_release_digest_spool_json(&sh[k].digest, TT_VANTAGE_WIRE, opt->keep_text) < 0)
+            shard_opt.on_file = NULL; /* no temporary file: this share keeps its events */
         sh[k].tracker = tt_tracker_new(&shard_opt);
         sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
         if (!sh[k].reasm) goto out;
@@ -241,7 +244,8 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
     if (opt->has_clock_map) tt_pcap_source_set_clock_map(v->src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
     tt_tracker_options topt = {.keep_text = opt->keep_text, .keep_body = opt->keep_body};
     tt_release_digest_init(&v->digest);
-    v->release = opt->release_events && !tt_cmd_keep_events_forced();
+    v->release = opt->release_events && !tt_cmd_keep_events_forced() &&
+                 (!opt->release_json || tt_release_digest_spool_json(&v->digest, vantage, opt->keep_text) == 0);
     if (v->release) {
         topt.on_file = tt_release_on_file;
         topt.on_file_ctx = &v->digest;

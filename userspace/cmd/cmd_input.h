@@ -23,6 +23,8 @@ typedef struct tt_cmd_input_options {
                                 ITLs and findings taken first, report/release_digest.h): only for a
                                 report that reads no event afterwards (the text summary). Not for
                                 recordings; off when TOKENTAP_KEEP_EVENTS is set (not "0") */
+    bool release_json;       /* with release_events: the report is the JSON document; each released
+                                request's object is kept in a temporary file (no file: events kept) */
     bool quiet_damage;       /* no stderr line for a file damaged part way (it was read and said before) */
     /* put every instant on another recording's clock: t + d0 + skew (t - t0)
      * (docs/clocks.md; analyze DIR DIR...) */

@@ -59,9 +59,10 @@ static int lint_released(const tt_request *reqs, size_t n, const tt_release_dige
         const tt_request *r = &reqs[i];
         if (r->events_released) {
             size_t k = r->consumer_tag;
-            size_t end = k + 1 < d->n_slots ? d->slot_first[k + 1] : d->n_findings;
-            if (end > d->slot_first[k] &&
-                tt_lint_result_append(res, (uint32_t)i, d->findings + d->slot_first[k], end - d->slot_first[k]) < 0)
+            if (k >= d->n_slots) return -1;
+            size_t first = d->slots[k].first_finding;
+            size_t end = k + 1 < d->n_slots ? d->slots[k + 1].first_finding : d->n_findings;
+            if (end > first && tt_lint_result_append(res, (uint32_t)i, d->findings + first, end - first) < 0)
                 return -1;
             continue;
         }
@@ -78,6 +79,7 @@ int tt_analysis_fill_released(tt_analysis *a, tt_tracker *t, const double *pct, 
                               const tt_release_digest *d)
 {
     if (d && d->failed) return -1;
+    a->released = d;
     tt_tracker_sort(t);
     a->tracker = t;
     tt_request *reqs = tt_tracker_requests(t, &a->n_reqs);
