@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The heap of `tokentap analyze CAPTURE` (the text report; issue 16); prints
-# a markdown subsection on stdout for docs/performance.md (run.sh appends it
-# to the analyze section). A capture of 4,000,000 token events
+# The heap of `tokentap analyze CAPTURE` (the text report and --json; issue
+# 16); prints a markdown subsection on stdout for docs/performance.md (run.sh
+# appends it to the analyze section). A capture of 4,000,000 token events
 # (HEAP_BENCH_STREAMS x 500; default 8000 streams, about 1.45 GB) analyzed
-# with each request's events released once filed (the default for the text
-# report) and kept (TOKENTAP_KEEP_EVENTS=1), runs alternated HEAP_BENCH_RUNS
-# times (default 3), the median of each: pinned to one core with --jobs 1,
-# and unpinned with the default --jobs. Peak RSS from /usr/bin/time; each
+# with each request's events released once filed (the default for both)
+# and kept (TOKENTAP_KEEP_EVENTS=1), runs alternated HEAP_BENCH_RUNS times
+# (default 3), the median of each: the text report pinned to one core with
+# --jobs 1 and unpinned with the default --jobs, and --json pinned. Peak RSS from /usr/bin/time; each
 # reader maps the whole file and touches every page, so heap = peak RSS -
 # readers x file size. The capture is removed afterwards.
 set -eu
@@ -30,18 +30,20 @@ bytes=$(stat -c %s "$cap")
 jobs_default=$(nproc)
 cat "$cap" > /dev/null # warm the page cache
 
-# one KEEP PIN: a line "KIB SECONDS" (peak RSS, wall) of one analyze; the report must be the released one's
+# one KEEP PIN: a line "KIB SECONDS" (peak RSS, wall) of one analyze; the report must be the released one's.
+# PIN 1: taskset -c 0 --jobs 1, 0: default jobs, J: --json pinned
 one() {
     local keep=$1 pin=$2
-    local -a cmd=("$TT" analyze "$cap")
-    [ "$pin" = 1 ] && cmd=(taskset -c 0 "$TT" analyze --jobs 1 "$cap")
-    /usr/bin/time -f "%M %e" -o "$work/time" env TOKENTAP_KEEP_EVENTS=$keep "${cmd[@]}" > "$work/out.$keep" ||
+    local -a cmd=("$TT" analyze -o "$work/out.$keep" "$cap")
+    [ "$pin" = 1 ] && cmd=(taskset -c 0 "$TT" analyze --jobs 1 -o "$work/out.$keep" "$cap")
+    [ "$pin" = J ] && cmd=(taskset -c 0 "$TT" analyze --jobs 1 --json -o "$work/out.$keep" "$cap")
+    /usr/bin/time -f "%M %e" -o "$work/time" env TOKENTAP_KEEP_EVENTS=$keep "${cmd[@]}" ||
         { echo "bench heap: analyze failed (keep=$keep pin=$pin)" >&2; exit 1; }
     cat "$work/time"
 }
 declare -A rss wall
 for _ in $(seq "$runs"); do
-    for pin in 1 0; do
+    for pin in 1 0 J; do
         for keep in 0 1; do
             read -r kib s < <(one "$keep" "$pin")
             rss[$pin$keep]+="$kib"$'\n'
@@ -50,6 +52,7 @@ for _ in $(seq "$runs"); do
         cmp -s "$work/out.0" "$work/out.1" || { echo "bench heap: reports differ with events kept" >&2; exit 1; }
     done
 done
+"$TT" analyze -o "$work/out.0" "$cap"
 events=$(awk -F: '/^Total token events:/ {gsub(/ /,"",$2); print $2}' "$work/out.0")
 row() { # row PIN KEEP LABEL
     local r w readers=1
@@ -59,16 +62,17 @@ row() { # row PIN KEEP LABEL
     awk -v r="$r" -v b="$bytes" -v n="$readers" -v w="$w" -v l="$3" \
         'BEGIN {printf "| %s | %.0f | %.0f | %.2f |\n", l, r / 1024, (r * 1024 - n * b) / 1048576, w}'
 }
-echo "### Heap of the text report"
+echo "### Heap of the text report and --json"
 echo
 echo "Measured by tests/bench/heap.sh on $(date -u +%Y-%m-%d), $(nproc) cores. Capture:"
 echo "\`${gen_cmd/$cap/FILE}\`"
-echo "($bytes bytes, $events token events). The text report lets go of each"
-echo "request's events once it is filed (its ITLs pooled into the quantile of"
-echo "docs/metrics.md, its lint findings kept); TOKENTAP_KEEP_EVENTS=1 keeps them,"
-echo "as --json, --events, --perfetto, --bench-result, recordings and lint do."
+echo "($bytes bytes, $events token events). The text report and --json let go of"
+echo "each request's events once it is filed (its ITLs pooled into the quantile of"
+echo "docs/metrics.md, its lint findings kept, for --json its object spooled to a"
+echo "temporary file); TOKENTAP_KEEP_EVENTS=1 keeps them, as --events, --perfetto,"
+echo "--bench-result, recordings and lint do."
 echo "Heap = peak RSS - readers x file size (each reader maps the whole file)."
-echo "Medians of $runs runs, the four conditions alternated."
+echo "Medians of $runs runs, the six conditions alternated."
 echo
 echo "| command | peak RSS, MiB | heap, MiB | seconds |"
 echo "|---|---|---|---|"
@@ -76,5 +80,7 @@ row 1 0 "\`taskset -c 0 tokentap analyze --jobs 1 FILE\` (events released)"
 row 1 1 "\`TOKENTAP_KEEP_EVENTS=1 taskset -c 0 tokentap analyze --jobs 1 FILE\`"
 row 0 0 "\`tokentap analyze FILE\` (--jobs $jobs_default, events released)"
 row 0 1 "\`TOKENTAP_KEEP_EVENTS=1 tokentap analyze FILE\` (--jobs $jobs_default)"
+row J 0 "\`taskset -c 0 tokentap analyze --jobs 1 --json -o OUT FILE\` (events released)"
+row J 1 "\`TOKENTAP_KEEP_EVENTS=1 taskset -c 0 tokentap analyze --jobs 1 --json -o OUT FILE\`"
 echo
 echo "Target (issue 16): at most 64 MB of heap for the text report of 4 M events."
