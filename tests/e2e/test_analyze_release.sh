@@ -68,6 +68,12 @@ $(diff "$work/kept.out" "$work/n.out" | head -6)"
     done
 done
 
+# --json with no temporary file to be had: the events are kept, the document the same
+env TMPDIR=/nonexistent "$TT" analyze --json --jobs 2 -o "$work/n.out" "$work/sketch.pcap" 2> /dev/null ||
+    fail "--json without TMPDIR: analyze failed"
+env TOKENTAP_KEEP_EVENTS=1 "$TT" analyze --json --jobs 1 -o "$work/kept.out" "$work/sketch.pcap" 2> /dev/null
+cmp -s "$work/kept.out" "$work/n.out" || fail "--json without TMPDIR differs"
+
 # the captures show what the comparison is about, or it proves little
 "$TT" analyze "$work/crlf.pcap" | grep -q '^warn   crlf-separator  *20 ' || fail "crlf.pcap: no crlf-separator findings"
 "$TT" analyze "$work/gaps.pcap" | grep -Eq '^Incomplete requests: +[1-9]' || fail "gaps.pcap: no incomplete request"

@@ -1,7 +1,9 @@
 #include "report/release_digest.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void tt_release_digest_init(tt_release_digest *d)
 {
@@ -18,10 +20,25 @@ void tt_release_digest_free(tt_release_digest *d)
     memset(d, 0, sizeof *d);
 }
 
+/* An unnamed temporary file in $TMPDIR (else /tmp), open for update. */
+static FILE *spool_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/tokentap-json-XXXXXX", dir && *dir ? dir : "/tmp");
+    if (n < 0 || (size_t)n >= sizeof path) return NULL;
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) return NULL;
+    unlink(path);
+    FILE *f = fdopen(fd, "w+");
+    if (!f) close(fd);
+    return f;
+}
+
 int tt_release_digest_spool_json(tt_release_digest *d, tt_vantage vantage, bool with_text)
 {
     if (!d->n_spools) {
-        FILE *f = tmpfile();
+        FILE *f = spool_file();
         if (!f) return -1;
         d->spools[d->n_spools++] = f;
     }
@@ -63,7 +80,7 @@ static int spool_request(tt_release_digest *d, const tt_request *r, const tt_req
     w.depth = 2; /* the document's object, then its "requests" array */
     tt_report_json_request(&w, r, m, d->vantage, d->with_text);
     off_t end = ftello(f);
-    if (end < at || ferror(f)) return -1;
+    if (end < at || fflush(f) != 0 || ferror(f)) return -1; /* on disk now, or never counted on */
     s->spool = 0;
     s->json_off = (uint64_t)at;
     s->json_len = (uint64_t)(end - at);
@@ -73,7 +90,7 @@ static int spool_request(tt_release_digest *d, const tt_request *r, const tt_req
 void tt_release_on_file(void *ctx, tt_request *r)
 {
     tt_release_digest *d = ctx;
-    if (d->failed) return;
+    if (d->failed || d->spool_broken) return;
     tt_req_metrics m;
     tt_lint_result lint;
     if (tt_req_metrics_compute(r, &m) < 0) {
@@ -81,13 +98,15 @@ void tt_release_on_file(void *ctx, tt_request *r)
         return;
     }
     tt_release_slot slot = {.first_finding = d->n_findings};
-    if (tt_lint_run(r, 1, &lint) < 0 || reserve(d, lint.n) < 0 || (d->n_spools && spool_request(d, r, &m, &slot) < 0)) {
+    if (tt_lint_run(r, 1, &lint) < 0 || reserve(d, lint.n) < 0) {
         d->failed = true;
+    } else if (d->n_spools && spool_request(d, r, &m, &slot) < 0) {
+        d->spool_broken = true; /* (disk full): this request and the later ones keep their events */
     } else {
         for (uint32_t k = 0; k < m.n_itl && !d->failed; k++)
             if (tt_quantile_add(&d->itl, m.itl_ns[k]) < 0) d->failed = true;
     }
-    if (!d->failed) {
+    if (!d->failed && !d->spool_broken) {
         if (lint.n) memcpy(d->findings + d->n_findings, lint.findings, lint.n * sizeof *lint.findings);
         d->n_findings += lint.n;
         d->slots[d->n_slots] = slot;

@@ -37,7 +37,8 @@ typedef struct tt_release_digest {
     size_t n_spools;
     tt_vantage vantage;         /* the objects' vantage block */
     bool with_text;             /* their "text" */
-    bool failed;                /* out of memory (or spool not written) at some point: incomplete */
+    bool failed;                /* out of memory at some point: the digest is incomplete */
+    bool spool_broken;          /* the spool could not be written: requests filed since keep their events */
 } tt_release_digest;
 
 void tt_release_digest_init(tt_release_digest *d);
@@ -54,8 +55,9 @@ int tt_release_digest_spool_json(tt_release_digest *d, tt_vantage vantage, bool 
 int tt_release_digest_copy_json(const tt_release_digest *d, size_t k, tt_jw *w);
 
 /* The tracker's on_file hook (ctx: a tt_release_digest): takes r's ITLs and
- * lint findings into the digest, tags r with its slot and releases its
- * events, text and body. Out of memory: r keeps its events, d->failed set. */
+ * lint findings (and JSON object) into the digest, tags r with its slot and
+ * releases its events, text and body. Out of memory: r keeps its events,
+ * d->failed set. The spool not written: r and later requests keep theirs. */
 void tt_release_on_file(void *ctx, tt_request *r);
 
 /* Move src's slots (and spools) into dst, renumbering the consumer_tag of the released
