@@ -117,12 +117,19 @@ void tt_release_on_file(void *ctx, tt_request *r)
     tt_req_metrics_free(&m);
 }
 
-int tt_release_digest_copy_json(const tt_release_digest *d, size_t k, tt_jw *w)
+/* d->read_failed set; -1. */
+static int read_back_failed(tt_release_digest *d)
 {
-    if (k >= d->n_slots || d->slots[k].spool >= d->n_spools) return -1;
+    d->read_failed = true;
+    return -1;
+}
+
+int tt_release_digest_copy_json(tt_release_digest *d, size_t k, tt_jw *w)
+{
+    if (k >= d->n_slots || d->slots[k].spool >= d->n_spools) return read_back_failed(d);
     const tt_release_slot *s = &d->slots[k];
     FILE *f = d->spools[s->spool];
-    if (fflush(f) != 0 || fseeko(f, (off_t)s->json_off, SEEK_SET) != 0) return -1;
+    if (fflush(f) != 0 || fseeko(f, (off_t)s->json_off, SEEK_SET) != 0) return read_back_failed(d);
     if (w->need_comma[w->depth]) putc(',', w->out);
     w->need_comma[w->depth] = true;
     char buf[65536];
@@ -131,12 +138,12 @@ int tt_release_digest_copy_json(const tt_release_digest *d, size_t k, tt_jw *w)
         size_t got = fread(buf, 1, want, f);
         if (got != want) {
             fseeko(f, 0, SEEK_END);
-            return -1;
+            return read_back_failed(d);
         }
         fwrite(buf, 1, got, w->out);
         left -= got;
     }
-    return fseeko(f, 0, SEEK_END) == 0 ? 0 : -1;
+    return fseeko(f, 0, SEEK_END) == 0 ? 0 : read_back_failed(d);
 }
 
 int tt_release_digest_absorb(tt_release_digest *dst, tt_release_digest *src, tt_request *src_reqs, size_t n)

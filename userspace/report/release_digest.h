@@ -39,6 +39,7 @@ typedef struct tt_release_digest {
     bool with_text;             /* their "text" */
     bool failed;                /* out of memory at some point: the digest is incomplete */
     bool spool_broken;          /* the spool could not be written: requests filed since keep their events */
+    bool read_failed;           /* a spooled object could not be read back into the document */
 } tt_release_digest;
 
 void tt_release_digest_init(tt_release_digest *d);
@@ -50,9 +51,9 @@ void tt_release_digest_free(tt_release_digest *d);
 int tt_release_digest_spool_json(tt_release_digest *d, tt_vantage vantage, bool with_text);
 
 /* Write the JSON object of the released request of slot k into w, as
- * tt_report_json would have written it there. Returns 0, or -1 when the
- * spool could not be read back. */
-int tt_release_digest_copy_json(const tt_release_digest *d, size_t k, tt_jw *w);
+ * tt_report_json would have written it there. Returns 0, or -1 with
+ * d->read_failed set when the spool could not be read back. */
+int tt_release_digest_copy_json(tt_release_digest *d, size_t k, tt_jw *w);
 
 /* The tracker's on_file hook (ctx: a tt_release_digest): takes r's ITLs and
  * lint findings (and JSON object) into the digest, tags r with its slot and
@@ -68,6 +69,6 @@ int tt_release_digest_absorb(tt_release_digest *dst, tt_release_digest *src, tt_
 /* tt_analysis_fill for a tracker whose on_file hook filled d (NULL: as
  * tt_analysis_fill). Returns 0, or -1 when out of memory or d failed. */
 int tt_analysis_fill_released(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct,
-                              const tt_release_digest *d);
+                              tt_release_digest *d);
 
 #endif

@@ -31,8 +31,9 @@ typedef struct tt_analysis {
     const char *source_error;     /* a damaged input's one-line reason, or NULL */
     bool with_text;               /* --text: generated text may be shown */
     const struct tt_lint_result *lint; /* findings over reqs (lint/lint.h), set by tt_analysis_fill; NULL when none */
-    const struct tt_release_digest *released; /* set by tt_analysis_fill_released: what was kept of the
-                                                 requests whose events were let go (their JSON objects) */
+    struct tt_release_digest *released; /* set by tt_analysis_fill_released: what was kept of the requests
+                                           whose events were let go (their JSON objects; its read_failed
+                                           tells a document left short) */
 } tt_analysis;
 
 /* Fill a's requests, notes, per-request metrics, summary and lint findings

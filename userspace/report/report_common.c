@@ -76,7 +76,7 @@ static int lint_released(const tt_request *reqs, size_t n, const tt_release_dige
 }
 
 int tt_analysis_fill_released(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct,
-                              const tt_release_digest *d)
+                              tt_release_digest *d)
 {
     if (d && d->failed) return -1;
     a->released = d;

@@ -260,7 +260,7 @@ void tt_report_json(FILE *out, const tt_analysis *a)
     for (size_t i = 0; i < a->n_reqs; i++) {
         const tt_request *r = &a->reqs[i];
         if (!r->events_released || !a->released) one_request(&w, a, i);
-        else if (tt_release_digest_copy_json(a->released, r->consumer_tag, &w) < 0) break; /* caught at close */
+        else if (tt_release_digest_copy_json(a->released, r->consumer_tag, &w) < 0) break; /* the caller tells */
     }
     tt_jw_array_end(&w);
     tt_lint_write_json(&w, "findings", a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = a->with_text});
