@@ -6,6 +6,8 @@
 #    BENCH_RUNS runs (default 5). Then the same streams as HTTP/2 (h2c,
 #    ttpcapgen --http2: one stream per connection, and 8 per connection),
 #    their rates beside the HTTP/1.1 one (issue 15: at least half of it).
+#    Then --jobs 1 and 2 in pairs, and the heap of the text report of a
+#    4,000,000-event capture with events released and kept (tests/bench/heap.sh).
 # 2. tokentap serve under build/tools/ttload: 1000 keep-alive connections
 #    with zero delays (events/s, medians of BENCH_SERVE_RUNS runs, default 3)
 #    with --workers BENCH_SERVE_WORKERS (default: the number of CPUs), the
@@ -193,6 +195,9 @@ analyze_section() {
         echo "| \`tokentap analyze --jobs N FILE\` | $t_j1 | $t_j2 | $r_lo to $r_hi, median $r_jobs |"
         echo
         echo "Target (issue 16): at least 1.8 times one job on 2 cores."
+        echo
+        # the heap of the text report, events released and kept (tests/bench/heap.sh)
+        BUILD=$BUILD HEAP_BENCH_DIR=$work tests/bench/heap.sh
     } > "$work/analyze.md"
 }
 

@@ -2,7 +2,9 @@
  * chunks given to one tracker, and shared out by connection among several
  * trackers that are then merged, give the same requests in the same order
  * (event type names intact although each tracker numbered them its own
- * way), the same connection notes in the same order, and the same counts. */
+ * way), the same connection notes in the same order, and the same counts.
+ * With the parts' events released as filed (report/release_digest.h), the
+ * merged digests give the whole's summary and lint findings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/release_digest.h"
 #include "timeline/conn_tracker.h"
 
 #define MAX_CONNS 8
@@ -192,11 +195,98 @@ static void test_notes_cut(void **state)
     merge_and_compare(&s);
 }
 
+/* Two findings alike, field by field (their padding is not compared). */
+static bool same_finding(const tt_lint_finding *x, const tt_lint_finding *y)
+{
+    return x->id == y->id && x->request == y->request && x->event == y->event && x->count == y->count &&
+           x->offset == y->offset && x->mono_ns == y->mono_ns && x->excerpt_off == y->excerpt_off &&
+           x->excerpt_len == y->excerpt_len && !memcmp(x->detail, y->detail, sizeof x->detail);
+}
+
+static void token(script *s, size_t k, const char *text, uint64_t ns)
+{
+    char ev[256], chunk[300];
+    snprintf(ev, sizeof ev,
+             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+             "\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n",
+             text);
+    snprintf(chunk, sizeof chunk, "%zx\r\n%s\r\n", strlen(ev), ev);
+    put(s, k, TT_DIR_S2C, TT_CHUNK_DATA, chunk, ns);
+}
+
+/* Parts whose requests let go of their events as they are filed, merged
+ * with their digests: the same summary and findings as the whole keeping
+ * every event. */
+static void test_released_parts(void **state)
+{
+    (void)state;
+    script s;
+    memset(&s, 0, sizeof s);
+    tt_release_digest dig[3];
+    script_init(&s, 3);
+    for (size_t p = 0; p < 3; p++) {
+        tt_tracker_free(s.part[p]);
+        tt_release_digest_init(&dig[p]);
+        tt_tracker_options o = {.on_file = tt_release_on_file, .on_file_ctx = &dig[p]};
+        s.part[p] = tt_tracker_new(&o);
+    }
+    uint64_t ns = 1000;
+    for (size_t k = 0; k < 6; k++) {
+        char id[8];
+        snprintf(id, sizeof id, "r%zu", k);
+        request(&s, k, id, ns += 10);
+    }
+    for (size_t k = 0; k < 6; k++) response_head(&s, k, ns += 10);
+    for (int t = 0; t < 12; t++)
+        for (size_t k = 0; k < 6; k++) {
+            if (k == 4 && t > 5) continue;
+            token(&s, k, k == 2 ? "a\\u2028b" : "tok", ns += 100 + 37 * k + (t % 3) * 11);
+        }
+    event(&s, 1, "message_stop", ns += 5);
+    for (size_t k = 0; k < 6; k++)
+        if (k != 4) response_end(&s, k, ns += 7); /* connection 4 closes inside its response: incomplete */
+    for (size_t k = 0; k < 6; k++) close_conn(&s, k, ns += 3);
+    for (size_t p = 1; p < 3; p++) {
+        size_t n;
+        tt_request *reqs = tt_tracker_requests(s.part[p], &n);
+        assert_true(n > 0);
+        for (size_t i = 0; i < n; i++) assert_true(reqs[i].events_released && !reqs[i].events);
+        assert_int_equal(tt_release_digest_absorb(&dig[0], &dig[p], reqs, n), 0);
+        tt_tracker_absorb(s.part[0], s.part[p]);
+    }
+    const double pct[] = {50, 90, 99};
+    tt_analysis whole = {0}, merged = {0};
+    assert_int_equal(tt_analysis_fill(&whole, s.whole, pct, 3), 0);
+    assert_int_equal(tt_analysis_fill_released(&merged, s.part[0], pct, 3, &dig[0]), 0);
+    assert_int_equal(merged.n_reqs, 6);
+    assert_int_equal(whole.summary.itl.n, 5 * 11); /* connection 4, incomplete, has none */
+    assert_memory_equal(&merged.summary, &whole.summary, sizeof whole.summary);
+    const tt_lint_result *lw = whole.lint, *lm = merged.lint;
+    assert_true(lw->n > 0);
+    assert_int_equal(lm->n, lw->n);
+    for (size_t i = 0; i < lw->n; i++) assert_true(same_finding(&lm->findings[i], &lw->findings[i]));
+    assert_memory_equal(lm->by_severity, lw->by_severity, sizeof lw->by_severity);
+    assert_memory_equal(lm->by_id, lw->by_id, sizeof lw->by_id);
+    for (size_t i = 0; i < merged.n_reqs; i++) {
+        assert_string_equal(merged.reqs[i].request_id, whole.reqs[i].request_id);
+        assert_int_equal(merged.metrics[i].ttft_ns, whole.metrics[i].ttft_ns);
+        assert_int_equal(merged.metrics[i].e2el_ns, whole.metrics[i].e2el_ns);
+    }
+    tt_analysis_release(&whole);
+    tt_analysis_release(&merged);
+    for (size_t p = 0; p < 3; p++) {
+        tt_tracker_free(s.part[p]);
+        tt_release_digest_free(&dig[p]);
+    }
+    tt_tracker_free(s.whole);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests_types_and_notes),
         cmocka_unit_test(test_notes_cut),
+        cmocka_unit_test(test_released_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

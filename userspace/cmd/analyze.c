@@ -13,6 +13,7 @@
 #include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "import/bench_import.h"
+#include "report/release_digest.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
 #include "report/report_multi.h"
@@ -108,6 +109,11 @@ static int write_reports(const analyze_opts *o, const char *input, const tt_anal
     } else {
         tt_report_vantages(out, input, as, n, joined ? &b : NULL, o->json, o->events);
         status = tt_cmd_output_close("analyze", out, o->output);
+        for (size_t k = 0; k < n && status == TT_EXIT_OK; k++)
+            if (as[k]->released && as[k]->released->read_failed) {
+                fprintf(stderr, "tokentap analyze: the temporary file of the JSON requests could not be read back\n");
+                status = TT_EXIT_OUTPUT;
+            }
     }
     if (o->perfetto && status == TT_EXIT_OK) {
         FILE *pf = tt_open_output(o->perfetto);
@@ -413,6 +419,11 @@ int tt_cmd_analyze(int argc, char **argv)
         return TT_EXIT_INTERNAL;
     }
     input.keep_text = text;
+    /* the text summary and the JSON document read no event once the
+     * requests are filed: each request's events go once its ITLs, findings
+     * (and JSON object) are taken */
+    input.release_events = !events && !perfetto && !bench_path;
+    input.release_json = json;
     input.pct = pct;
     input.n_pct = (size_t)n_pct;
     analyze_opts o = {.json = json, .events = events, .output = output, .perfetto = perfetto,

@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "report/release_digest.h"
 #include "source/pcap_source.h"
 #include "timeline/conn_tracker.h"
 
@@ -24,6 +25,8 @@ struct tt_input_run {
     tt_reasm *reasm;
     tt_analysis a;
     tt_reasm_stats reasm_sum; /* the shards' stats added up (jobs > 1) */
+    tt_release_digest digest; /* what was taken of released requests (opt->release_events) */
+    bool release;             /* the tracker's on_file hook fills digest */
     char err[256];
     bool filled;
 };
@@ -32,9 +35,16 @@ static void run_free(tt_input_run *v)
 {
     if (v->filled) tt_analysis_release(&v->a);
     tt_reasm_free(v->reasm);
-    tt_tracker_free(v->tracker);
+    tt_tracker_free(v->tracker); /* (files what was in flight: the hook may still take it) */
+    tt_release_digest_free(&v->digest);
     tt_pcap_source_close(v->src);
     memset(v, 0, sizeof *v);
+}
+
+bool tt_cmd_keep_events_forced(void)
+{
+    const char *k = getenv("TOKENTAP_KEEP_EVENTS");
+    return k && *k && strcmp(k, "0") != 0;
 }
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total)
@@ -134,6 +144,7 @@ typedef struct shard_run {
     tt_pcap_source *src;
     tt_tracker *tracker;
     tt_reasm *reasm;
+    tt_release_digest digest;
     tt_progress_fn progress;
     void *pctx;
     int rc;
@@ -151,6 +162,7 @@ static void shard_free(shard_run *sh)
 {
     tt_reasm_free(sh->reasm);
     tt_tracker_free(sh->tracker);
+    tt_release_digest_free(&sh->digest);
     tt_pcap_source_close(sh->src);
 }
 
@@ -180,7 +192,13 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
         if (set_offset) tt_pcap_source_set_mono_offset(sh[k].src, offset);
         if (opt->has_clock_map)
             tt_pcap_source_set_clock_map(sh[k].src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
-        sh[k].tracker = tt_tracker_new(topt);
+        tt_release_digest_init(&sh[k].digest);
+        tt_tracker_options shard_opt = *topt;
+        if (topt->on_file) shard_opt.on_file_ctx = &sh[k].digest;
+        if (topt->on_file && opt->release_json &&
+            tt_release_digest_spool_json(&sh[k].digest, TT_VANTAGE_WIRE, opt->keep_text) < 0)
+            shard_opt.on_file = NULL; /* no temporary file: this share keeps its events */
+        sh[k].tracker = tt_tracker_new(&shard_opt);
         sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
         if (!sh[k].reasm) goto out;
     }
@@ -194,6 +212,11 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
     v->reasm_sum = *tt_reasm_get_stats(v->reasm);
     for (unsigned k = 1; k < jobs; k++) {
         tt_reasm_stats_add(&v->reasm_sum, tt_reasm_get_stats(sh[k].reasm));
+        if (topt->on_file) {
+            size_t n;
+            tt_request *reqs = tt_tracker_requests(sh[k].tracker, &n);
+            if (tt_release_digest_absorb(&v->digest, &sh[k].digest, reqs, n) < 0) rc = -2;
+        }
         tt_tracker_absorb(v->tracker, sh[k].tracker);
     }
     if (tt_tracker_order_notes(v->tracker) < 0) rc = -2;
@@ -220,6 +243,13 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
     if (set_offset) tt_pcap_source_set_mono_offset(v->src, offset);
     if (opt->has_clock_map) tt_pcap_source_set_clock_map(v->src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
     tt_tracker_options topt = {.keep_text = opt->keep_text, .keep_body = opt->keep_body};
+    tt_release_digest_init(&v->digest);
+    v->release = opt->release_events && !tt_cmd_keep_events_forced() &&
+                 (!opt->release_json || tt_release_digest_spool_json(&v->digest, vantage, opt->keep_text) == 0);
+    if (v->release) {
+        topt.on_file = tt_release_on_file;
+        topt.on_file_ctx = &v->digest;
+    }
     v->tracker = tt_tracker_new(&topt);
     v->reasm = v->tracker ? tt_reasm_new(NULL, vantage, tt_tracker_chunk, v->tracker) : NULL;
     if (!v->reasm) {
@@ -258,7 +288,7 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
         .with_text = opt->keep_text,
     };
     v->filled = true;
-    if (tt_analysis_fill(&v->a, v->tracker, opt->pct, opt->n_pct) < 0) {
+    if (tt_analysis_fill_released(&v->a, v->tracker, opt->pct, opt->n_pct, v->release ? &v->digest : NULL) < 0) {
         fprintf(stderr, "tokentap %s: out of memory\n", opt->command);
         return TT_EXIT_INTERNAL;
     }
@@ -293,7 +323,9 @@ static int load_recording(const char *dir, const tt_cmd_input_options *opt, tt_c
         if (access(path, F_OK) != 0) continue;
         tt_input_run *v = &in->runs[in->n];
         bool wire = files[i].vantage == TT_VANTAGE_WIRE;
-        int rc = run_one(v, path, files[i].vantage, wire, offset, !wire, 1, opt);
+        tt_cmd_input_options vopt = *opt;
+        vopt.release_events = false; /* a recording's report joins vantages event by event */
+        int rc = run_one(v, path, files[i].vantage, wire, offset, !wire, 1, &vopt);
         if (rc == TT_EXIT_INTERNAL) return rc;
         if (rc == TT_EXIT_INPUT) {
             run_free(v);

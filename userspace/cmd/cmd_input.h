@@ -19,6 +19,12 @@ typedef struct tt_cmd_input_options {
     bool progress;           /* a progress line on stderr while a capture file is read */
     unsigned jobs;           /* threads reading one capture file, each its share of the connections
                                 (0 or 1: one; recordings and libpcap-read files: always one) */
+    bool release_events;     /* a capture file's requests let go of their events once filed (their
+                                ITLs and findings taken first, report/release_digest.h): only for a
+                                report that reads no event afterwards (the text summary). Not for
+                                recordings; off when TOKENTAP_KEEP_EVENTS is set (not "0") */
+    bool release_json;       /* with release_events: the report is the JSON document; each released
+                                request's object is kept in a temporary file (no file: events kept) */
     bool quiet_damage;       /* no stderr line for a file damaged part way (it was read and said before) */
     /* put every instant on another recording's clock: t + d0 + skew (t - t0)
      * (docs/clocks.md; analyze DIR DIR...) */
@@ -59,6 +65,10 @@ const char *tt_cmd_input_operand(const char *command, int argc, char **argv);
 
 /* True when path is a recording directory (a directory holding manifest.json). */
 bool tt_cmd_input_is_recording(const char *path);
+
+/* True when the environment asks to keep every request's events
+ * (TOKENTAP_KEEP_EVENTS set, not "0"): release_events is then ignored. */
+bool tt_cmd_keep_events_forced(void);
 
 /* Read path into *in. Returns TT_EXIT_OK, or TT_EXIT_DAMAGED / TT_EXIT_NO_HTTP
  * with in->analyses still valid (the report covers what was read), or

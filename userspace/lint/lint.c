@@ -252,6 +252,26 @@ int tt_lint_run(const tt_request *reqs, size_t n, tt_lint_result *res)
     return 0;
 }
 
+int tt_lint_result_append(tt_lint_result *res, uint32_t request, const tt_lint_finding *f, size_t n)
+{
+    if (res->n + n > res->cap) {
+        size_t ncap = res->cap ? res->cap : 64;
+        while (ncap < res->n + n) ncap *= 2;
+        tt_lint_finding *nf = realloc(res->findings, ncap * sizeof *nf);
+        if (!nf) return -1;
+        res->findings = nf;
+        res->cap = ncap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tt_lint_finding *c = &res->findings[res->n++];
+        *c = f[i];
+        c->request = request;
+        res->by_severity[tt_lint_entry_of(c->id)->severity]++;
+        res->by_id[c->id]++;
+    }
+    return 0;
+}
+
 void tt_lint_result_free(tt_lint_result *res)
 {
     if (!res) return;

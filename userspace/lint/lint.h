@@ -103,6 +103,11 @@ bool tt_lint_parse_severity(const char *s, tt_lint_severity *out);
  * Returns 0, or -1 when out of memory (res then holds what was filed). */
 int tt_lint_run(const tt_request *reqs, size_t n, tt_lint_result *res);
 void tt_lint_result_free(tt_lint_result *res);
+/* File copies of n findings (of one request, in catalogue order) into res
+ * as request `request`'s, counted as tt_lint_run counts them: linting
+ * requests one at a time and appending their findings in order gives what
+ * tt_lint_run over them all gives. Returns 0, or -1 when out of memory. */
+int tt_lint_result_append(tt_lint_result *res, uint32_t request, const tt_lint_finding *f, size_t n);
 
 /* True when res holds a finding at or above threshold (never for TT_LINT_NONE). */
 bool tt_lint_fails(const tt_lint_result *res, tt_lint_severity threshold);

@@ -1,4 +1,5 @@
 #include "metrics/metrics.h"
+#include "metrics/quantile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ int tt_req_metrics_compute(const tt_request *r, tt_req_metrics *m)
         m->has_tpot = true;
         m->tpot_ns = (double)(m->e2el_ns - m->ttft_ns) / (double)(m->output_tokens - 1);
     }
-    if (r->token_events > 1) {
+    if (r->token_events > 1 && r->events) {
         m->itl_ns = malloc((r->token_events - 1) * sizeof *m->itl_ns);
         if (!m->itl_ns) return -1;
         uint64_t prev = TT_NS_NONE;
@@ -99,12 +100,11 @@ static void sort_doubles(double *v, size_t n)
     free(count);
 }
 
-static void distribute(double *v, size_t n, const tt_summary *s, tt_distribution *d)
+void tt_distribution_of_sorted(const double *v, size_t n, const double *pct, size_t n_pct, tt_distribution *d)
 {
     memset(d, 0, sizeof *d);
     d->n = n;
     if (!n) return;
-    sort_doubles(v, n);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += v[i];
     d->mean = sum / (double)n;
@@ -114,22 +114,35 @@ static void distribute(double *v, size_t n, const tt_summary *s, tt_distribution
     d->min = v[0];
     d->max = v[n - 1];
     d->median = tt_percentile_sorted(v, n, 50);
-    for (size_t i = 0; i < s->n_pct; i++) d->pct[i] = tt_percentile_sorted(v, n, s->pct_at[i]);
+    for (size_t i = 0; i < n_pct; i++) d->pct[i] = tt_percentile_sorted(v, n, pct[i]);
+}
+
+static void distribute(double *v, size_t n, const tt_summary *s, tt_distribution *d)
+{
+    if (n) sort_doubles(v, n);
+    tt_distribution_of_sorted(v, n, s->pct_at, s->n_pct, d);
 }
 
 void tt_summary_compute(const tt_request *reqs, const tt_req_metrics *m, size_t n,
                         const double *pct, size_t n_pct, tt_summary *s)
 {
+    tt_summary_compute_pooled(reqs, m, n, pct, n_pct, NULL, s);
+}
+
+int tt_summary_compute_pooled(const tt_request *reqs, const tt_req_metrics *m, size_t n, const double *pct,
+                              size_t n_pct, const tt_quantile *more_itl, tt_summary *s)
+{
     memset(s, 0, sizeof *s);
     s->n_pct = n_pct > TT_MAX_PERCENTILES ? TT_MAX_PERCENTILES : n_pct;
     memcpy(s->pct_at, pct, s->n_pct * sizeof *pct);
     s->requests = n;
-    size_t n_itl = 0;
-    for (size_t i = 0; i < n; i++) n_itl += m[i].n_itl;
+    tt_quantile itl;
+    tt_quantile_init(&itl);
+    int rc = more_itl ? tt_quantile_merge(&itl, more_itl) : 0;
     double *ttft = malloc((n + 1) * sizeof *ttft), *tpot = malloc((n + 1) * sizeof *tpot);
-    double *e2el = malloc((n + 1) * sizeof *e2el), *itl = malloc((n_itl + 1) * sizeof *itl);
-    if (!ttft || !tpot || !e2el || !itl) abort();
-    size_t nt = 0, np = 0, ne = 0, ni = 0;
+    double *e2el = malloc((n + 1) * sizeof *e2el);
+    if (!ttft || !tpot || !e2el) abort();
+    size_t nt = 0, np = 0, ne = 0;
     s->start_ns = UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
         const tt_request *r = &reqs[i];
@@ -147,7 +160,7 @@ void tt_summary_compute(const tt_request *reqs, const tt_req_metrics *m, size_t 
         if (m[i].usage_completion_tokens >= 0) s->usage_tokens_requests++;
         e2el[ne++] = (double)m[i].e2el_ns;
         if (m[i].has_tpot) tpot[np++] = m[i].tpot_ns;
-        for (uint32_t k = 0; k < m[i].n_itl; k++) itl[ni++] = (double)m[i].itl_ns[k];
+        for (uint32_t k = 0; k < m[i].n_itl && rc == 0; k++) rc = tt_quantile_add(&itl, m[i].itl_ns[k]);
     }
     if (s->start_ns == UINT64_MAX) s->start_ns = 0;
     if (s->end_ns > s->start_ns) s->duration_s = (double)(s->end_ns - s->start_ns) / 1e9;
@@ -157,12 +170,13 @@ void tt_summary_compute(const tt_request *reqs, const tt_req_metrics *m, size_t 
     }
     distribute(ttft, nt, s, &s->ttft);
     distribute(tpot, np, s, &s->tpot);
-    distribute(itl, ni, s, &s->itl);
+    tt_quantile_distribution(&itl, s->pct_at, s->n_pct, &s->itl);
     distribute(e2el, ne, s, &s->e2el);
     free(ttft);
     free(tpot);
     free(e2el);
-    free(itl);
+    tt_quantile_free(&itl);
+    return rc;
 }
 
 int tt_parse_percentiles(const char *spec, double *out, size_t max, char *err, size_t errlen)

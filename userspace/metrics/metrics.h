@@ -28,6 +28,7 @@ typedef struct tt_req_metrics {
 
 /* Compute r's metrics into m (zeroed first). Returns 0; -1 only on allocation failure. */
 int tt_req_metrics_compute(const tt_request *r, tt_req_metrics *m);
+/* (r's events released, r->events NULL: everything but the ITLs, n_itl 0.) */
 void tt_req_metrics_free(tt_req_metrics *m);
 
 #define TT_MAX_PERCENTILES 16
@@ -51,9 +52,20 @@ typedef struct tt_summary {
 } tt_summary;
 
 /* Summarise complete requests (TTFT over every request that has one).
- * metrics[i] belongs to reqs[i]. pct lists the percentiles to report. */
+ * metrics[i] belongs to reqs[i]. pct lists the percentiles to report. The
+ * pooled ITL distribution is a tt_quantile (metrics/quantile.h): exact up
+ * to TT_QUANTILE_EXACT_MAX gaps, within TT_QUANTILE_REL_ERROR beyond. */
 void tt_summary_compute(const tt_request *reqs, const tt_req_metrics *metrics, size_t n,
                         const double *pct, size_t n_pct, tt_summary *s);
+/* The same, with the ITLs of more_itl (requests whose events were released
+ * after their gaps were taken) pooled with those of metrics[]. Returns 0, or
+ * -1 when out of memory (s then holds what could be pooled). */
+struct tt_quantile;
+int tt_summary_compute_pooled(const tt_request *reqs, const tt_req_metrics *metrics, size_t n, const double *pct,
+                              size_t n_pct, const struct tt_quantile *more_itl, tt_summary *s);
+
+/* The distribution of n values sorted ascending at the percentiles pct[0..n_pct). */
+void tt_distribution_of_sorted(const double *sorted, size_t n, const double *pct, size_t n_pct, tt_distribution *d);
 
 /* Percentile p (0..100) of sorted values, linear interpolation between the
  * closest ranks (numpy's default, which vllm bench serve uses). */

@@ -31,6 +31,9 @@ typedef struct tt_analysis {
     const char *source_error;     /* a damaged input's one-line reason, or NULL */
     bool with_text;               /* --text: generated text may be shown */
     const struct tt_lint_result *lint; /* findings over reqs (lint/lint.h), set by tt_analysis_fill; NULL when none */
+    struct tt_release_digest *released; /* set by tt_analysis_fill_released: what was kept of the requests
+                                           whose events were let go (their JSON objects; its read_failed
+                                           tells a document left short) */
 } tt_analysis;
 
 /* Fill a's requests, notes, per-request metrics, summary and lint findings
@@ -49,6 +52,11 @@ FILE *tt_open_output(const char *path);
 
 void tt_report_text(FILE *out, const tt_analysis *a);
 void tt_report_json(FILE *out, const tt_analysis *a);
+/* One request's object of tt_report_json's "requests" array, written into w
+ * (r's metrics m, at vantage, with its "text" when with_text). */
+struct tt_jw;
+void tt_report_json_request(struct tt_jw *w, const tt_request *r, const tt_req_metrics *m, tt_vantage vantage,
+                            bool with_text);
 void tt_report_events_text(FILE *out, const tt_analysis *a);
 void tt_report_events_json(FILE *out, const tt_analysis *a);
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "lint/lint.h"
+#include "report/release_digest.h"
 #include "report/report.h"
 
 const char *tt_vantage_name(tt_vantage v)
@@ -46,6 +47,39 @@ const char *tt_incomplete_reasons(const tt_request *r, char *buf, size_t cap)
 
 int tt_analysis_fill(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct)
 {
+    return tt_analysis_fill_released(a, t, pct, n_pct, NULL);
+}
+
+/* The findings of every request, in request order: a released request's
+ * from its slot in d, the others linted now, one at a time. */
+static int lint_released(const tt_request *reqs, size_t n, const tt_release_digest *d, tt_lint_result *res)
+{
+    memset(res, 0, sizeof *res);
+    for (size_t i = 0; i < n; i++) {
+        const tt_request *r = &reqs[i];
+        if (r->events_released) {
+            size_t k = r->consumer_tag;
+            if (k >= d->n_slots) return -1;
+            size_t first = d->slots[k].first_finding;
+            size_t end = k + 1 < d->n_slots ? d->slots[k + 1].first_finding : d->n_findings;
+            if (end > first && tt_lint_result_append(res, (uint32_t)i, d->findings + first, end - first) < 0)
+                return -1;
+            continue;
+        }
+        tt_lint_result one;
+        int rc = tt_lint_run(r, 1, &one);
+        if (rc == 0) rc = tt_lint_result_append(res, (uint32_t)i, one.findings, one.n);
+        tt_lint_result_free(&one);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+int tt_analysis_fill_released(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_pct,
+                              tt_release_digest *d)
+{
+    if (d && d->failed) return -1;
+    a->released = d;
     tt_tracker_sort(t);
     a->tracker = t;
     tt_request *reqs = tt_tracker_requests(t, &a->n_reqs);
@@ -56,11 +90,13 @@ int tt_analysis_fill(tt_analysis *a, tt_tracker *t, const double *pct, size_t n_
     a->metrics = metrics;
     for (size_t i = 0; i < a->n_reqs; i++)
         if (tt_req_metrics_compute(&reqs[i], &metrics[i]) < 0) return -1;
-    tt_summary_compute(reqs, metrics, a->n_reqs, pct, n_pct, &a->summary);
+    if (tt_summary_compute_pooled(reqs, metrics, a->n_reqs, pct, n_pct, d ? &d->itl : NULL, &a->summary) < 0)
+        return -1;
     tt_lint_result *lint = calloc(1, sizeof *lint);
     if (!lint) return -1;
     a->lint = lint;
-    return tt_lint_run(reqs, a->n_reqs, lint);
+    if (!d || !d->n_slots) return tt_lint_run(reqs, a->n_reqs, lint);
+    return lint_released(reqs, a->n_reqs, d, lint);
 }
 
 void tt_analysis_release(tt_analysis *a)

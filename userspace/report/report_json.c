@@ -10,6 +10,7 @@
 #include "report/report_json_split.h"
 #include "core/version.h"
 #include "lint/lint.h"
+#include "report/release_digest.h"
 
 static void instant(tt_jw *w, const char *key, uint64_t ns)
 {
@@ -158,6 +159,13 @@ static void one_request(tt_jw *w, const tt_analysis *a, size_t i)
     one_request_at(w, &a, &i, 1, -1, NULL, NULL);
 }
 
+void tt_report_json_request(tt_jw *w, const tt_request *r, const tt_req_metrics *m, tt_vantage vantage,
+                            bool with_text)
+{
+    tt_analysis a = {.vantage = vantage, .with_text = with_text, .reqs = r, .metrics = m, .n_reqs = 1};
+    one_request(w, &a, 0);
+}
+
 static void source_fields(tt_jw *w, const tt_analysis *a);
 
 static void header(tt_jw *w, const tt_analysis *a)
@@ -249,7 +257,11 @@ void tt_report_json(FILE *out, const tt_analysis *a)
     summary(&w, a);
     notes(&w, a);
     tt_jw_array_begin(&w, "requests");
-    for (size_t i = 0; i < a->n_reqs; i++) one_request(&w, a, i);
+    for (size_t i = 0; i < a->n_reqs; i++) {
+        const tt_request *r = &a->reqs[i];
+        if (!r->events_released || !a->released) one_request(&w, a, i);
+        else if (tt_release_digest_copy_json(a->released, r->consumer_tag, &w) < 0) break; /* the caller tells */
+    }
     tt_jw_array_end(&w);
     tt_lint_write_json(&w, "findings", a->lint, &(tt_lint_view){.reqs = a->reqs, .with_text = a->with_text});
     tt_jw_object_end(&w);

@@ -104,6 +104,7 @@ void tt_conn_file_request(tt_tracker *t, pending *p)
     t->reqs[t->n_reqs++] = *r;
     t->in_flight--;
     free(p);
+    if (t->opt.on_file) t->opt.on_file(t->opt.on_file_ctx, &t->reqs[t->n_reqs - 1]);
 }
 
 void tt_conn_file_pending(conn_state *c, pending *p)

@@ -263,6 +263,19 @@ static void request_free_arrays(tt_request *r)
     free(r->body);
 }
 
+void tt_request_release_events(tt_request *r)
+{
+    request_free_arrays(r);
+    r->events = NULL;
+    r->n_events = 0;
+    r->cap_events = 0;
+    r->text = NULL;
+    r->text_len = r->text_cap = 0;
+    r->body = NULL;
+    r->body_len = r->body_cap = 0;
+    r->events_released = true;
+}
+
 tt_tracker *tt_tracker_new(const tt_tracker_options *opt)
 {
     tt_tracker *t = calloc(1, sizeof *t);

@@ -32,6 +32,12 @@ typedef struct tt_tracker_options {
                               TT_TRACKER_BODY_MAX bytes per request, for lint excerpts */
     size_t max_connections; /* connections followed at once (0: no limit); opening one
                                more evicts the least recently active */
+    /* Called with each request as it is filed, its events final (NULL:
+     * none). It may set r->consumer_tag and release r's events
+     * (tt_request_release_events) once it has taken what it needs from
+     * them; later kernel-readable marks may still set r's instants. */
+    void (*on_file)(void *ctx, tt_request *r);
+    void *on_file_ctx;
 } tt_tracker_options;
 
 /* What the tracker holds and has let go of. */
@@ -88,6 +94,10 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src);
  * that order would have made. Returns 0, or -1 when out of memory (nothing
  * changed). */
 int tt_tracker_order_notes(tt_tracker *t);
+
+/* Free r's events, text and body (keeping every count and instant of the
+ * request) and mark it events_released. */
+void tt_request_release_events(tt_request *r);
 
 /* Name of an interned SSE event type (type_id of tt_event_rec); "" for 0. */
 const char *tt_tracker_type_name(const tt_tracker *t, uint16_t type_id);

@@ -136,6 +136,11 @@ typedef struct tt_request {
     uint8_t *body;                /* the decoded response body, only when the tracker keeps bodies */
     size_t body_len, body_cap;
     bool body_cut;                /* bytes past body_len were not kept (limit or a hole) */
+
+    /* consumer's */
+    bool events_released;         /* events, text and body were let go once filed
+                                     (tt_request_release_events): events NULL, n_events 0 */
+    uint64_t consumer_tag;        /* set by the tracker's on_file hook; the tracker never reads it */
 } tt_request;
 
 /* True when nothing makes the request unmeasurable. */
