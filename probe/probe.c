@@ -40,6 +40,12 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FD_TABLE_MAX (1u << 20)
+/* The most bytes of a ring file prefaulted when it is made: the default
+ * ring whole; of a larger one, its start (the rest faults in at records). */
+#define PREFAULT_MAX (TT_PROBE_HEADER_SIZE + (size_t)TT_PROBE_DEFAULT_RING)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 _Static_assert(sizeof(struct tt_probe_rec) % 8 == 0, "probe record head must stay 8-byte aligned");
 _Static_assert(sizeof(struct tt_probe_ring) <= TT_PROBE_HEADER_SIZE, "ring header too large");
@@ -110,6 +116,7 @@ static size_t fd_table_len;
 static size_t fd_high; /* no slot above this one was ever used */
 static char ring_dir[512];
 static uint64_t ring_bytes;
+static bool prefault_ring = true; /* TT_PROBE_PREFAULT_ENV is not "0" */
 
 /* Set while this thread is inside the probe's own set-up (dlsym, ring
  * creation): a wrapped call made from there goes straight to the kernel. */
@@ -240,7 +247,25 @@ static bool ring_create(void)
     if (fd < 0) return false;
     size_t len = TT_PROBE_HEADER_SIZE + ring_bytes;
     void *map = MAP_FAILED;
-    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0) map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* The ring's pages (up to PREFAULT_MAX bytes of them) allocated now (a
+     * full tmpfs means no ring, never a SIGBUS at a record) and mapped now,
+     * so that records take no page fault: the first lap costs what the
+     * later ones do. The price is paid once, here, by the call that makes
+     * the ring (docs/probe.md). A file system without fallocate gets its
+     * pages at the populate; a populate that fails leaves the faults to
+     * the records, as without it. */
+    size_t prefault = !prefault_ring ? 0 : len < PREFAULT_MAX ? len : PREFAULT_MAX;
+    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0 &&
+        (!prefault || syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)prefault) == 0 || errno == EOPNOTSUPP))
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | (prefault && prefault == len ? MAP_POPULATE : 0),
+                   fd, 0);
+    if (map != MAP_FAILED && prefault && prefault < len) madvise(map, prefault, MADV_POPULATE_WRITE);
+    /* One read per page as well: under a hypervisor that builds its own
+     * page tables lazily (shadow paging) the first access of each page
+     * from this process still traps after the populate; elsewhere this is
+     * a TLB miss per page. */
+    for (size_t off = 0; map != MAP_FAILED && off < prefault; off += 4096)
+        (void)*(volatile const uint8_t *)((const uint8_t *)map + off);
     syscall(SYS_close, fd);
     if (map == MAP_FAILED) {
         syscall(SYS_unlinkat, AT_FDCWD, path, 0);
@@ -463,13 +488,15 @@ static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t dir, uint8_
 }
 
 /* Bytes moved on fd by a call that returned `moved` > 0 (or a sum of
- * them); enter is the entry instant for sends, 0 otherwise. */
+ * them); enter is the entry instant for sends, 0 otherwise. A send's record
+ * is stamped with its entry instant only (ts_ns = enter_ns): the instant of
+ * its bytes, and one clock read per call instead of two (docs/probe.md). */
 static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov, int iovcnt, uint64_t moved,
                       uint64_t enter, int64_t ret)
 {
     fd_slot *s = slot_for(fd);
     if (!s || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_OTHER) return;
-    uint64_t ts = now_ns();
+    uint64_t ts = enter ? enter : now_ns();
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_TCP && slot_classify(fd, s) != SLOT_TCP) return;
     if (UNLIKELY(ssl_depth)) ssl_last_fd = fd;
     else if (dir == TT_PROBE_DIR_RECV) thread_recv_fd1 = fd + 1;
@@ -573,6 +600,8 @@ __attribute__((constructor)) static void probe_init(void)
         uint64_t pow2 = TT_PROBE_MIN_RING;
         while (pow2 < bytes) pow2 <<= 1;
         ring_bytes = pow2;
+        const char *pf = getenv(TT_PROBE_PREFAULT_ENV);
+        prefault_ring = !(pf && strcmp(pf, "0") == 0);
         struct rlimit rl;
         size_t n = 65536;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > n) n = rl.rlim_cur;
@@ -1076,7 +1105,7 @@ static int ssl_socket(SSL *ssl)
 /* Plaintext moved through an SSL object: keyed by the socket under it. */
 static void note_tls(SSL *ssl, uint8_t dir, uint8_t call, const void *buf, uint64_t n, uint64_t enter)
 {
-    uint64_t ts = now_ns();
+    uint64_t ts = enter ? enter : now_ns();
     int fd = ssl_socket(ssl);
     fd_slot *s = tcp_slot(fd);
     if (!s) return;
