@@ -44,7 +44,7 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FD_TABLE_MAX (1u << 20)
-/* The most bytes of a ring file prefaulted when it is made: the default
+/* The most bytes of a ring file prefaulted (ring_prefault): the default
  * ring whole; of a larger one, its start (the rest faults in at records). */
 #define PREFAULT_MAX (TT_PROBE_HEADER_SIZE + (size_t)TT_PROBE_DEFAULT_RING)
 #ifndef MADV_POPULATE_WRITE
@@ -120,7 +120,7 @@ static size_t fd_table_len;
 static size_t fd_high; /* no slot above this one was ever used */
 static char ring_dir[512];
 static uint64_t ring_bytes;
-static bool prefault_ring = true; /* TT_PROBE_PREFAULT_ENV is not "0" */
+static bool prefault_ring; /* TT_PROBE_PREFAULT_ENV is "1" */
 
 /* Set while this thread is inside the probe's own set-up (dlsym, ring
  * creation): a wrapped call made from there goes straight to the kernel. */
@@ -263,25 +263,8 @@ static bool ring_create(void)
     if (fd < 0) return false;
     size_t len = TT_PROBE_HEADER_SIZE + ring_bytes;
     void *map = MAP_FAILED;
-    /* The ring's pages (up to PREFAULT_MAX bytes of them) allocated now (a
-     * full tmpfs means no ring, never a SIGBUS at a record) and mapped now,
-     * so that records take no page fault: the first lap costs what the
-     * later ones do. The price is paid once, here, by the call that makes
-     * the ring (docs/probe.md). A file system without fallocate gets its
-     * pages at the populate; a populate that fails leaves the faults to
-     * the records, as without it. */
-    size_t prefault = !prefault_ring ? 0 : len < PREFAULT_MAX ? len : PREFAULT_MAX;
-    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0 &&
-        (!prefault || syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)prefault) == 0 || errno == EOPNOTSUPP))
-        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | (prefault && prefault == len ? MAP_POPULATE : 0),
-                   fd, 0);
-    if (map != MAP_FAILED && prefault && prefault < len) madvise(map, prefault, MADV_POPULATE_WRITE);
-    /* One read per page as well: under a hypervisor that builds its own
-     * page tables lazily (shadow paging) the first access of each page
-     * from this process still traps after the populate; elsewhere this is
-     * a TLB miss per page. */
-    for (size_t off = 0; map != MAP_FAILED && off < prefault; off += 4096)
-        (void)*(volatile const uint8_t *)((const uint8_t *)map + off);
+    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0)
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     syscall(SYS_close, fd);
     if (map == MAP_FAILED) {
         syscall(SYS_unlinkat, AT_FDCWD, path, 0);
@@ -300,6 +283,27 @@ static bool ring_create(void)
     return true;
 }
 
+/* With TOKENTAP_PROBE_PREFAULT=1: the ring just made and published gets
+ * its pages (up to PREFAULT_MAX bytes of them) allocated and mapped now
+ * (MADV_POPULATE_WRITE, Linux 5.14; a kernel without it, or a populate that
+ * fails, leaves the faults to the records as without it), and touched, so
+ * that records take no page fault and the first lap costs what the later
+ * ones do. The calling thread pays for it, once, inside the call that made
+ * the ring (the process's first TCP socket(), typically: milliseconds,
+ * docs/probe.md); other threads record meanwhile. Off by default: that
+ * stall would land on the program's first request. */
+static void ring_prefault(void)
+{
+    size_t len = ring_map_len, prefault = len < PREFAULT_MAX ? len : PREFAULT_MAX;
+    uint8_t *map = (uint8_t *)producer.head;
+    if (madvise(map, prefault, MADV_POPULATE_WRITE) != 0) return;
+    /* One read per page as well: under a hypervisor that builds its page
+     * tables lazily (shadow paging) the first access of each page from
+     * this process still traps after the populate; elsewhere this is a TLB
+     * miss per page. */
+    for (size_t off = 0; off < prefault; off += 4096) (void)*(volatile const uint8_t *)(map + off);
+}
+
 /* This process's ring, made now when it is the first record: a process
  * that never records (a shell that execs, a fork child that execs) makes
  * none. False while another thread (or an interrupted one) is making it,
@@ -314,9 +318,10 @@ static bool ring_ready(void)
         return false;
     in_probe++;
     bool ok = ring_create();
-    in_probe--;
     if (ok) tt_producer_publish(&producer);
     else __atomic_store_n(&producer.state, TT_PRODUCER_FAILED, __ATOMIC_RELEASE);
+    if (ok && prefault_ring) ring_prefault();
+    in_probe--;
     return ok;
 }
 
@@ -631,7 +636,7 @@ __attribute__((constructor)) static void probe_init(void)
         while (pow2 < bytes) pow2 <<= 1;
         ring_bytes = pow2;
         const char *pf = getenv(TT_PROBE_PREFAULT_ENV);
-        prefault_ring = !(pf && strcmp(pf, "0") == 0);
+        prefault_ring = pf && strcmp(pf, "1") == 0;
         struct rlimit rl;
         size_t n = 65536;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > n) n = rl.rlim_cur;

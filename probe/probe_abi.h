@@ -30,7 +30,7 @@
 #define TT_PROBE_HEADER_SIZE 4096u
 #define TT_PROBE_DIR_ENV "TOKENTAP_PROBE_DIR"
 #define TT_PROBE_RING_ENV "TOKENTAP_PROBE_RING_KB"  /* ring size in KiB (rounded to a power of two) */
-#define TT_PROBE_PREFAULT_ENV "TOKENTAP_PROBE_PREFAULT" /* "0": the ring's pages fault in at records */
+#define TT_PROBE_PREFAULT_ENV "TOKENTAP_PROBE_PREFAULT" /* "1": the ring's pages prefaulted when it is made */
 #define TT_PROBE_MARKER ".tokentap-run"             /* present in a directory `tokentap run` made */
 #define TT_PROBE_DEFAULT_RING (16u << 20)
 #define TT_PROBE_MIN_RING (64u << 10)
