@@ -3,7 +3,7 @@
  * Preloaded by `tokentap run`, it wraps the socket calls of the program
  * (and of every process it forks or execs) and copies the bytes each call
  * on a TCP socket moved, stamped with CLOCK_MONOTONIC when the real call
- * returned (and, for a send, when it was entered), into a per-process
+ * returned (a send: when it was entered, the instant of its bytes), into a per-process
  * shared-memory ring (probe_abi.h) that the collector drains; a read
  * returning end of file, and a close, are records too. The program's
  * behaviour never changes: every wrapper calls the real function with the
