@@ -22,8 +22,8 @@
  *  first_lap_faults=P steady_faults=Q first_socket_ns=S"
  * (added_ns is the steady state; F, G and K are "na" without a ring; P and
  * Q are the thread's minor page faults in each phase; S is the wall time of
- * the process's first socket(), in which the probe makes and prefaults its
- * ring). */
+ * the process's first socket(), in which the probe makes its ring, and
+ * prefaults it with TOKENTAP_PROBE_PREFAULT=1). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
