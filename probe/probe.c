@@ -3,7 +3,7 @@
  * Preloaded by `tokentap run`, it wraps the socket calls of the program
  * (and of every process it forks or execs) and copies the bytes each call
  * on a TCP socket moved, stamped with CLOCK_MONOTONIC when the real call
- * returned (and, for a send, when it was entered), into a per-process
+ * returned (a send: when it was entered, the instant of its bytes), into a per-process
  * shared-memory ring (probe_abi.h) that the collector drains; a read
  * returning end of file, and a close, are records too. The program's
  * behaviour never changes: every wrapper calls the real function with the
@@ -37,9 +37,19 @@
 #include "probe_ring.h"
 
 #define HOOK __attribute__((visibility("default")))
+/* The path of a recorded read or write, kept together in .text.hot: after
+ * each system call the TLB is cold again (no PCID, or page-table isolation
+ * flushing it), and each page of code the path runs through costs a walk. */
+#define HOT __attribute__((hot))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FD_TABLE_MAX (1u << 20)
+/* The most bytes of a ring file prefaulted (ring_prefault): the default
+ * ring whole; of a larger one, its start (the rest faults in at records). */
+#define PREFAULT_MAX (TT_PROBE_HEADER_SIZE + (size_t)TT_PROBE_DEFAULT_RING)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 _Static_assert(sizeof(struct tt_probe_rec) % 8 == 0, "probe record head must stay 8-byte aligned");
 _Static_assert(sizeof(struct tt_probe_ring) <= TT_PROBE_HEADER_SIZE, "ring header too large");
@@ -110,6 +120,7 @@ static size_t fd_table_len;
 static size_t fd_high; /* no slot above this one was ever used */
 static char ring_dir[512];
 static uint64_t ring_bytes;
+static bool prefault_ring; /* TT_PROBE_PREFAULT_ENV is "1" */
 
 /* Set while this thread is inside the probe's own set-up (dlsym, ring
  * creation): a wrapped call made from there goes straight to the kernel. */
@@ -130,11 +141,23 @@ static __thread struct {
     int fd;
 } ssl_fd_cache[SSL_FD_CACHE] __attribute__((tls_model("initial-exec")));
 
+/* This thread's errno, its address found at the thread's first recorded
+ * call: the hooks save and restore errno without calling into libc
+ * (__errno_location) at every call. */
+static __thread int *thread_errno __attribute__((tls_model("initial-exec")));
+
+static inline int *errno_slot(void)
+{
+    int *p = thread_errno;
+    if (UNLIKELY(p == NULL)) thread_errno = p = &errno;
+    return p;
+}
+
 /* The kernel's vDSO clock_gettime, called directly (found at binding):
  * libc's wrapper around it costs a few ns more per read. */
 static int (*vdso_clock_gettime)(clockid_t, struct timespec *);
 
-static uint64_t now_ns(void)
+HOT static uint64_t now_ns(void)
 {
     struct timespec ts;
     int (*direct)(clockid_t, struct timespec *) = __atomic_load_n(&vdso_clock_gettime, __ATOMIC_RELAXED);
@@ -240,7 +263,8 @@ static bool ring_create(void)
     if (fd < 0) return false;
     size_t len = TT_PROBE_HEADER_SIZE + ring_bytes;
     void *map = MAP_FAILED;
-    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0) map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0)
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     syscall(SYS_close, fd);
     if (map == MAP_FAILED) {
         syscall(SYS_unlinkat, AT_FDCWD, path, 0);
@@ -259,6 +283,27 @@ static bool ring_create(void)
     return true;
 }
 
+/* With TOKENTAP_PROBE_PREFAULT=1: the ring just made and published gets
+ * its pages (up to PREFAULT_MAX bytes of them) allocated and mapped now
+ * (MADV_POPULATE_WRITE, Linux 5.14; a kernel without it, or a populate that
+ * fails, leaves the faults to the records as without it), and touched, so
+ * that records take no page fault and the first lap costs what the later
+ * ones do. The calling thread pays for it, once, inside the call that made
+ * the ring (the process's first TCP socket(), typically: milliseconds,
+ * docs/probe.md); other threads record meanwhile. Off by default: that
+ * stall would land on the program's first request. */
+static void ring_prefault(void)
+{
+    size_t len = ring_map_len, prefault = len < PREFAULT_MAX ? len : PREFAULT_MAX;
+    uint8_t *map = (uint8_t *)producer.head;
+    if (madvise(map, prefault, MADV_POPULATE_WRITE) != 0) return;
+    /* One read per page as well: under a hypervisor that builds its page
+     * tables lazily (shadow paging) the first access of each page from
+     * this process still traps after the populate; elsewhere this is a TLB
+     * miss per page. */
+    for (size_t off = 0; off < prefault; off += 4096) (void)*(volatile const uint8_t *)(map + off);
+}
+
 /* This process's ring, made now when it is the first record: a process
  * that never records (a shell that execs, a fork child that execs) makes
  * none. False while another thread (or an interrupted one) is making it,
@@ -273,17 +318,19 @@ static bool ring_ready(void)
         return false;
     in_probe++;
     bool ok = ring_create();
-    in_probe--;
     if (ok) tt_producer_publish(&producer);
     else __atomic_store_n(&producer.state, TT_PRODUCER_FAILED, __ATOMIC_RELEASE);
+    if (ok && prefault_ring) ring_prefault();
+    in_probe--;
     return ok;
 }
 
 /* Reserve space for a record (see tt_producer_reserve); UINT64_MAX when
  * there is no ring (yet) or no room. */
-static uint64_t ring_reserve(uint32_t need, struct tt_probe_rec **out)
+HOT static uint64_t ring_reserve(uint32_t need, struct tt_probe_rec **out)
 {
-    if (UNLIKELY(!ring_ready())) return UINT64_MAX;
+    if (UNLIKELY(__atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) != TT_PRODUCER_READY) && !ring_ready())
+        return UINT64_MAX;
     return tt_producer_reserve(&producer, need, out);
 }
 
@@ -291,7 +338,7 @@ static void ring_drop(uint64_t data_bytes) { tt_producer_drop(&producer, data_by
 
 /* ---- the fd table ---- */
 
-static fd_slot *slot_for(int fd)
+HOT static fd_slot *slot_for(int fd)
 {
     if (UNLIKELY(fd < 0)) return NULL;
     if (UNLIKELY((size_t)fd >= fd_table_len)) {
@@ -402,9 +449,22 @@ static uint64_t take_lost(fd_slot *s, int d)
     return __atomic_exchange_n(&s->lost[d], 0, __ATOMIC_ACQ_REL);
 }
 
+/* memcpy, inline for the few bytes most calls move: no call into libc's
+ * code (a page more for the TLB to find after every system call). */
+static inline void copy_bytes(uint8_t *dst, const void *src, size_t n)
+{
+    if (n > 256) {
+        memcpy(dst, src, n);
+        return;
+    }
+    const uint8_t *from = src;
+    for (; n >= 8; n -= 8, dst += 8, from += 8) __builtin_memcpy(dst, from, 8);
+    for (; n; n--) *dst++ = *from++;
+}
+
 /* One data record: the `total` bytes the call moved, gathered from iov
  * (NULL when the bytes were not handed to the program: MSG_TRUNC). */
-static void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t layer, uint64_t ts, uint64_t enter,
+HOT static void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t layer, uint64_t ts, uint64_t enter,
                         const struct iovec *iov, int iovcnt, uint64_t total, int64_t ret)
 {
     uint64_t copy = iov ? total : 0;
@@ -434,7 +494,7 @@ static void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t l
     uint64_t left = copy;
     for (int i = 0; i < iovcnt && left; i++) {
         size_t n = iov[i].iov_len < left ? iov[i].iov_len : (size_t)left;
-        memcpy(dst, iov[i].iov_base, n);
+        copy_bytes(dst, iov[i].iov_base, n);
         dst += n;
         left -= n;
     }
@@ -463,13 +523,15 @@ static void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t dir, uint8_
 }
 
 /* Bytes moved on fd by a call that returned `moved` > 0 (or a sum of
- * them); enter is the entry instant for sends, 0 otherwise. */
-static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov, int iovcnt, uint64_t moved,
+ * them); enter is the entry instant for sends, 0 otherwise. A send's record
+ * is stamped with its entry instant only (ts_ns = enter_ns): the instant of
+ * its bytes, and one clock read per call instead of two (docs/probe.md). */
+HOT static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov, int iovcnt, uint64_t moved,
                       uint64_t enter, int64_t ret)
 {
     fd_slot *s = slot_for(fd);
     if (!s || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_OTHER) return;
-    uint64_t ts = now_ns();
+    uint64_t ts = enter ? enter : now_ns();
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_TCP && slot_classify(fd, s) != SLOT_TCP) return;
     if (UNLIKELY(ssl_depth)) ssl_last_fd = fd;
     else if (dir == TT_PROBE_DIR_RECV) thread_recv_fd1 = fd + 1;
@@ -573,6 +635,8 @@ __attribute__((constructor)) static void probe_init(void)
         uint64_t pow2 = TT_PROBE_MIN_RING;
         while (pow2 < bytes) pow2 <<= 1;
         ring_bytes = pow2;
+        const char *pf = getenv(TT_PROBE_PREFAULT_ENV);
+        prefault_ring = pf && strcmp(pf, "1") == 0;
         struct rlimit rl;
         size_t n = 65536;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > n) n = rl.rlim_cur;
@@ -594,147 +658,147 @@ __attribute__((constructor)) static void probe_init(void)
 
 /* ---- the hooks ---- */
 
-HOOK ssize_t read(int fd, void *buf, size_t n)
+HOOK HOT ssize_t read(int fd, void *buf, size_t n)
 {
     if (!READY()) return syscall(SYS_read, fd, buf, n);
     ssize_t r = real.read(fd, buf, n);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && n && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_READ);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+HOOK HOT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     if (!READY() || !real.read_chk) return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_read, fd, buf, n);
     ssize_t r = real.read_chk(fd, buf, n, buflen);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && n && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_READ);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+HOOK HOT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
     if (!READY()) return syscall(SYS_readv, fd, iov, iovcnt);
     ssize_t r = real.readv(fd, iov, iovcnt);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READV, iov, iovcnt, (uint64_t)r, 0, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && iov_bytes(iov, iovcnt) && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_READV);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
 /* A receive of `r` bytes with flags: peeked bytes were not delivered and
  * are not counted; MSG_TRUNC bytes were delivered but not copied (a gap). */
-static void note_recv(int fd, uint8_t call, int flags, const struct iovec *iov, int iovcnt, ssize_t r)
+HOT static void note_recv(int fd, uint8_t call, int flags, const struct iovec *iov, int iovcnt, ssize_t r)
 {
     if (flags & MSG_PEEK) return;
     note_data(fd, TT_PROBE_DIR_RECV, call, (flags & MSG_TRUNC) ? NULL : iov, iovcnt, (uint64_t)r, 0, r);
 }
 
-HOOK ssize_t recv(int fd, void *buf, size_t n, int flags)
+HOOK HOT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     if (!READY()) return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
     ssize_t r = real.recv(fd, buf, n, flags);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECV);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+HOOK HOT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
     if (!READY() || !real.recv_chk)
         return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
     ssize_t r = real.recv_chk(fd, buf, n, buflen, flags);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECV);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
+HOOK HOT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
 {
     if (!READY()) return syscall(SYS_recvfrom, fd, buf, n, flags, addr, alen);
     ssize_t r = real.recvfrom(fd, buf, n, flags, addr, alen);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECVFROM);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+HOOK HOT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
                             socklen_t *alen)
 {
     if (!READY() || !real.recvfrom_chk)
         return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_recvfrom, fd, buf, n, flags, addr, alen);
     ssize_t r = real.recvfrom_chk(fd, buf, n, buflen, flags, addr, alen);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECVFROM);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+HOOK HOT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     if (!READY()) return syscall(SYS_recvmsg, fd, msg, flags);
     ssize_t r = real.recvmsg(fd, msg, flags);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_recv(fd, TT_PROBE_CALL_RECVMSG, flags, msg->msg_iov, (int)msg->msg_iovlen, r);
-        errno = e;
+        *errno_p = e;
     } else if (r == 0 && !(flags & MSG_PEEK) && iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECVMSG);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -744,12 +808,12 @@ HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, str
     if (!READY() || !real.recvmmsg) return (int)syscall(SYS_recvmmsg, fd, vec, vlen, flags, timeout);
     int r = real.recvmmsg(fd, vec, vlen, flags, timeout);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         for (int i = 0; i < r; i++)
             if (vec[i].msg_len)
                 note_recv(fd, TT_PROBE_CALL_RECVMMSG, flags, vec[i].msg_hdr.msg_iov, (int)vec[i].msg_hdr.msg_iovlen,
                           (ssize_t)vec[i].msg_len);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -757,7 +821,7 @@ HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, str
 /* The entry instant of a send on fd: the instant of the bytes it moves
  * (docs/probe.md). Not taken (0) when fd is known not to be a TCP socket,
  * so writes to files and pipes pay no clock read. */
-static uint64_t send_enter(int fd)
+HOT static uint64_t send_enter(int fd)
 {
     if (!ACTIVE() || fd < 0 || (size_t)fd >= fd_table_len ||
         __atomic_load_n(&fd_table[fd].state, __ATOMIC_RELAXED) == SLOT_OTHER)
@@ -773,73 +837,73 @@ static void note_fastopen(int fd, int flags)
     if (s && __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_UNKNOWN) s->role = TT_PROBE_ROLE_CLIENT;
 }
 
-HOOK ssize_t write(int fd, const void *buf, size_t n)
+HOOK HOT ssize_t write(int fd, const void *buf, size_t n)
 {
     if (!READY()) return syscall(SYS_write, fd, buf, n);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.write(fd, buf, n);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {(void *)buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_WRITE, &v, 1, (uint64_t)r, enter, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+HOOK HOT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
     if (!READY()) return syscall(SYS_writev, fd, iov, iovcnt);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.writev(fd, iov, iovcnt);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_WRITEV, iov, iovcnt, (uint64_t)r, enter, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t send(int fd, const void *buf, size_t n, int flags)
+HOOK HOT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     if (!READY()) return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.send(fd, buf, n, flags);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         struct iovec v = {(void *)buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SEND, &v, 1, (uint64_t)r, enter, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen)
+HOOK HOT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen)
 {
     if (!READY()) return syscall(SYS_sendto, fd, buf, n, flags, addr, alen);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.sendto(fd, buf, n, flags, addr, alen);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_fastopen(fd, flags);
         struct iovec v = {(void *)buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDTO, &v, 1, (uint64_t)r, enter, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
 
-HOOK ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+HOOK HOT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     if (!READY()) return syscall(SYS_sendmsg, fd, msg, flags);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.sendmsg(fd, msg, flags);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_fastopen(fd, flags);
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDMSG, msg->msg_iov, (int)msg->msg_iovlen, (uint64_t)r,
                   enter, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -850,12 +914,12 @@ HOOK int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
     uint64_t enter = send_enter(fd);
     int r = real.sendmmsg(fd, vec, vlen, flags);
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         for (int i = 0; i < r; i++)
             if (vec[i].msg_len)
                 note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDMMSG, vec[i].msg_hdr.msg_iov,
                           (int)vec[i].msg_hdr.msg_iovlen, vec[i].msg_len, enter, (int64_t)vec[i].msg_len);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -864,9 +928,9 @@ HOOK int close(int fd)
 {
     if (!READY()) return (int)syscall(SYS_close, fd);
     if (ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_fd_gone(fd, TT_PROBE_CALL_CLOSE);
-        errno = e;
+        *errno_p = e;
     }
     return real.close(fd);
 }
@@ -878,9 +942,9 @@ HOOK int fclose(FILE *f)
         return direct ? direct(f) : EOF;
     }
     if (f && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_fd_gone(fileno(f), TT_PROBE_CALL_CLOSE);
-        errno = e;
+        *errno_p = e;
     }
     return real.fclose(f);
 }
@@ -898,9 +962,9 @@ HOOK int close_range(unsigned first, unsigned last, int flags)
     if (!READY() || !real.close_range) return (int)syscall(SYS_close_range, first, last, flags);
     int r = real.close_range(first, last, flags);
     if (r == 0 && ACTIVE() && !(flags & CLOSE_RANGE_CLOEXEC)) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_range_gone(first, last);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -912,9 +976,9 @@ HOOK void closefrom(int lowfd)
         return;
     }
     if (ACTIVE() && lowfd >= 0) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_range_gone((unsigned)lowfd, ~0u);
-        errno = e;
+        *errno_p = e;
     }
     real.closefrom(lowfd);
 }
@@ -924,9 +988,9 @@ HOOK int connect(int fd, const struct sockaddr *addr, socklen_t alen)
     if (!READY()) return (int)syscall(SYS_connect, fd, addr, alen);
     int r = real.connect(fd, addr, alen);
     if (ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         if (r == 0 || e == EINPROGRESS) slot_reset(fd, TT_PROBE_ROLE_CLIENT);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -955,10 +1019,10 @@ HOOK int socket(int domain, int type, int protocol)
     if (!READY()) return (int)syscall(SYS_socket, domain, type, protocol);
     int r = real.socket(domain, type, protocol);
     if (r >= 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         slot_reset(r, TT_PROBE_ROLE_UNKNOWN);
         if ((domain == AF_INET || domain == AF_INET6) && (type & 0xf) == SOCK_STREAM) ring_ready();
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -999,9 +1063,9 @@ HOOK int dup2(int oldfd, int newfd)
 {
     if (!READY()) return (int)syscall(SYS_dup3, oldfd, newfd, 0);
     if (oldfd != newfd && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         if (slot_in_use(slot_for(newfd)) && fcntl(oldfd, F_GETFD) >= 0) note_fd_gone(newfd, TT_PROBE_CALL_DUP2);
-        errno = e;
+        *errno_p = e;
     }
     int r = real.dup2(oldfd, newfd);
     if (r >= 0 && oldfd != newfd && ACTIVE()) slot_copy(oldfd, newfd);
@@ -1012,9 +1076,9 @@ HOOK int dup3(int oldfd, int newfd, int flags)
 {
     if (!READY()) return (int)syscall(SYS_dup3, oldfd, newfd, flags);
     if (oldfd != newfd && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         if (slot_in_use(slot_for(newfd)) && fcntl(oldfd, F_GETFD) >= 0) note_fd_gone(newfd, TT_PROBE_CALL_DUP2);
-        errno = e;
+        *errno_p = e;
     }
     int r = real.dup3(oldfd, newfd, flags);
     if (r >= 0 && ACTIVE()) slot_copy(oldfd, newfd);
@@ -1076,7 +1140,7 @@ static int ssl_socket(SSL *ssl)
 /* Plaintext moved through an SSL object: keyed by the socket under it. */
 static void note_tls(SSL *ssl, uint8_t dir, uint8_t call, const void *buf, uint64_t n, uint64_t enter)
 {
-    uint64_t ts = now_ns();
+    uint64_t ts = enter ? enter : now_ns();
     int fd = ssl_socket(ssl);
     fd_slot *s = tcp_slot(fd);
     if (!s) return;
@@ -1109,13 +1173,13 @@ HOOK int SSL_read(SSL *ssl, void *buf, int num)
     int r = f(ssl, buf, num);
     ssl_leave();
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_tls(ssl, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, buf, (uint64_t)r, 0);
-        errno = e;
+        *errno_p = e;
     } else if (r <= 0 && num > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_tls_failure(ssl, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -1131,13 +1195,13 @@ HOOK int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *got)
     int r = f(ssl, buf, num, got);
     ssl_leave();
     if (r == 1 && got && *got && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_tls(ssl, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, buf, *got, 0);
-        errno = e;
+        *errno_p = e;
     } else if (r <= 0 && num > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_tls_failure(ssl, r);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -1154,9 +1218,9 @@ HOOK int SSL_write(SSL *ssl, const void *buf, int num)
     int r = f(ssl, buf, num);
     ssl_leave();
     if (r > 0 && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_tls(ssl, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SSL_WRITE, buf, (uint64_t)r, enter);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }
@@ -1173,9 +1237,9 @@ HOOK int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *put)
     int r = f(ssl, buf, num, put);
     ssl_leave();
     if (r == 1 && put && *put && ACTIVE()) {
-        int e = errno;
+        int *errno_p = errno_slot(), e = *errno_p;
         note_tls(ssl, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SSL_WRITE, buf, *put, enter);
-        errno = e;
+        *errno_p = e;
     }
     return r;
 }

@@ -30,6 +30,7 @@
 #define TT_PROBE_HEADER_SIZE 4096u
 #define TT_PROBE_DIR_ENV "TOKENTAP_PROBE_DIR"
 #define TT_PROBE_RING_ENV "TOKENTAP_PROBE_RING_KB"  /* ring size in KiB (rounded to a power of two) */
+#define TT_PROBE_PREFAULT_ENV "TOKENTAP_PROBE_PREFAULT" /* "1": the ring's pages prefaulted when it is made */
 #define TT_PROBE_MARKER ".tokentap-run"             /* present in a directory `tokentap run` made */
 #define TT_PROBE_DEFAULT_RING (16u << 20)
 #define TT_PROBE_MIN_RING (64u << 10)
@@ -104,7 +105,8 @@ struct tt_probe_rec {
     uint64_t commit;      /* absolute position + 1 once complete */
     uint32_t size;        /* bytes of the whole record, head and padding included */
     uint8_t kind, dir, call, flags;
-    uint64_t ts_ns;       /* CLOCK_MONOTONIC when the real call returned */
+    uint64_t ts_ns;       /* CLOCK_MONOTONIC when the real call returned; for DATA, dir SEND,
+                             when it was entered (= enter_ns: one clock read per call) */
     uint64_t enter_ns;    /* CLOCK_MONOTONIC when the call was entered (DATA, dir SEND; else 0);
                              at most ts_ns; the instant of the bytes sent (as eBPF stamps writes) */
     uint64_t sock_id;     /* the socket's inode number: identity while it lives */

@@ -13,6 +13,9 @@
 #     of 3 runs stays within 1.5x the runs without the probe, plus 50 ms (a
 #     guard against blocking; the probe's cost is measured by make bench,
 #     tests/bench/probe.sh). Unpinned when taskset is missing: 3x + 200 ms.
+#  3. TOKENTAP_PROBE_PREFAULT=1 (a 256 KiB ring, 64 pages): the ring's
+#     first lap takes (almost) no page fault in the program's thread,
+#     where without it each page of the ring faults once.
 set -eu
 . "$(dirname "$0")/lib.sh"
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
@@ -59,6 +62,15 @@ done
 median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
 mp=$(median "${plain[@]}") mq=$(median "${probed[@]}")
 [ "$mq" -le $((mp * slack_num / slack_den + slack_ns)) ] || fail "the full ring held the program back: median $mq ns vs $mp ns"
+# 3.
+for pf in 0 1; do
+    TOKENTAP_PROBE_PREFAULT=$pf "$TT" run --ring-kb 256 -- "$BUILD/tools/ttprobe_bench" 2 100 > "$work/pf$pf.out" \
+        2> "$work/pf$pf.err" || fail "ttprobe_bench under run (prefault $pf) exit $?: $(cat "$work/pf$pf.err")"
+done
+faults0=$(field first_lap_faults "$work/pf0.out") faults1=$(field first_lap_faults "$work/pf1.out")
+[ -n "$faults0" ] && [ "$faults0" -ge 60 ] || fail "without the prefault the first lap took ${faults0:-no} faults, not 64 or so"
+[ -n "$faults1" ] && [ "$faults1" -le 8 ] || fail "with TOKENTAP_PROBE_PREFAULT=1 the first lap took ${faults1:-no} faults"
 echo "tokentap run stress: $moved bytes over threads, 3 forks and $signals signal-handler writes all seen" \
      "(errno kept); full ring: $(run_drop_records "$work/flood1.err") records dropped and counted," \
-     "flood median $((mq / 1000000)) ms with the probe vs $((mp / 1000000)) ms without"
+     "flood median $((mq / 1000000)) ms with the probe vs $((mp / 1000000)) ms without;" \
+     "first lap's page faults $faults0, prefaulted $faults1"
