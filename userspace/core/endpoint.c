@@ -16,8 +16,3 @@ char *tt_endpoint_format(const tt_endpoint *ep, char *buf, size_t buflen)
     }
     return buf;
 }
-
-bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b)
-{
-    return a->family == b->family && a->port == b->port && !memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4);
-}

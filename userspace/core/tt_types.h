@@ -104,8 +104,21 @@ enum {
     TT_EXIT_FINDINGS = 1     /* lint: a finding at or above --fail-on */
 };
 
-/* Whether a and b are the same address (its family's bytes) and port. */
-bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b);
+/* Whether a and b are the same address (its family's bytes) and port.
+ * Inline, with fixed-size loads: the reassembler asks it for every packet. */
+static inline bool tt_endpoint_equal(const tt_endpoint *a, const tt_endpoint *b)
+{
+    if (a->family != b->family || a->port != b->port) return false;
+    uint32_t a4, b4;
+    __builtin_memcpy(&a4, a->addr, 4);
+    __builtin_memcpy(&b4, b->addr, 4);
+    if (a4 != b4) return false;
+    if (a->family != 6) return true;
+    uint32_t a12[3], b12[3];
+    __builtin_memcpy(a12, a->addr + 4, 12);
+    __builtin_memcpy(b12, b->addr + 4, 12);
+    return a12[0] == b12[0] && a12[1] == b12[1] && a12[2] == b12[2];
+}
 
 /* Format an endpoint as "a.b.c.d:port" or "[v6]:port" into buf; returns buf. */
 char *tt_endpoint_format(const tt_endpoint *ep, char *buf, size_t buflen);

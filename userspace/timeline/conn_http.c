@@ -306,8 +306,10 @@ static const tt_frame_callbacks frame_cb = {.on_event = on_frame, .on_comment = 
 void tt_conn_flush_body_piece(conn_state *c)
 {
     if (c->body_piece_len && c->framer)
-        tt_framer_feed(c->framer, c->body_piece, c->body_piece_len, c->body_piece_off, c->body_piece_ns);
+        tt_framer_feed(c->framer, c->body_piece_ref ? c->body_piece_ref : c->body_piece, c->body_piece_len,
+                       c->body_piece_off, c->body_piece_ns);
     c->body_piece_len = 0;
+    c->body_piece_ref = NULL;
 }
 
 void tt_conn_close_framer(conn_state *c, uint64_t mono_ns)
@@ -524,7 +526,8 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
     conn_state *c = ud;
     pending *p = c->parsing_response;
     if (!p || !len) return;
-    if (c->feed_data && data >= c->feed_data && (size_t)(data - c->feed_data) + len <= c->feed_len) {
+    bool in_feed = c->feed_data && data >= c->feed_data && (size_t)(data - c->feed_data) + len <= c->feed_len;
+    if (in_feed) {
         /* undecoded bytes: a slice of the chunk being parsed */
         c->slices = tt_conn_grow(c->slices, &c->slices_cap, c->n_slices + 1, sizeof *c->slices);
         c->slices[c->n_slices++] = (struct body_slice){
@@ -542,6 +545,15 @@ static void resp_on_body(void *ud, const uint8_t *data, size_t len, uint64_t bod
     if (!c->body_piece_len) {
         c->body_piece_off = body_off;
         c->body_piece_ns = mono_ns;
+        if (in_feed) { /* valid until the chunk's flush, which comes before the feed returns */
+            c->body_piece_ref = data;
+            c->body_piece_len = len;
+            return;
+        }
+    } else if (c->body_piece_ref) { /* a second piece: join them in body_piece */
+        c->body_piece = tt_conn_grow(c->body_piece, &c->body_piece_cap, c->body_piece_len, 1);
+        memcpy(c->body_piece, c->body_piece_ref, c->body_piece_len);
+        c->body_piece_ref = NULL;
     }
     c->body_piece = tt_conn_grow(c->body_piece, &c->body_piece_cap, c->body_piece_len + len, 1);
     memcpy(c->body_piece + c->body_piece_len, data, len);

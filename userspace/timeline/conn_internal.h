@@ -64,6 +64,10 @@ struct conn_state {
     uint8_t *body_piece;
     size_t body_piece_len, body_piece_cap;
     uint64_t body_piece_off, body_piece_ns;
+    /* While the piece is one slice of the chunk being parsed (the usual
+     * case), it is borrowed from there, not copied: body_piece_ref points
+     * at it; NULL when the piece is in body_piece. */
+    const uint8_t *body_piece_ref;
     /* Readable instants (TT_CHUNK_READY) per direction, and where the
      * response body bytes of the DATA chunk being parsed sit in the stream:
      * an event's instant of readability is that of its last byte. */
