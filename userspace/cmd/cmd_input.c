@@ -15,6 +15,7 @@
 
 #include "report/release_digest.h"
 #include "source/pcap_source.h"
+#include "source/seg_lane.h"
 #include "timeline/conn_tracker.h"
 
 /* One vantage file, read and analysed. */
@@ -139,22 +140,19 @@ static int manifest_offset(const char *path, int64_t *offset, char *clock_id, si
     return rc;
 }
 
-/* One share of the connections of a capture file, read by its own thread. */
+/* One share of the connections of a capture file, reassembled by its own
+ * thread from the segments the reading thread deals to its lane. */
 typedef struct shard_run {
-    tt_pcap_source *src;
+    tt_seg_lane *lane;
     tt_tracker *tracker;
     tt_reasm *reasm;
     tt_release_digest digest;
-    tt_progress_fn progress;
-    void *pctx;
-    int rc;
-    char err[256];
 } shard_run;
 
 static void *shard_main(void *arg)
 {
     shard_run *sh = arg;
-    sh->rc = tt_pcap_source_run(sh->src, sh->reasm, sh->progress, sh->pctx, sh->err, sizeof sh->err);
+    tt_seg_lane_drain(sh->lane, sh->reasm);
     return NULL;
 }
 
@@ -163,54 +161,44 @@ static void shard_free(shard_run *sh)
     tt_reasm_free(sh->reasm);
     tt_tracker_free(sh->tracker);
     tt_release_digest_free(&sh->digest);
-    tt_pcap_source_close(sh->src);
+    tt_seg_lane_free(sh->lane);
 }
 
-/* Read v->src (opened, clock set, already shard 0 of jobs) with jobs - 1
- * more readers of the same file, each its share of the connections, and
- * merge theirs into v->tracker: the same requests, notes and counts as one
- * reader (the merge orders them as one reader would have). When another
- * reader cannot open the file, v->src reads it all alone. Returns the
- * source's result (0 or -1 with v->err), or -2 when out of memory. */
+/* Read v->src (opened, clock set) on this thread, dealing the segments of
+ * most connections to jobs - 1 more threads, each reassembling its share
+ * with its own tracker (tt_pcap_source_set_lanes), and merge theirs into
+ * v->tracker: the same requests, notes and counts as one thread (the
+ * merge orders them as one reader would have). A thread that cannot be
+ * started takes no share. Returns the source's result (0 or -1 with
+ * v->err), or -2 when out of memory. */
 static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options *topt, tt_progress_fn progress,
-                       void *pctx, const tt_cmd_input_options *opt, bool set_offset, int64_t offset)
+                       void *pctx, const tt_cmd_input_options *opt)
 {
     shard_run *sh = calloc(jobs, sizeof *sh);
     pthread_t *th = calloc(jobs, sizeof *th);
-    bool *started = calloc(jobs, sizeof *started);
+    tt_seg_lane **lanes = calloc(jobs, sizeof *lanes);
+    unsigned started = 0; /* threads running: sh[0 .. started) */
     int rc = -2;
-    if (!sh || !th || !started) goto out;
-    for (unsigned k = 1; k < jobs; k++) {
-        sh[k].src = tt_pcap_source_open(v->path, sh[k].err, sizeof sh[k].err);
-        if (!sh[k].src || !tt_pcap_source_set_shard(sh[k].src, k, jobs)) {
-            /* the file changed under us, or cannot be mapped again: one reader */
-            tt_pcap_source_set_shard(v->src, 0, 1);
-            rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
-            v->reasm_sum = *tt_reasm_get_stats(v->reasm);
-            goto out;
-        }
-        if (set_offset) tt_pcap_source_set_mono_offset(sh[k].src, offset);
-        if (opt->has_clock_map)
-            tt_pcap_source_set_clock_map(sh[k].src, opt->map_d0_ns, opt->map_skew, opt->map_t0_ns);
+    if (!sh || !th || !lanes) goto out;
+    for (unsigned k = 0; k + 1 < jobs; k++) {
         tt_release_digest_init(&sh[k].digest);
         tt_tracker_options shard_opt = *topt;
         if (topt->on_file) shard_opt.on_file_ctx = &sh[k].digest;
         if (topt->on_file && opt->release_json &&
             tt_release_digest_spool_json(&sh[k].digest, TT_VANTAGE_WIRE, opt->keep_text) < 0)
             shard_opt.on_file = NULL; /* no temporary file: this share keeps its events */
-        sh[k].tracker = tt_tracker_new(&shard_opt);
+        sh[k].lane = tt_seg_lane_new();
+        sh[k].tracker = sh[k].lane ? tt_tracker_new(&shard_opt) : NULL;
         sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
         if (!sh[k].reasm) goto out;
+        lanes[k] = sh[k].lane;
     }
-    for (unsigned k = 1; k < jobs; k++) started[k] = pthread_create(&th[k], NULL, shard_main, &sh[k]) == 0;
-    /* shard 0 on this thread; a shard whose thread did not start, after it */
+    while (started + 1 < jobs && pthread_create(&th[started], NULL, shard_main, &sh[started]) == 0) started++;
+    if (started) tt_pcap_source_set_lanes(v->src, lanes, started);
     rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
-    for (unsigned k = 1; k < jobs; k++) {
-        if (started[k]) pthread_join(th[k], NULL);
-        else shard_main(&sh[k]);
-    }
+    for (unsigned k = 0; k < started; k++) pthread_join(th[k], NULL);
     v->reasm_sum = *tt_reasm_get_stats(v->reasm);
-    for (unsigned k = 1; k < jobs; k++) {
+    for (unsigned k = 0; k < started; k++) {
         tt_reasm_stats_add(&v->reasm_sum, tt_reasm_get_stats(sh[k].reasm));
         if (topt->on_file) {
             size_t n;
@@ -222,10 +210,10 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
     if (tt_tracker_order_notes(v->tracker) < 0) rc = -2;
 out:
     if (sh)
-        for (unsigned k = 1; k < jobs; k++) shard_free(&sh[k]);
+        for (unsigned k = 0; k + 1 < jobs; k++) shard_free(&sh[k]);
     free(sh);
     free(th);
-    free(started);
+    free(lanes);
     return rc;
 }
 
@@ -259,9 +247,8 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
     bool progress = opt->progress && isatty(STDERR_FILENO);
     int rc;
     const tt_reasm_stats *reasm_stats = tt_reasm_get_stats(v->reasm);
-    if (jobs > 1 && tt_pcap_source_set_shard(v->src, 0, jobs)) {
-        rc = run_sharded(v, jobs, &topt, progress ? show_progress : NULL, (void *)opt->command, opt, set_offset,
-                         offset);
+    if (jobs > 1 && tt_pcap_source_in_place(v->src)) {
+        rc = run_sharded(v, jobs, &topt, progress ? show_progress : NULL, (void *)opt->command, opt);
         if (progress) fputs("\r\033[K", stderr);
         if (rc == -2) {
             fprintf(stderr, "tokentap %s: out of memory\n", opt->command);

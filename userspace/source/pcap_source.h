@@ -11,6 +11,8 @@
 #include "../core/tt_types.h"
 #include "../stream/tcp_reasm.h"
 
+struct tt_seg_lane; /* seg_lane.h */
+
 typedef enum tt_clock_domain {
     TT_CLOCK_CAPTURE = 0, /* the capture's own wall clock, used as is */
     TT_CLOCK_MONOTONIC    /* converted with a recorded wall-to-monotonic offset */
@@ -45,14 +47,23 @@ void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
  * against a reference recording). */
 void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns);
 
-/* Feed the reassembler only the connections of share `shard` of `shards`
- * (by a hash of its endpoints), each segment numbered with its packet index
- * (tt_tcp_segment.order): one of several readers of the same file, each
- * with its own reassembler, whose results are merged (analyze --jobs).
- * The stats still count every packet. Only a file read in place (pcap,
- * pcapng) can be shared out: returns false, and changes nothing, when s is
- * read through libpcap or shard >= shards. Call before tt_pcap_source_run. */
-bool tt_pcap_source_set_shard(tt_pcap_source *s, unsigned shard, unsigned shards);
+/* Whether s reads its file in place (a mapped pcap or pcapng), which is
+ * what tt_pcap_source_set_lanes needs. */
+bool tt_pcap_source_in_place(const tt_pcap_source *s);
+
+/* Share the connections out (analyze --jobs): s still parses every packet,
+ * feeds its own reassembler the connections it keeps and deals each segment
+ * of the others, parsed and numbered with its packet index
+ * (tt_tcp_segment.order), to lanes[k], the lane of the thread that owns the
+ * connection (by a hash of its endpoints); tt_pcap_source_run closes the
+ * lanes at the end. s keeps a smaller share than each lane's, since it
+ * also reads every packet (see owner_of). Every segment of the reader's
+ * own is numbered too, so that ids and order agree across the
+ * reassemblers, whose results are merged. Only a file read in place
+ * (pcap, pcapng) can be shared out: returns false, and changes nothing,
+ * when s is read through libpcap or n_lanes is 0. Call before
+ * tt_pcap_source_run; the lanes must outlive it. */
+bool tt_pcap_source_set_lanes(tt_pcap_source *s, struct tt_seg_lane *const *lanes, unsigned n_lanes);
 
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);
 
