@@ -758,3 +758,5 @@ int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
     if (ctx->group_dead) bpf_map_delete_elem(&traced_tgids, &tgid);
     return 0;
 }
+
+#include "socktap_raw.bpf.h"
