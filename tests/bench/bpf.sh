@@ -89,7 +89,8 @@ stop_watch() {
 # pingpong MODE OUT [ARGS...]: one ping-pong run with tracing MODE (off,
 # pid, all, or none: watch filtered to a name nothing has, so every program
 # rejects at its first check; pidraw and noneraw: pid and none with
-# TOKENTAP_BPF_RAW=1).
+# TOKENTAP_BPF_RAW=1; pidnotls: pid with TOKENTAP_NO_TLS=1, no TLS uprobes
+# bound to the process; comm: watch --comm ttpingpong).
 pingpong() {
     local mode=$1 out=$2; shift 2
     local args=(-m "$rounds" -n "$bytes" "$@")
@@ -105,6 +106,8 @@ pingpong() {
     pidraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --pid "$pp" ;;
     none) start_watch "$out.watch" --comm tt-no-such-name ;;
     noneraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --comm tt-no-such-name ;;
+    pidnotls) WATCH_ENV=TOKENTAP_NO_TLS=1 start_watch "$out.watch" --pid "$pp" ;;
+    comm) start_watch "$out.watch" --comm ttpingpong ;;
     *) start_watch "$out.watch" ;;
     esac
     [ -z "${on_traced:-}" ] || $on_traced
@@ -188,6 +191,7 @@ raw_series() { # NAME KEY MODES ARGS...: paired runs, off first; one row per mod
     done
 }
 if [ "$raw_pairs" -gt 0 ]; then
+    raw_series tcp2 tcp.ns_per_round_trip "pid pidnotls comm" -t tcp
     raw_series tcp1 tcp.ns_per_round_trip "pid pidraw none noneraw" -t tcp --one-thread
     raw_series getppid getppid.ns_per_call "none noneraw" --getppid "$getppid_calls"
 fi
@@ -306,9 +310,13 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read",
         echo "    taskset -c $pp_cpu ttpingpong --getppid $getppid_calls                  # getppid: a process nothing traces"
         echo "    taskset -c $tr_cpu tokentap watch -q --pid PINGPONG_PID   (pid)   or --comm tt-no-such-name (none)"
         echo "    TOKENTAP_BPF_RAW=1 ... (pidraw, noneraw: read/write/readv/writev/sendto/recvfrom/sendmsg/recvmsg via tp_btf sys_enter/sys_exit)"
+        echo "    tcp2: the two-thread ping-pong of the first table; pidnotls: --pid with TOKENTAP_NO_TLS=1; comm: --comm ttpingpong"
         echo
         echo "$raw_pairs repetitions, each running every mode of a row group back to back after off; medians,"
-        echo "and the median over repetitions of (mode - off) per syscall (tcp1: 4 calls per round trip; getppid: 1)."
+        echo "and the median over repetitions of (mode - off) per syscall (tcp1, tcp2: 4 calls per round trip; getppid: 1)."
+        echo "With --pid, watch binds the TLS uprobes to the traced process (perf events of that task),"
+        echo "which the kernel switches on every context switch of its thread: pid against pidnotls"
+        echo "and comm is that cost; tcp1 has no context switches."
         echo
         echo "| run | mode | ns per round trip (tcp1) or per call (getppid) | added ns per syscall |"
         echo "|---|---|---|---|"
