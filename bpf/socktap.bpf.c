@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* socktap.bpf.c - the server and client vantages: the bytes a process
  * writes to and reads from its TCP sockets, stamped where the syscall
- * entered (writes) or returned (reads). CO-RE, syscall tracepoints only.
+ * entered (writes) or returned (reads). CO-RE, syscall tracepoints (the
+ * data syscalls optionally through tp_btf sys_enter/sys_exit:
+ * socktap_raw.bpf.h).
  * Event ABI: socktap.h. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
