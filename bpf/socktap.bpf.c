@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* socktap.bpf.c - the server and client vantages: the bytes a process
  * writes to and reads from its TCP sockets, stamped where the syscall
- * entered (writes) or returned (reads). CO-RE, syscall tracepoints only.
+ * entered (writes) or returned (reads). CO-RE, syscall tracepoints (the
+ * data syscalls optionally through tp_btf sys_enter/sys_exit:
+ * socktap_raw.bpf.h).
  * Event ABI: socktap.h. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -758,3 +760,5 @@ int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
     if (ctx->group_dead) bpf_map_delete_elem(&traced_tgids, &tgid);
     return 0;
 }
+
+#include "socktap_raw.bpf.h"

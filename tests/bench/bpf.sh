@@ -17,7 +17,14 @@
 #    the token events serve's log says were written. The zero-ITL step is
 #    repeated untraced, as the machine's ceiling.
 # Needs root and loadable eBPF; otherwise the section says why it is empty.
-# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
+# 1b. The same cost without wakeups (ttpingpong --one-thread: one thread
+#    plays both ends of the loopback TCP pair) and what tracing costs a
+#    process it does not trace (ttpingpong --getppid: getppid() in a loop,
+#    watch filtered to a name nothing has), each with the classic syscall
+#    tracepoints (the default) and with TOKENTAP_BPF_RAW=1 (the data
+#    syscalls through tp_btf sys_enter/sys_exit). PAIRED as above,
+#    BPFBENCH_RAW_PAIRS repetitions (3; 0 skips it).
+# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
 # BPFBENCH_STEPS ("25 50 100 200 300 400 max"), BPFBENCH_STEP_SECONDS (3),
 # BPFBENCH_TOKENS (100), BPFBENCH_WORKERS (2: serve's --workers).
 set -eu
@@ -28,6 +35,8 @@ PINGPONG="$BUILD/tools/ttpingpong"
 LOAD="$BUILD/tools/ttload"
 work=${BPFBENCH_DIR:-$BUILD/bpfbench}
 pairs=${BPFBENCH_PAIRS:-5}
+raw_pairs=${BPFBENCH_RAW_PAIRS:-3}
+getppid_calls=${BPFBENCH_GETPPID:-1000000}
 rounds=${BPFBENCH_ROUNDS:-50000}
 bytes=${BPFBENCH_BYTES:-64}
 steps=${BPFBENCH_STEPS:-25 50 100 200 300 400 max}
@@ -66,7 +75,7 @@ probe_rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 
 # stdout in OUT, stderr in OUT.err; returns once it traces (watch_pid).
 start_watch() {
     local out=$1; shift
-    taskset -c "$tr_cpu" "$TT" watch -q "$@" > "$out" 2> "$out.err" &
+    env ${WATCH_ENV:-} taskset -c "$tr_cpu" "$TT" watch -q "$@" > "$out" 2> "$out.err" &
     watch_pid=$!; started+=("$watch_pid")
     for _ in $(seq 100); do grep -q '^tokentap watch: tracing' "$out.err" && return 0; kill -0 "$watch_pid" 2>/dev/null || break; sleep 0.05; done
     log "watch did not start: $(cat "$out.err")"; return 1
@@ -79,7 +88,9 @@ stop_watch() {
 
 # pingpong MODE OUT [ARGS...]: one ping-pong run with tracing MODE (off,
 # pid, all, or none: watch filtered to a name nothing has, so every program
-# rejects at its first check).
+# rejects at its first check; pidraw and noneraw: pid and none with
+# TOKENTAP_BPF_RAW=1; pidnotls: pid with TOKENTAP_NO_TLS=1, no TLS uprobes
+# bound to the process; comm: watch --comm ttpingpong).
 pingpong() {
     local mode=$1 out=$2; shift 2
     local args=(-m "$rounds" -n "$bytes" "$@")
@@ -92,7 +103,11 @@ pingpong() {
     for _ in $(seq 100); do grep -q '^ready ' "$out.ready" && break; sleep 0.02; done
     case $mode in
     pid) start_watch "$out.watch" --pid "$pp" ;;
+    pidraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --pid "$pp" ;;
     none) start_watch "$out.watch" --comm tt-no-such-name ;;
+    noneraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --comm tt-no-such-name ;;
+    pidnotls) WATCH_ENV=TOKENTAP_NO_TLS=1 start_watch "$out.watch" --pid "$pp" ;;
+    comm) start_watch "$out.watch" --comm ttpingpong ;;
     *) start_watch "$out.watch" ;;
     esac
     [ -z "${on_traced:-}" ] || $on_traced
@@ -153,6 +168,32 @@ if command -v bpftool > /dev/null && stats_prev=$(sysctl -n kernel.bpf_stats_ena
         on_traced=stats_on after_traced=stats_off pingpong "$mode" "$work/pp-stats-$mode.json" -t tcp
     done
     sysctl -qw kernel.bpf_stats_enabled="$stats_prev"
+fi
+
+# ---- 1b. no wakeups, the bystander, classic against raw tracepoints ----
+# rows of raw.tsv: what, mode, median, median added per call
+: > "$work/raw.tsv"
+raw_series() { # NAME KEY MODES ARGS...: paired runs, off first; one row per mode
+    local name=$1 key=$2 modes=$3; shift 3
+    for i in $(seq "$raw_pairs"); do
+        for m in off $modes; do pingpong "$m" "$work/raw-$name-$i-$m.json" "$@"; done
+        log "$name repetition $i: $(for m in off $modes; do printf '%s %.0f  ' "$m" "$(json_num "$work/raw-$name-$i-$m.json" "$key")"; done)"
+    done
+    local per=1
+    [ "$key" = getppid.ns_per_call ] || per=$(json_num "$work/raw-$name-1-off.json" tcp.syscalls_per_round_trip)
+    for m in off $modes; do
+        local med add=-
+        med=$(for i in $(seq "$raw_pairs"); do json_num "$work/raw-$name-$i-$m.json" "$key"; done | median)
+        [ "$m" = off ] || add=$(for i in $(seq "$raw_pairs"); do
+            awk -v on="$(json_num "$work/raw-$name-$i-$m.json" "$key")" -v off="$(json_num "$work/raw-$name-$i-off.json" "$key")" \
+                -v c="$per" 'BEGIN {printf "%.1f\n", (on - off) / c}'; done | median)
+        printf '%s\t%s\t%s\t%s\n' "$name" "$m" "$med" "$add" >> "$work/raw.tsv"
+    done
+}
+if [ "$raw_pairs" -gt 0 ]; then
+    raw_series tcp2 tcp.ns_per_round_trip "pid pidnotls comm" -t tcp
+    raw_series tcp1 tcp.ns_per_round_trip "pid pidraw none noneraw" -t tcp --one-thread
+    raw_series getppid getppid.ns_per_call "none noneraw" --getppid "$getppid_calls"
 fi
 
 # ---- 2. the highest token-event rate traced with no loss ----
@@ -260,6 +301,26 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read",
         echo
         echo "TCP round trip with every program rejecting at once: $none_rt ns, off just before: $off_rt ns:"
         echo "$(awk -v a="$none_rt" -v b="$off_rt" -v c="$(per_call tcp)" 'BEGIN {printf "%.0f", (a - b) / c}') ns per syscall is the floor of having the syscall tracepoints on at all (one pair, not a median)."
+    fi
+    if [ -s "$work/raw.tsv" ]; then
+        echo
+        echo "### Without wakeups, the bystander, and raw syscall tracepoints"
+        echo
+        echo "    taskset -c $pp_cpu ttpingpong -m $rounds -n $bytes -t tcp --one-thread   # tcp1: one thread plays both ends"
+        echo "    taskset -c $pp_cpu ttpingpong --getppid $getppid_calls                  # getppid: a process nothing traces"
+        echo "    taskset -c $tr_cpu tokentap watch -q --pid PINGPONG_PID   (pid)   or --comm tt-no-such-name (none)"
+        echo "    TOKENTAP_BPF_RAW=1 ... (pidraw, noneraw: read/write/readv/writev/sendto/recvfrom/sendmsg/recvmsg via tp_btf sys_enter/sys_exit)"
+        echo "    tcp2: the two-thread ping-pong of the first table; pidnotls: --pid with TOKENTAP_NO_TLS=1; comm: --comm ttpingpong"
+        echo
+        echo "$raw_pairs repetitions, each running every mode of a row group back to back after off; medians,"
+        echo "and the median over repetitions of (mode - off) per syscall (tcp1, tcp2: 4 calls per round trip; getppid: 1)."
+        echo "With --pid, watch binds the TLS uprobes to the traced process (perf events of that task),"
+        echo "which the kernel switches on every context switch of its thread: pid against pidnotls"
+        echo "and comm is that cost; tcp1 has no context switches."
+        echo
+        echo "| run | mode | ns per round trip (tcp1) or per call (getppid) | added ns per syscall |"
+        echo "|---|---|---|---|"
+        awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}' "$work/raw.tsv"
     fi
     echo
     echo "### Highest token-event rate traced with no loss"

@@ -12,7 +12,13 @@
  * cost of one call on the critical path, wakeups included).
  *
  * --wait-signal: print "ready PID" on stderr and wait for SIGUSR1 before
- * starting, so a tracer can be attached to the pid first. */
+ * starting, so a tracer can be attached to the pid first.
+ * --one-thread: one thread plays both ends (write on one, read on the
+ *   other, and back): the same four calls per round trip with no wakeup,
+ *   no context switch and no second CPU, so (traced - untraced) is what the
+ *   programs and tracepoints add to the calls themselves.
+ * --getppid N: no sockets; getppid() N times, ns per call (what tracing
+ *   costs a process it does not trace: the bystander). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -25,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +40,8 @@
 typedef struct pingpong_options {
     size_t bytes;
     uint64_t rounds, warmup;
-    bool do_unix, do_tcp, wait_signal;
+    uint64_t getppid_calls; /* --getppid: that many getppid() calls instead of sockets */
+    bool do_unix, do_tcp, wait_signal, one_thread;
 } pingpong_options;
 
 /* One end of a bounce: its socket, a buffer of the message size, and the
@@ -168,6 +176,58 @@ out:
     return rc;
 }
 
+/* --one-thread: this thread writes on fds[0], reads on fds[1], writes
+ * back on fds[1] and reads on fds[0], rounds times (after the warm-up);
+ * closes both. 0 with *res filled, or -1 with a reason on stderr. */
+static int bounce_one_thread(const char *name, int fds[2], const pingpong_options *o, pingpong_result *res)
+{
+    int rc = -1;
+    pingpong_end a = {.fd = fds[0], .bytes = o->bytes}, b = {.fd = fds[1], .bytes = o->bytes};
+    a.buf = malloc(o->bytes);
+    b.buf = malloc(o->bytes);
+    if (!a.buf || !b.buf) {
+        fprintf(stderr, "ttpingpong: out of memory\n");
+        goto out;
+    }
+    memset(a.buf, 'x', o->bytes);
+    uint64_t t0 = 0, warm_calls = 0;
+    for (uint64_t i = 0; i < o->warmup + o->rounds; i++) {
+        if (i == o->warmup) {
+            t0 = mono_ns();
+            warm_calls = a.calls + b.calls;
+        }
+        if (write_all(&a, o->bytes) < 0 || read_all(&b, o->bytes) < 0 || write_all(&b, o->bytes) < 0 ||
+            read_all(&a, o->bytes) < 0) {
+            int e = a.error ? a.error : b.error;
+            fprintf(stderr, "ttpingpong: %s: round %llu: %s\n", name, (unsigned long long)i,
+                    e > 0 ? strerror(e) : "the other end closed");
+            goto out;
+        }
+    }
+    uint64_t elapsed = mono_ns() - t0;
+    res->rounds = o->rounds;
+    res->calls = a.calls + b.calls - warm_calls;
+    res->ns_per_round_trip = (double)elapsed / (double)o->rounds;
+    res->ns_per_syscall = res->calls ? (double)elapsed / (double)res->calls : 0;
+    rc = 0;
+out:
+    close(fds[0]);
+    close(fds[1]);
+    free(a.buf);
+    free(b.buf);
+    return rc;
+}
+
+/* --getppid: ns per getppid() over o->getppid_calls calls (a tenth more
+ * before, as warm-up). */
+static double getppid_ns(const pingpong_options *o)
+{
+    for (uint64_t i = 0; i < o->getppid_calls / 10; i++) syscall(SYS_getppid);
+    uint64_t t0 = mono_ns();
+    for (uint64_t i = 0; i < o->getppid_calls; i++) syscall(SYS_getppid);
+    return (double)(mono_ns() - t0) / (double)o->getppid_calls;
+}
+
 static int unix_pair(int fds[2])
 {
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
@@ -208,11 +268,13 @@ fail:
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ttpingpong [-n BYTES] [-m ROUNDS] [-w WARMUP] [-t unix|tcp|both] [--wait-signal]\n"
+            "usage: ttpingpong [-n BYTES] [-m ROUNDS] [-w WARMUP] [-t unix|tcp|both] [--one-thread]\n"
+            "                  [--getppid N] [--wait-signal]\n"
             "  Two threads bounce a BYTES-byte message ROUNDS times with write()/read() over an\n"
             "  AF_UNIX socketpair and/or a loopback TCP connection; one JSON line on stdout.\n"
             "  Defaults: -n 64 -m 100000 -w ROUNDS/10 -t both. --wait-signal: print 'ready PID'\n"
-            "  on stderr, then wait for SIGUSR1 before the first connection.\n");
+            "  on stderr, then wait for SIGUSR1 before the first connection. --one-thread: one\n"
+            "  thread plays both ends (no wakeups). --getppid N: no sockets, N getppid() calls.\n");
 }
 
 static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -238,6 +300,11 @@ static int parse_options(pingpong_options *o, int argc, char **argv)
             exit(0);
         } else if (!strcmp(a, "--wait-signal")) {
             o->wait_signal = true;
+        } else if (!strcmp(a, "--one-thread")) {
+            o->one_thread = true;
+        } else if (!strcmp(a, "--getppid") && parse_u64(val, 1, 1000000000000ull, &v)) {
+            o->getppid_calls = v;
+            i++;
         } else if (!strcmp(a, "-n") && parse_u64(val, 1, PINGPONG_MAX_BYTES, &v)) {
             o->bytes = (size_t)v;
             i++;
@@ -289,11 +356,20 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (o.getppid_calls) {
+        double ns = getppid_ns(&o);
+        printf("{\"pid\":%ld,\"getppid\":{\"calls\":%llu,\"ns_per_call\":%.2f}}\n", (long)getpid(),
+               (unsigned long long)o.getppid_calls, ns);
+        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+    }
     pingpong_result ru = {0}, rt = {0};
     int fds[2];
-    if (o.do_unix && (unix_pair(fds) < 0 || bounce("unix", fds, &o, &ru) < 0)) return 1;
-    if (o.do_tcp && (tcp_pair(fds) < 0 || bounce("tcp", fds, &o, &rt) < 0)) return 1;
-    printf("{\"pid\":%ld,\"bytes\":%zu,\"warmup\":%llu", (long)getpid(), o.bytes, (unsigned long long)o.warmup);
+    int (*run)(const char *, int[2], const pingpong_options *, pingpong_result *) =
+        o.one_thread ? bounce_one_thread : bounce;
+    if (o.do_unix && (unix_pair(fds) < 0 || run("unix", fds, &o, &ru) < 0)) return 1;
+    if (o.do_tcp && (tcp_pair(fds) < 0 || run("tcp", fds, &o, &rt) < 0)) return 1;
+    printf("{\"pid\":%ld,\"bytes\":%zu,\"warmup\":%llu,\"threads\":%d", (long)getpid(), o.bytes,
+           (unsigned long long)o.warmup, o.one_thread ? 1 : 2);
     if (o.do_unix) print_result("unix", &ru, true);
     if (o.do_tcp) print_result("tcp", &rt, true);
     printf("}\n");
