@@ -382,6 +382,9 @@ int tt_cmd_watch(int argc, char **argv)
     if (bopt.comm) fprintf(stderr, " comm %s", bopt.comm);
     if (bopt.cgroup) fprintf(stderr, " cgroup %s", bopt.cgroup);
     if (bopt.port) fprintf(stderr, " port %u", (unsigned)bopt.port);
+    tt_bpf_stats started_st;
+    tt_bpf_source_stats(src, &started_st);
+    if (started_st.raw_syscalls) fprintf(stderr, " (data syscalls on raw tracepoints)");
     fputc('\n', stderr);
     fflush(stderr);
 

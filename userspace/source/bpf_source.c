@@ -525,7 +525,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     bool tls_wanted = tt_bpf_source_takes_tls(s) && !getenv("TOKENTAP_NO_TLS");
     skel->rodata->tls_wanted = tls_wanted;
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
-    tt_bpf_pick_data_attach(skel->obj);
+    s->st.raw_syscalls = tt_bpf_pick_data_attach(skel->obj);
     int rc = socktap__load(skel);
     if (rc) {
         set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",
