@@ -6,9 +6,10 @@
 # with each request's events released once filed (the default for both)
 # and kept (TOKENTAP_KEEP_EVENTS=1), runs alternated HEAP_BENCH_RUNS times
 # (default 3), the median of each: the text report pinned to one core with
-# --jobs 1 and unpinned with the default --jobs, and --json pinned. Peak RSS from /usr/bin/time; each
-# reader maps the whole file and touches every page, so heap = peak RSS -
-# readers x file size. The capture is removed afterwards.
+# --jobs 1 and unpinned with the default --jobs, and --json pinned. Peak RSS from /usr/bin/time; the
+# reading thread maps the whole file once and touches every page (the other
+# threads get parsed segments from it), so heap = peak RSS - file size.
+# The capture is removed afterwards.
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -55,12 +56,11 @@ done
 "$TT" analyze -o "$work/out.0" "$cap"
 events=$(awk -F: '/^Total token events:/ {gsub(/ /,"",$2); print $2}' "$work/out.0")
 row() { # row PIN KEEP LABEL
-    local r w readers=1
-    [ "$1" = 0 ] && readers=$jobs_default
+    local r w
     r=$(printf '%s' "${rss[$1$2]}" | median)
     w=$(printf '%s' "${wall[$1$2]}" | median)
-    awk -v r="$r" -v b="$bytes" -v n="$readers" -v w="$w" -v l="$3" \
-        'BEGIN {printf "| %s | %.0f | %.0f | %.2f |\n", l, r / 1024, (r * 1024 - n * b) / 1048576, w}'
+    awk -v r="$r" -v b="$bytes" -v w="$w" -v l="$3" \
+        'BEGIN {printf "| %s | %.0f | %.0f | %.2f |\n", l, r / 1024, (r * 1024 - b) / 1048576, w}'
 }
 echo "### Heap of the text report and --json"
 echo
@@ -71,7 +71,7 @@ echo "each request's events once it is filed (its ITLs pooled into the quantile 
 echo "docs/metrics.md, its lint findings kept, for --json its object spooled to a"
 echo "temporary file); TOKENTAP_KEEP_EVENTS=1 keeps them, as --events, --perfetto,"
 echo "--bench-result, recordings and lint do."
-echo "Heap = peak RSS - readers x file size (each reader maps the whole file)."
+echo "Heap = peak RSS - file size (the file is mapped once, and every page of it touched)."
 echo "Medians of $runs runs, the six conditions alternated."
 echo
 echo "| command | peak RSS, MiB | heap, MiB | seconds |"
