@@ -375,20 +375,38 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
     map[0] = 0;
     for (uint16_t i = 1; i < src->n_types; i++)
         map[i] = tt_conn_intern_type(dst, src->type_names[i], strlen(src->type_names[i]));
-    if (src->n_reqs) dst->reqs = tt_conn_grow(dst->reqs, &dst->cap_reqs, dst->n_reqs + src->n_reqs, sizeof *dst->reqs);
     for (size_t i = 0; i < src->n_reqs; i++) {
-        tt_request *r = &dst->reqs[dst->n_reqs++];
-        *r = src->reqs[i];
+        tt_request *r = &src->reqs[i];
         for (uint32_t e = 0; e < r->n_events; e++)
             if (r->events[e].type_id < src->n_types) r->events[e].type_id = map[r->events[e].type_id];
     }
-    src->n_reqs = 0;
+    /* The requests of both in the larger array, when it has room for all:
+     * a merge then holds them once, not twice (the order is free: they are
+     * sorted by a total order afterwards, tt_tracker_sort). */
+    size_t total = dst->n_reqs + src->n_reqs;
+    if (dst->cap_reqs < total && src->cap_reqs >= total) {
+        tt_request *reqs = dst->reqs;
+        size_t n = dst->n_reqs, cap = dst->cap_reqs;
+        dst->reqs = src->reqs, dst->n_reqs = src->n_reqs, dst->cap_reqs = src->cap_reqs;
+        src->reqs = reqs, src->n_reqs = n, src->cap_reqs = cap;
+    }
+    if (src->n_reqs) {
+        dst->reqs = tt_conn_grow(dst->reqs, &dst->cap_reqs, total, sizeof *dst->reqs);
+        memcpy(dst->reqs + dst->n_reqs, src->reqs, src->n_reqs * sizeof *src->reqs);
+        dst->n_reqs = total;
+    }
+    /* src's arrays go at once */
+    free(src->reqs);
+    src->reqs = NULL;
+    src->n_reqs = src->cap_reqs = 0;
     if (src->n_notes) {
         dst->notes = tt_conn_grow(dst->notes, &dst->cap_notes, dst->n_notes + src->n_notes, sizeof *dst->notes);
         memcpy(dst->notes + dst->n_notes, src->notes, src->n_notes * sizeof *src->notes);
         dst->n_notes += src->n_notes;
     }
-    src->n_notes = 0;
+    free(src->notes);
+    src->notes = NULL;
+    src->n_notes = src->cap_notes = 0;
     dst->notes_over += src->notes_over;
     dst->connections += src->connections;
     dst->in_flight += src->in_flight;
