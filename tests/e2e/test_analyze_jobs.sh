@@ -27,14 +27,7 @@ gen whole.pcap --streams 60 --tokens 30 --concurrency 20
 tests/tools/pcap_drop.py "$work/whole.pcap" "$work/gaps.pcap" --fraction 0.03 --seed 5 --min 10 > /dev/null ||
     fail "pcap_drop"
 # the first 300 packets cut off: the capture starts inside 20 connections
-/usr/bin/python3 - "$work/whole.pcap" "$work/midway.pcap" 300 <<'PY'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-pos, skip = 24, int(sys.argv[3])
-for _ in range(skip):
-    pos += 16 + struct.unpack_from("<I", data, pos + 8)[0]
-open(sys.argv[2], "wb").write(data[:24] + data[pos:])
-PY
+/usr/bin/python3 tests/tools/pcap_skip.py "$work/whole.pcap" "$work/midway.pcap" 300 || fail "pcap_skip"
 # every instant rounded down to 100 ms: requests of different connections
 # start at the same instant, ordered by which connection came first
 /usr/bin/python3 - "$work/whole.pcap" "$work/coarse.pcap" <<'PY'

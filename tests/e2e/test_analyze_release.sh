@@ -30,14 +30,7 @@ gen whole.pcap --streams 60 --tokens 30 --concurrency 20
 gen sketch.pcap --streams 200 --tokens 400 --concurrency 32 # 79 800 ITLs: past the exact 65 536
 tests/tools/pcap_drop.py "$work/whole.pcap" "$work/gaps.pcap" --fraction 0.03 --seed 5 --min 10 > /dev/null ||
     fail "pcap_drop"
-/usr/bin/python3 - "$work/whole.pcap" "$work/midway.pcap" 300 <<'PY'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-pos, skip = 24, int(sys.argv[3])
-for _ in range(skip):
-    pos += 16 + struct.unpack_from("<I", data, pos + 8)[0]
-open(sys.argv[2], "wb").write(data[:24] + data[pos:])
-PY
+/usr/bin/python3 tests/tools/pcap_skip.py "$work/whole.pcap" "$work/midway.pcap" 300 || fail "pcap_skip"
 size=$(stat -c %s "$work/whole.pcap")
 head -c $((size - 40)) "$work/whole.pcap" > "$work/damaged.pcap"
 caps="$caps h2.pcapng crlf.pcap whole.pcap sketch.pcap gaps.pcap midway.pcap damaged.pcap"
