@@ -13,8 +13,8 @@
 #include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "import/bench_import.h"
-#include "report/release_digest.h"
 #include "metrics/metrics.h"
+#include "report/release_digest.h"
 #include "report/report.h"
 #include "report/report_multi.h"
 
