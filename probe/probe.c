@@ -46,6 +46,8 @@
 #define FD_TABLE_MAX (1u << 20)
 /* The most bytes of a ring file prefaulted (ring_prefault): the default
  * ring whole; of a larger one, its start (the rest faults in at records). */
+/* The longest a thread waits for another to finish making the ring. */
+#define RING_MAKING_WAIT_NS (50ull * 1000 * 1000)
 #define PREFAULT_MAX (TT_PROBE_HEADER_SIZE + (size_t)TT_PROBE_DEFAULT_RING)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -304,14 +306,36 @@ static void ring_prefault(void)
     for (size_t off = 0; off < prefault; off += 4096) (void)*(volatile const uint8_t *)(map + off);
 }
 
+/* Another thread is making the ring: wait for it, yielding the CPU, up to
+ * RING_MAKING_WAIT_NS. Making it is a handful of system calls (tens of
+ * microseconds, milliseconds on a loaded machine), and it happens once, at
+ * the process's first TCP socket(): threads that open their first
+ * connections together (a client pool starting its first requests) would
+ * otherwise lose those connections' first records (their requests) to
+ * early drops. The thread making the ring never gets here (in_probe).
+ * True when the ring was made. */
+static bool ring_wait_made(void)
+{
+    uint64_t deadline = 0;
+    for (;;) {
+        int state = __atomic_load_n(&producer.state, __ATOMIC_ACQUIRE);
+        if (state != TT_PRODUCER_CREATING) return state == TT_PRODUCER_READY;
+        uint64_t t = now_ns();
+        if (!deadline) deadline = t + RING_MAKING_WAIT_NS;
+        else if (t > deadline) return false;
+        syscall(SYS_sched_yield);
+    }
+}
+
 /* This process's ring, made now when it is the first record: a process
  * that never records (a shell that execs, a fork child that execs) makes
- * none. False while another thread (or an interrupted one) is making it,
- * or when it could not be made. */
+ * none. While another thread is making it, waits for that (bounded, see
+ * ring_wait_made). False when it could not be made, or took too long. */
 static bool ring_ready(void)
 {
     int state = __atomic_load_n(&producer.state, __ATOMIC_ACQUIRE);
     if (LIKELY(state == TT_PRODUCER_READY)) return true;
+    if (state == TT_PRODUCER_CREATING) return ring_wait_made();
     if (state != TT_PRODUCER_NONE) return false;
     if (!__atomic_compare_exchange_n(&producer.state, &state, TT_PRODUCER_CREATING, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
@@ -583,7 +607,9 @@ static void on_fork_child(void)
 {
     if (!probe_active) return;
     /* Not READY first: a signal handler running meanwhile must not touch
-     * the parent's ring while it is unmapped. */
+     * the parent's ring while it is unmapped. in_probe keeps such a handler
+     * from recording at all (it would wait on itself in ring_wait_made). */
+    in_probe++;
     int state = __atomic_exchange_n(&producer.state, TT_PRODUCER_CREATING, __ATOMIC_SEQ_CST);
     __atomic_store_n(&producer.early_drop_records, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&producer.early_drop_bytes, 0, __ATOMIC_SEQ_CST);
@@ -600,6 +626,7 @@ static void on_fork_child(void)
         }
     }
     __atomic_store_n(&producer.state, TT_PRODUCER_NONE, __ATOMIC_RELEASE);
+    in_probe--;
 }
 
 static void on_exit_mark(void)

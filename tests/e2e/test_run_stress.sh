@@ -16,6 +16,14 @@
 #  3. TOKENTAP_PROBE_PREFAULT=1 (a 256 KiB ring, 64 pages): the ring's
 #     first lap takes (almost) no page fault in the program's thread,
 #     where without it each page of the ring faults once.
+#  4. the ring made while other threads record: 8 threads open the
+#     process's first TCP connections together, and strace's fault
+#     injection stretches the making of the ring (its ftruncate, a call
+#     nothing else in the program makes) to 20 ms: the other threads wait
+#     for it and nothing is dropped (without the wait 14 of 16 records
+#     were lost). Stretched to 300 ms, past the probe's 50 ms bound: the
+#     threads go on without waiting longer, and their records are dropped
+#     and counted (delivered + dropped = moved).
 set -eu
 . "$(dirname "$0")/lib.sh"
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
@@ -70,7 +78,25 @@ done
 faults0=$(field first_lap_faults "$work/pf0.out") faults1=$(field first_lap_faults "$work/pf1.out")
 [ -n "$faults0" ] && [ "$faults0" -ge 60 ] || fail "without the prefault the first lap took ${faults0:-no} faults, not 64 or so"
 [ -n "$faults1" ] && [ "$faults1" -le 8 ] || fail "with TOKENTAP_PROBE_PREFAULT=1 the first lap took ${faults1:-no} faults"
+# 4.
+race() { # DELAY-US: the race under `run`, the ring's making stretched by DELAY-US
+    "$TT" run -- strace -f -qq -o /dev/null -e trace=ftruncate -e inject=ftruncate:delay_enter="$1" \
+        "$STRESS" race 8 > "$work/race$1.out" 2> "$work/race$1.err" || true
+    grep -q '^tcp_bytes=8000$' "$work/race$1.out" || fail "race ($1 us): $(cat "$work/race$1.out" "$work/race$1.err")"
+}
+if command -v strace > /dev/null; then
+    race 20000
+    [ "$(run_drop_records "$work/race20000.err")" = 0 ] && [ "$(run_bytes "$work/race20000.err")" = 8000 ] \
+        || fail "threads recording while the ring was made (20 ms) lost records: $(cat "$work/race20000.err")"
+    race 300000
+    got=$(run_bytes "$work/race300000.err") dropped=$(run_drops "$work/race300000.err")
+    [ "$(run_drop_records "$work/race300000.err")" -gt 0 ] && [ $((got + dropped)) = 8000 ] \
+        || fail "a ring made in 300 ms: want drops counted, delivered + dropped = 8000: $(cat "$work/race300000.err")"
+    race_note="; 8 threads racing the ring's making: nothing lost at 20 ms, $(run_drop_records "$work/race300000.err") records dropped and counted at 300 ms"
+else
+    race_note="; strace missing: the ring-making race not run"
+fi
 echo "tokentap run stress: $moved bytes over threads, 3 forks and $signals signal-handler writes all seen" \
      "(errno kept); full ring: $(run_drop_records "$work/flood1.err") records dropped and counted," \
      "flood median $((mq / 1000000)) ms with the probe vs $((mp / 1000000)) ms without;" \
-     "first lap's page faults $faults0, prefaulted $faults1"
+     "first lap's page faults $faults0, prefaulted $faults1$race_note"

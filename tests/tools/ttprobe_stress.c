@@ -15,6 +15,12 @@
  *   ttprobe_stress flood BYTES
  *     a thread writes BYTES in 256-byte writes, the main thread reads them
  *     (16 KiB reads). Prints "tcp_bytes=N calls=C elapsed_ns=T".
+ *   ttprobe_stress race THREADS
+ *     the process's first TCP sockets, made by THREADS threads released
+ *     together: each connects and sends 1000 bytes to a listener made with
+ *     raw system calls (which the probe does not see), so the probe's ring
+ *     is made while the other threads already record. Prints
+ *     "tcp_bytes=N" (bytes the threads sent).
  * Exit 0 when every echo matched and errno was always preserved. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -417,6 +424,65 @@ static int flood(unsigned long long bytes)
     return got == bytes ? 0 : 1;
 }
 
+#define RACE_BYTES 1000
+
+typedef struct {
+    pthread_barrier_t *start;
+    uint16_t port;
+} race_args;
+
+static void *race_client(void *arg)
+{
+    race_args *r = arg;
+    pthread_barrier_wait(r->start);
+    int fd = connect_loopback(r->port);
+    uint8_t buf[RACE_BYTES];
+    memset(buf, 'r', sizeof buf);
+    send_all(fd, buf, sizeof buf, 1);
+    close(fd);
+    return NULL;
+}
+
+/* `race THREADS`: see the header. The listener and the reads go straight to
+ * the kernel, so the threads' socket() calls are the process's first TCP
+ * sockets the probe sees. Exit 0 when the listener got every byte. */
+static int race(int threads)
+{
+    int lfd = (int)syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    if (lfd < 0 || syscall(SYS_bind, lfd, &a, sizeof a) < 0 || syscall(SYS_listen, lfd, 128) < 0 ||
+        syscall(SYS_getsockname, lfd, &a, &l) < 0)
+        die("raw listen");
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    race_args r = {.start = &start, .port = ntohs(a.sin_port)};
+    pthread_t *ts = calloc((size_t)threads, sizeof *ts);
+    if (!ts) die("calloc");
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&ts[i], NULL, race_client, &r)) die("pthread_create");
+    unsigned long long got = 0;
+    for (int i = 0; i < threads; i++) {
+        int cfd = (int)syscall(SYS_accept4, lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0) die("raw accept");
+        char buf[4096];
+        for (;;) {
+            long n = syscall(SYS_recvfrom, cfd, buf, sizeof buf, 0, NULL, NULL);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) die("raw recv");
+            if (n == 0) break;
+            got += (unsigned long long)n;
+        }
+        syscall(SYS_close, cfd);
+    }
+    for (int i = 0; i < threads; i++) pthread_join(ts[i], NULL);
+    free(ts);
+    syscall(SYS_close, lfd);
+    unsigned long long sent = (unsigned long long)threads * RACE_BYTES;
+    printf("tcp_bytes=%llu\n", sent);
+    return got == sent ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -427,6 +493,10 @@ int main(int argc, char **argv)
         return stress(threads < 1 ? 1 : threads, forks < 0 ? 0 : forks, rounds ? rounds : 1);
     }
     if (argc == 3 && !strcmp(argv[1], "flood")) return flood(strtoull(argv[2], NULL, 10));
-    fprintf(stderr, "usage: ttprobe_stress stress [THREADS] [FORKS] [ROUNDS] | flood BYTES\n");
+    if (argc == 3 && !strcmp(argv[1], "race")) {
+        int threads = atoi(argv[2]);
+        return race(threads < 1 ? 1 : threads);
+    }
+    fprintf(stderr, "usage: ttprobe_stress stress [THREADS] [FORKS] [ROUNDS] | flood BYTES | race THREADS\n");
     return 2;
 }

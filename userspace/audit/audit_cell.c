@@ -223,6 +223,7 @@ typedef struct tally {
     uint64_t shared_read_events, token_events;
     size_t shared_requests;       /* requests with such events */
     bool itl_reported_unknown, tokens_unknown;
+    int64_t client_dropped, client_gaps;   /* records the probe dropped, gaps it left (run's report) */
 } tally;
 
 /* Every sample set of t, for what is done to all of them. */
@@ -494,7 +495,13 @@ static int name_causes(tt_audit_cell *c, const tally *t, const truth_medians *tm
     if (c->ok_but_undelivered)
         rc |= tt_audit_add_cause(c, "", c->ok_but_undelivered,
                                  "counted successful although the stream did not complete at the client socket");
-    if (c->records > c->records_matched)
+    if (c->records > c->records_matched && (t->client_dropped > 0 || t->client_gaps > 0))
+        rc |= tt_audit_add_cause(c, "", c->records - c->records_matched,
+                                 "records in the result file that match no request seen at the client socket: "
+                                 "tokentap's probe dropped %lld records there (%lld gaps in streams), so these "
+                                 "requests went unseen and are not graded; the tool may be right about them",
+                                 (long long)t->client_dropped, (long long)t->client_gaps);
+    else if (c->records > c->records_matched)
         rc |= tt_audit_add_cause(c, "", c->records - c->records_matched,
                                  "records in the result file that match no request seen at the client socket");
     /* the tool's own time, named where it puts TTFT or E2EL out of tolerance */
@@ -613,6 +620,9 @@ int tt_audit_grade_cell(tt_audit_cell *c, const tt_cell_inputs *in, tt_cell_evid
     memset(&t, 0, sizeof t);
     truth_medians tm = {NAN, NAN, NAN, NAN};
     if (findings_by_request(doc, n_reqs, &fs) < 0) goto oom;
+    const cJSON *client_source = get(get(get(doc, "per_vantage"), "client"), "source");
+    if (!tt_audit_int_field(client_source, "dropped_records", &t.client_dropped)) t.client_dropped = 0;
+    if (!tt_audit_int_field(client_source, "gaps", &t.client_gaps)) t.client_gaps = 0;
 
     /* each request's truth, by its connection (serve counts ordinals from 1);
      * requests sent: generation requests the client socket saw */

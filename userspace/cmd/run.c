@@ -273,6 +273,9 @@ static int analysis_of(run_analysis *ra, tt_tracker *t, tt_vantage v, const char
         .vantage = v,
         .clock = TT_CLOCK_MONOTONIC,
         .reasm = &ra->rs,
+        .has_drops = true,
+        .dropped_records = bs ? bs->rb_fail : ps->drop_records,
+        .dropped_bytes = bs ? bs->rb_fail_bytes : ps->drop_bytes,
         .with_text = text,
     };
     const double pct[1] = {99};

@@ -21,6 +21,10 @@ typedef struct tt_analysis {
     int64_t mono_offset_ns;       /* wall - mono, when has_mono_offset */
     const tt_pcap_stats *pcap;    /* NULL when the source was not pcap */
     const tt_reasm_stats *reasm;
+    /* A live source's own losses before reassembly (the probe's ring, the
+     * eBPF ring buffer): records it could not keep. Reported when has_drops. */
+    bool has_drops;
+    uint64_t dropped_records, dropped_bytes;
     const tt_tracker *tracker;
     const tt_request *reqs;       /* sorted by request start */
     const tt_req_metrics *metrics;/* metrics[i] belongs to reqs[i] */

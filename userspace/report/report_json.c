@@ -203,6 +203,10 @@ static void source_fields(tt_jw *w, const tt_analysis *a)
         tt_jw_uint(w, "retransmitted_bytes", a->reasm->retransmitted_bytes);
         tt_jw_uint(w, "out_of_order_segments", a->reasm->out_of_order_segments);
     }
+    if (a->has_drops) {
+        tt_jw_uint(w, "dropped_records", a->dropped_records);
+        tt_jw_uint(w, "dropped_bytes", a->dropped_bytes);
+    }
     tt_jw_str_or_null(w, "error", a->source_error);
     tt_jw_object_end(w);
 }
