@@ -24,7 +24,8 @@ OUT gets one JSON line per read {"request_id", "recv_start_ns", "recv_ns",
 {"request_id", "send_ns"} (the instant before the request was written) and
 one per change seen by the watcher {"request_id", "not_before_ns",
 "avail_ns", "bytes_received"} (the change happened within [not_before_ns,
-avail_ns]). Both intervals are a few microseconds wide unless a process was
+avail_ns]), after one {"request_id", "baseline_ns", "bytes_received"} for
+the watcher's first poll, taken before the request is sent. Both intervals are a few microseconds wide unless a process was
 preempted, and then they say so.
 
 usage: blocked_loop_client.py PORT N BLOCK_MS TOKENS OUT [PREFIX]"""
@@ -36,12 +37,13 @@ log = []
 TCPI_BYTES_RECEIVED = 128  # offset of the u64 tcpi_bytes_received in struct tcp_info (Linux 4.1+)
 
 
-def watch_socket(fd, rid, stop_fd, path):
-    """In a child process: stamp every change of the socket's in-order
-    received byte count until stop_fd becomes readable, then write them to path."""
+def watch_socket(fd, rid, stop_fd, ready_fd, path):
+    """In a child process: take the socket's in-order received byte count
+    once (the baseline, said on ready_fd), then stamp every change of it
+    until stop_fd becomes readable, then write them to path."""
     sock = socket.socket(fileno=os.dup(fd))
     os.set_blocking(stop_fd, False)
-    seen, last, n, prev_start = [], -1, 0, time.monotonic_ns()
+    seen, last, n, prev_start = [], None, 0, time.monotonic_ns()
     while True:
         start = time.monotonic_ns()
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
@@ -49,7 +51,13 @@ def watch_socket(fd, rid, stop_fd, path):
         if len(info) < TCPI_BYTES_RECEIVED + 8:
             break
         got = struct.unpack_from("=Q", info, TCPI_BYTES_RECEIVED)[0]
-        if got != last:
+        if last is None:
+            # the first poll is no change: what arrived before it arrived at an unknown time
+            seen.append({"request_id": rid, "baseline_ns": now, "bytes_received": got})
+            last = got
+            os.write(ready_fd, b"r")
+            os.close(ready_fd)
+        elif got != last:
             # the previous poll read the old count somewhere after it started, this one the
             # new count before it returned: the change lies between
             seen.append({"request_id": rid, "not_before_ns": prev_start, "avail_ns": now, "bytes_received": got})
@@ -70,16 +78,24 @@ def start_watcher(sock, rid):
     if os.environ.get("BLOCKED_CLIENT_NO_WATCHER") == "1":
         return None
     stop_r, stop_w = os.pipe()
+    ready_r, ready_w = os.pipe()
     tmp_fd, path = tempfile.mkstemp(prefix="tt-watcher-")
     os.close(tmp_fd)
     pid = os.fork()
     if pid == 0:
         os.close(stop_w)
+        os.close(ready_r)
         try:
-            watch_socket(sock.fileno(), rid, stop_r, path)
+            watch_socket(sock.fileno(), rid, stop_r, ready_w, path)
         finally:
             os._exit(0)
     os.close(stop_r)
+    os.close(ready_w)
+    # the request goes out only once the watcher has its baseline: on a busy
+    # machine the forked child can start polling milliseconds late, and a
+    # first token that arrived before its first poll has no true instant
+    os.read(ready_r, 1)
+    os.close(ready_r)
     return pid, stop_w, path
 
 

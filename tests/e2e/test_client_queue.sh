@@ -95,6 +95,8 @@ def true_waits(client, rid):
     writes = [e for e in log if e["type"] == "write" and e["request_id"] == rid]
     reads = [r for r in client if r["request_id"] == rid and "recv_ns" in r]
     avail = [r for r in client if r["request_id"] == rid and "avail_ns" in r]
+    base = [r for r in client if r["request_id"] == rid and "baseline_ns" in r]
+    assert len(base) == 1 and base[0]["bytes_received"] == 0, (rid, base)  # the watcher polled before the send
     ends, at = [], 0
     for r in reads:
         at += r["len"]
