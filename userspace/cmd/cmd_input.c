@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "core/util.h"
 #include "report/release_digest.h"
 #include "source/pcap_source.h"
 #include "source/seg_lane.h"
@@ -44,8 +45,7 @@ static void run_free(tt_input_run *v)
 
 bool tt_cmd_keep_events_forced(void)
 {
-    const char *k = getenv("TOKENTAP_KEEP_EVENTS");
-    return k && *k && strcmp(k, "0") != 0;
+    return tt_env_flag("TOKENTAP_KEEP_EVENTS");
 }
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total)

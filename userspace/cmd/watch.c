@@ -124,7 +124,7 @@ static void say_new_tls_libraries(const tt_bpf_source *src, size_t *said, bool q
  * saying why (the process is then part way: the caller must stop). */
 static int drop_privileges(const tt_bpf_source *src, const tt_priv_user *user, bool quiet)
 {
-    bool follows_tls = tt_bpf_source_tls(src) && !getenv("TOKENTAP_NO_TLS");
+    bool follows_tls = tt_bpf_source_tls(src) && !tt_env_flag("TOKENTAP_NO_TLS");
     tt_caps keep = tt_priv_watch_needs_here(follows_tls);
     tt_priv_result r;
     char err[256], caps[512];

@@ -11,10 +11,11 @@
 
 bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out)
 {
+    if (s[0] < '0' || s[0] > '9') return false; /* strtoul would take a sign or leading spaces */
     char *end;
     errno = 0;
     unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v > max || s[0] == '-') return false;
+    if (errno || *end || v > max) return false;
     *out = (uint32_t)v;
     return true;
 }
@@ -105,3 +106,9 @@ size_t tt_heap_in_use(void)
     return mi.uordblks + mi.hblkhd;
 }
 #endif
+
+bool tt_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}

@@ -24,6 +24,10 @@ int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *e
  * can `return tt_fail_line(...)`. err NULL or errlen 0: nothing written. */
 int tt_fail_line(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* True when the environment variable `name` is set to something other
+ * than "" or "0": how every TOKENTAP_* switch (TOKENTAP_NO_TLS=1, ...) is read. */
+bool tt_env_flag(const char *name);
+
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);
 

@@ -19,6 +19,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "core/util.h"
 #include "socktap.skel.h"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -31,7 +32,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 
 int tt_bpf_quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-    if (!getenv("TOKENTAP_BPF_DEBUG")) return 0;
+    if (!tt_env_flag("TOKENTAP_BPF_DEBUG")) return 0;
     return vfprintf(stderr, fmt, ap);
 }
 

@@ -447,16 +447,16 @@ static const char *const classic_data_progs[] = {
 };
 
 /* Loads either the raw-tracepoint pair for the data syscalls (when
- * TOKENTAP_BPF_RAW is set, the object has it and the kernel has the
- * sys_enter BTF type) or the classic programs (the default), never both.
- * The raw pair is opt-in: measured on this project's 2-core VM it adds
- * about 300 ns to every syscall of every process that is not traced
+ * TOKENTAP_BPF_RAW is set and not "0", the object has it and the kernel
+ * has the sys_enter BTF type) or the classic programs (the default), never
+ * both. The raw pair is opt-in: measured on this project's 2-core VM it
+ * adds 242-263 ns to every syscall of every process that is not traced
  * (bpf/README.md, "Raw syscall tracepoints"). Returns whether it was picked. */
 static bool tt_bpf_pick_data_attach(struct bpf_object *obj)
 {
     struct bpf_program *raw_enter = bpf_object__find_program_by_name(obj, "tt_raw_enter");
     struct bpf_program *raw_exit = bpf_object__find_program_by_name(obj, "tt_raw_exit");
-    bool raw = raw_enter && raw_exit && getenv("TOKENTAP_BPF_RAW") &&
+    bool raw = raw_enter && raw_exit && tt_env_flag("TOKENTAP_BPF_RAW") &&
                tt_bpf_kernel_has_btf_typedef("btf_trace_sys_enter") && tt_bpf_kernel_has_btf_typedef("btf_trace_sys_exit");
     if (raw_enter) bpf_program__set_autoload(raw_enter, raw);
     if (raw_exit) bpf_program__set_autoload(raw_exit, raw);
@@ -517,12 +517,12 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     s->st.ready_missing = tt_bpf_kernel_has_btf_typedef("btf_trace_sk_data_ready")
                               ? NULL
                               : "the kernel has no sock:sk_data_ready tracepoint (Linux 6.3 or later)";
-    if (getenv("TOKENTAP_NO_READY")) s->st.ready_missing = "TOKENTAP_NO_READY is set";
+    if (tt_env_flag("TOKENTAP_NO_READY")) s->st.ready_missing = "TOKENTAP_NO_READY is set";
     s->st.ready_available = s->st.ready_missing == NULL;
     skel->rodata->ready_wanted = s->st.ready_available;
     /* TLS plaintext only for a caller that takes it (tt_bpf_source_route_tls):
      * uprobes cost the processes they sit in */
-    bool tls_wanted = tt_bpf_source_takes_tls(s) && !getenv("TOKENTAP_NO_TLS");
+    bool tls_wanted = tt_bpf_source_takes_tls(s) && !tt_env_flag("TOKENTAP_NO_TLS");
     skel->rodata->tls_wanted = tls_wanted;
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
     s->st.raw_syscalls = tt_bpf_pick_data_attach(skel->obj);

@@ -133,7 +133,7 @@ void tt_bpf_tls_drop_held(tt_bpf_source *s)
  * attached; each looked at three times (0, 0.1 s, 1 s after its exec). */
 void tt_bpf_look_at_execs(tt_bpf_source *s)
 {
-    if (!s->n_execs || !s->tls_note[0] || !tt_bpf_source_takes_tls(s) || getenv("TOKENTAP_NO_TLS")) {
+    if (!s->n_execs || !s->tls_note[0] || !tt_bpf_source_takes_tls(s) || tt_env_flag("TOKENTAP_NO_TLS")) {
         s->n_execs = 0;
         return;
     }

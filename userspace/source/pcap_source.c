@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "core/util.h"
 #include "source/pcapng_map.h"
 #include "source/seg_lane.h"
 
@@ -255,7 +256,7 @@ static void map_file(tt_pcap_source *s, int fd, const struct stat *st)
     case 0xa1b23c4d: s->map_swapped = false; s->map_nano = true; break;
     case 0x4d3cb2a1: s->map_swapped = true; s->map_nano = true; break;
     default:
-        if (!tt_pcapng_map_init(&s->ng, b, (size_t)st->st_size) || getenv("TOKENTAP_PCAPNG_LIBPCAP")) {
+        if (!tt_pcapng_map_init(&s->ng, b, (size_t)st->st_size) || tt_env_flag("TOKENTAP_PCAPNG_LIBPCAP")) {
             munmap(m, (size_t)st->st_size);
             return;
         }
