@@ -6,6 +6,13 @@ skip() { echo "SKIP: $*"; exit 77; }
 need_root() { [ "$(id -u)" = 0 ] || skip "$1"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# pcapgen SEED PATH ARGS...: a capture from ttpcapgen at PATH, or fail
+pcapgen() {
+    local seed=$1 path=$2
+    shift 2
+    "$GEN" -o "$path" --seed "$seed" "$@" > /dev/null || fail "ttpcapgen $(basename "$path")"
+}
+
 # wait_listening OUTFILE: wait for `tokentap serve`'s "listening on HOST:PORT"
 # line in OUTFILE and print the port (nothing after 10 s: a loaded machine
 # under the sanitizer build once took longer than 5).

@@ -13,11 +13,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 work_dir
 
-gen() { # gen NAME ARGS...: a capture from ttpcapgen
-    local name=$1
-    shift
-    "$GEN" -o "$work/$name" --seed 7 "$@" > /dev/null || fail "ttpcapgen $name"
-}
+gen() { pcapgen 7 "$work/$1" "${@:2}"; } # gen NAME ARGS...: $work/NAME from ttpcapgen
 gen chat.pcap --dialect openai-chat --streams 40 --tokens 30 --concurrency 12
 gen anthropic.pcapng --pcapng --dialect anthropic --streams 30 --tokens 20 --concurrency 8
 gen ollama.pcap --dialect ollama --streams 30 --tokens 20 --concurrency 8 --ipv6

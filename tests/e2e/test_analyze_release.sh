@@ -15,11 +15,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 work_dir
 
-gen() { # gen NAME ARGS...: a capture from ttpcapgen
-    local name=$1
-    shift
-    "$GEN" -o "$work/$name" --seed 11 "$@" > /dev/null || fail "ttpcapgen $name"
-}
+gen() { pcapgen 11 "$work/$1" "${@:2}"; } # gen NAME ARGS...: $work/NAME from ttpcapgen
 caps=""
 for d in openai-chat openai-completions responses anthropic tgi llamacpp ollama; do
     gen "$d.pcap" --dialect "$d" --streams 24 --tokens 20 --concurrency 8

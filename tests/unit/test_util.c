@@ -1,6 +1,6 @@
 /* test_util.c - the small shared helpers of core/util.h: the TOKENTAP_*
- * switch reader (unset, empty and "0" are off; anything else is on) and
- * the decimal parsers' edges. */
+ * switch reader (unset, empty and "0" are off; anything else is on), the
+ * decimal parser's edges, and array growth (sizes that overflow refused). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,11 +42,34 @@ static void test_parse_u32(void **state)
     }
 }
 
+static void test_grow(void **state)
+{
+    (void)state;
+    size_t cap = 0;
+    int *a = tt_grow(NULL, &cap, 3, sizeof *a, 4);
+    assert_non_null(a);
+    assert_int_equal(cap, 4);
+    a[0] = 11;
+    assert_ptr_equal(tt_grow(a, &cap, 4, sizeof *a, 4), a); /* room already */
+    int *b = tt_grow(a, &cap, 9, sizeof *b, 4);
+    assert_non_null(b);
+    assert_int_equal(cap, 16);
+    assert_int_equal(b[0], 11);
+    /* a size that overflows: NULL, and nothing changed */
+    assert_null(tt_grow(b, &cap, SIZE_MAX / 2, sizeof *b, 4));
+    assert_int_equal(cap, 16);
+    assert_null(tt_grow(b, &cap, SIZE_MAX, 1, 4));
+    assert_int_equal(cap, 16);
+    assert_int_equal(b[0], 11);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_flag),
         cmocka_unit_test(test_parse_u32),
+        cmocka_unit_test(test_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

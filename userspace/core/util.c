@@ -112,3 +112,18 @@ bool tt_env_flag(const char *name)
     const char *v = getenv(name);
     return v && *v && strcmp(v, "0") != 0;
 }
+
+void *tt_grow(void *p, size_t *cap, size_t need, size_t elem, size_t min_cap)
+{
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : (min_cap ? min_cap : 1);
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return NULL;
+        c *= 2;
+    }
+    if (elem && c > SIZE_MAX / elem) return NULL;
+    void *np = realloc(p, c * elem);
+    if (!np) return NULL;
+    *cap = c;
+    return np;
+}

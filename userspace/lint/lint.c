@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util.h"
+
 #define EXCERPT_MAX 4096u
 #define LINE_EXCERPT_MAX 256u
 
@@ -254,14 +256,9 @@ int tt_lint_run(const tt_request *reqs, size_t n, tt_lint_result *res)
 
 int tt_lint_result_append(tt_lint_result *res, uint32_t request, const tt_lint_finding *f, size_t n)
 {
-    if (res->n + n > res->cap) {
-        size_t ncap = res->cap ? res->cap : 64;
-        while (ncap < res->n + n) ncap *= 2;
-        tt_lint_finding *nf = realloc(res->findings, ncap * sizeof *nf);
-        if (!nf) return -1;
-        res->findings = nf;
-        res->cap = ncap;
-    }
+    tt_lint_finding *grown = tt_grow(res->findings, &res->cap, res->n + n, sizeof *grown, 64);
+    if (!grown) return -1;
+    res->findings = grown;
     for (size_t i = 0; i < n; i++) {
         tt_lint_finding *c = &res->findings[res->n++];
         *c = f[i];

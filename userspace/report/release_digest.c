@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util.h"
+
 void tt_release_digest_init(tt_release_digest *d)
 {
     memset(d, 0, sizeof *d);
@@ -50,21 +52,12 @@ int tt_release_digest_spool_json(tt_release_digest *d, tt_vantage vantage, bool 
 /* Room for n more findings and one more slot. */
 static int reserve(tt_release_digest *d, size_t n)
 {
-    if (d->n_findings + n > d->cap_findings) {
-        size_t cap = d->cap_findings ? d->cap_findings : 64;
-        while (cap < d->n_findings + n) cap *= 2;
-        tt_lint_finding *f = realloc(d->findings, cap * sizeof *f);
-        if (!f) return -1;
-        d->findings = f;
-        d->cap_findings = cap;
-    }
-    if (d->n_slots == d->cap_slots) {
-        size_t cap = d->cap_slots ? d->cap_slots * 2 : 256;
-        tt_release_slot *s = realloc(d->slots, cap * sizeof *s);
-        if (!s) return -1;
-        d->slots = s;
-        d->cap_slots = cap;
-    }
+    tt_lint_finding *f = tt_grow(d->findings, &d->cap_findings, d->n_findings + n, sizeof *f, 64);
+    if (!f) return -1;
+    d->findings = f;
+    tt_release_slot *s = tt_grow(d->slots, &d->cap_slots, d->n_slots + 1, sizeof *s, 256);
+    if (!s) return -1;
+    d->slots = s;
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util.h"
 #include "proto/event_frame.h"
 #include "proto/framer.h"
 #include "proto/http1.h"
@@ -145,12 +146,8 @@ struct tt_tracker {
  * memory is exhausted. */
 static inline void *tt_conn_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) return p;
-    size_t c = *cap ? *cap : 8;
-    while (c < need) c *= 2;
-    void *np = realloc(p, c * elem);
+    void *np = tt_grow(p, cap, need, elem, 8);
     if (!np) abort();
-    *cap = c;
     return np;
 }
 
