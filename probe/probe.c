@@ -44,10 +44,10 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FD_TABLE_MAX (1u << 20)
-/* The most bytes of a ring file prefaulted (ring_prefault): the default
- * ring whole; of a larger one, its start (the rest faults in at records). */
 /* The longest a thread waits for another to finish making the ring. */
 #define RING_MAKING_WAIT_NS (50ull * 1000 * 1000)
+/* The most bytes of a ring file prefaulted (ring_prefault): the default
+ * ring whole; of a larger one, its start (the rest faults in at records). */
 #define PREFAULT_MAX (TT_PROBE_HEADER_SIZE + (size_t)TT_PROBE_DEFAULT_RING)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23

@@ -23,6 +23,8 @@ need_bpf "$work"
 
 rc=0; "$TT" watch --metrics 127.0.0.1:notaport --duration 1 > /dev/null 2> "$work/bad.err" || rc=$?
 [ $rc = 2 ] && grep -q -- '--metrics wants HOST:PORT' "$work/bad.err" || fail "a bad --metrics: exit $rc, $(cat "$work/bad.err")"
+rc=0; "$TT" watch --metrics 127.0.0.1:+9 --duration 1 > /dev/null 2> "$work/bad.err" || rc=$?
+[ $rc = 2 ] && grep -q -- '--metrics wants HOST:PORT' "$work/bad.err" || fail "--metrics with a signed port: exit $rc, $(cat "$work/bad.err")"
 
 start_serve "$work" --profile vllm --ttft-ms uniform:20:200 --itl-ms 4 --tokens 6 --seed 11
 "$TT" watch --port "$SERVE_PORT" --metrics 127.0.0.1:0 -q --json -o "$work/watch.json" > /dev/null 2> "$work/watch.err" &

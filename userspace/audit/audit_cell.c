@@ -495,15 +495,16 @@ static int name_causes(tt_audit_cell *c, const tally *t, const truth_medians *tm
     if (c->ok_but_undelivered)
         rc |= tt_audit_add_cause(c, "", c->ok_but_undelivered,
                                  "counted successful although the stream did not complete at the client socket");
-    if (c->records > c->records_matched && (t->client_dropped > 0 || t->client_gaps > 0))
+    if (c->records > c->records_matched) {
+        char lost[256] = "";
+        if (t->client_dropped > 0 || t->client_gaps > 0)
+            snprintf(lost, sizeof lost,
+                     ": tokentap's probe dropped %lld records there (%lld gaps in streams), so these requests went "
+                     "unseen and are not graded; the tool may be right about them",
+                     (long long)t->client_dropped, (long long)t->client_gaps);
         rc |= tt_audit_add_cause(c, "", c->records - c->records_matched,
-                                 "records in the result file that match no request seen at the client socket: "
-                                 "tokentap's probe dropped %lld records there (%lld gaps in streams), so these "
-                                 "requests went unseen and are not graded; the tool may be right about them",
-                                 (long long)t->client_dropped, (long long)t->client_gaps);
-    else if (c->records > c->records_matched)
-        rc |= tt_audit_add_cause(c, "", c->records - c->records_matched,
-                                 "records in the result file that match no request seen at the client socket");
+                                 "records in the result file that match no request seen at the client socket%s", lost);
+    }
     /* the tool's own time, named where it puts TTFT or E2EL out of tolerance */
     bool latency_out = err_out(&c->err_ttft, tm->ttft, in) || err_out(&c->err_e2el, tm->e2el, in);
     bool lag_over = latency_out && part_over(&c->client_lag, in), down_over = latency_out && part_over(&c->downlink, in),

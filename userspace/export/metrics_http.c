@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/util.h"
+
 struct tt_metrics_http {
     struct MHD_Daemon *daemon;
     tt_mreg *reg;
@@ -69,9 +71,8 @@ static bool parse_listen(const char *listen, struct sockaddr_storage *ss, sockle
         }
         if (!host[0]) snprintf(host, sizeof host, "127.0.0.1");
     }
-    char *end;
-    unsigned long port = strtoul(port_s, &end, 10);
-    if (!*port_s || *end || port > 65535) return false;
+    uint32_t port;
+    if (!tt_parse_u32(port_s, 65535, &port)) return false;
     memset(ss, 0, sizeof *ss);
     struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
