@@ -46,22 +46,29 @@ static void test_grow(void **state)
 {
     (void)state;
     size_t cap = 0;
-    int *a = tt_grow(NULL, &cap, 3, sizeof *a, 4);
+    int *a = NULL;
+    /* nothing asked of an empty array: success, nothing allocated */
+    assert_int_equal(tt_grow(&a, &cap, 0, sizeof *a, 4), 0);
+    assert_null(a);
+    assert_int_equal(cap, 0);
+    assert_int_equal(tt_grow(&a, &cap, 3, sizeof *a, 4), 0);
     assert_non_null(a);
     assert_int_equal(cap, 4);
     a[0] = 11;
-    assert_ptr_equal(tt_grow(a, &cap, 4, sizeof *a, 4), a); /* room already */
-    int *b = tt_grow(a, &cap, 9, sizeof *b, 4);
-    assert_non_null(b);
+    int *before = a;
+    assert_int_equal(tt_grow(&a, &cap, 4, sizeof *a, 4), 0); /* room already */
+    assert_ptr_equal(a, before);
+    assert_int_equal(tt_grow(&a, &cap, 9, sizeof *a, 4), 0);
     assert_int_equal(cap, 16);
-    assert_int_equal(b[0], 11);
-    /* a size that overflows: NULL, and nothing changed */
-    assert_null(tt_grow(b, &cap, SIZE_MAX / 2, sizeof *b, 4));
+    assert_int_equal(a[0], 11);
+    /* a size that overflows: -1, and nothing changed */
+    before = a;
+    assert_int_equal(tt_grow(&a, &cap, SIZE_MAX / 2, sizeof *a, 4), -1);
+    assert_int_equal(tt_grow(&a, &cap, SIZE_MAX, 1, 4), -1);
+    assert_ptr_equal(a, before);
     assert_int_equal(cap, 16);
-    assert_null(tt_grow(b, &cap, SIZE_MAX, 1, 4));
-    assert_int_equal(cap, 16);
-    assert_int_equal(b[0], 11);
-    free(b);
+    assert_int_equal(a[0], 11);
+    free(a);
 }
 
 int main(void)

@@ -113,17 +113,20 @@ bool tt_env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-void *tt_grow(void *p, size_t *cap, size_t need, size_t elem, size_t min_cap)
+int tt_grow(void *array_p, size_t *cap, size_t need, size_t elem, size_t min_cap)
 {
-    if (need <= *cap) return p;
+    if (need <= *cap) return 0;
     size_t c = *cap ? *cap : (min_cap ? min_cap : 1);
     while (c < need) {
-        if (c > SIZE_MAX / 2) return NULL;
+        if (c > SIZE_MAX / 2) return -1;
         c *= 2;
     }
-    if (elem && c > SIZE_MAX / elem) return NULL;
+    if (elem && c > SIZE_MAX / elem) return -1;
+    void *p;
+    memcpy(&p, array_p, sizeof p);
     void *np = realloc(p, c * elem);
-    if (!np) return NULL;
+    if (!np) return -1;
+    memcpy(array_p, &np, sizeof np);
     *cap = c;
-    return np;
+    return 0;
 }

@@ -28,11 +28,12 @@ int tt_fail_line(char *err, size_t errlen, const char *fmt, ...) __attribute__((
  * than "" or "0": how every TOKENTAP_* switch (TOKENTAP_NO_TLS=1, ...) is read. */
 bool tt_env_flag(const char *name);
 
-/* Room for at least `need` elements of `elem` bytes in p, which holds
- * *cap: p itself when it has it, else p grown by doubling (from min_cap)
- * with *cap updated. NULL when out of memory or the size overflows; p and
- * *cap are then unchanged (p still the caller's to free). */
-void *tt_grow(void *p, size_t *cap, size_t need, size_t elem, size_t min_cap);
+/* Room for at least `need` elements of `elem` bytes in the array whose
+ * pointer is at array_p (a T **; the pointer may be NULL) and which holds
+ * *cap: left as it is when it has it, else grown by doubling (from
+ * min_cap), the pointer and *cap updated. 0, or -1 when out of memory or
+ * the size overflows; the array and *cap are then unchanged. */
+int tt_grow(void *array_p, size_t *cap, size_t need, size_t elem, size_t min_cap);
 
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);

@@ -256,9 +256,7 @@ int tt_lint_run(const tt_request *reqs, size_t n, tt_lint_result *res)
 
 int tt_lint_result_append(tt_lint_result *res, uint32_t request, const tt_lint_finding *f, size_t n)
 {
-    tt_lint_finding *grown = tt_grow(res->findings, &res->cap, res->n + n, sizeof *grown, 64);
-    if (!grown) return -1;
-    res->findings = grown;
+    if (tt_grow(&res->findings, &res->cap, res->n + n, sizeof *res->findings, 64) < 0) return -1;
     for (size_t i = 0; i < n; i++) {
         tt_lint_finding *c = &res->findings[res->n++];
         *c = f[i];

@@ -52,13 +52,8 @@ int tt_release_digest_spool_json(tt_release_digest *d, tt_vantage vantage, bool 
 /* Room for n more findings and one more slot. */
 static int reserve(tt_release_digest *d, size_t n)
 {
-    tt_lint_finding *f = tt_grow(d->findings, &d->cap_findings, d->n_findings + n, sizeof *f, 64);
-    if (!f) return -1;
-    d->findings = f;
-    tt_release_slot *s = tt_grow(d->slots, &d->cap_slots, d->n_slots + 1, sizeof *s, 256);
-    if (!s) return -1;
-    d->slots = s;
-    return 0;
+    if (tt_grow(&d->findings, &d->cap_findings, d->n_findings + n, sizeof *d->findings, 64) < 0) return -1;
+    return tt_grow(&d->slots, &d->cap_slots, d->n_slots + 1, sizeof *d->slots, 256);
 }
 
 /* r's object of the JSON document at the end of the spool, at the depth of

@@ -146,9 +146,8 @@ struct tt_tracker {
  * memory is exhausted. */
 static inline void *tt_conn_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-    void *np = tt_grow(p, cap, need, elem, 8);
-    if (!np) abort();
-    return np;
+    if (tt_grow(&p, cap, need, elem, 8) < 0) abort();
+    return p;
 }
 
 /* conn_tracker.c */
