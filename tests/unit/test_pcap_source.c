@@ -1,5 +1,6 @@
 /* test_pcap_source.c - capture files written with pcap_writer, read back
- * through the pcap source and the reassembler: bytes and instants. */
+ * through the pcap source and the reassembler: bytes and instants, and
+ * the shares analyze --jobs reads a file in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -448,9 +449,127 @@ static void test_loss_and_reorder_from_file(void **state)
     collected_free(&col);
 }
 
+/* Per connection (by its client port): the S2C bytes and the conn_id. */
+typedef struct by_port {
+    uint64_t conn_id[16];
+    size_t s2c_bytes[16];
+    int deliveries; /* DATA chunks seen, any connection */
+} by_port;
+
+static void collect_by_port(void *ctx, const tt_chunk *ch)
+{
+    by_port *b = ctx;
+    unsigned k = ch->conn->client.port - 41000;
+    assert_true(k < 16);
+    if (b->conn_id[k]) assert_int_equal(b->conn_id[k], ch->conn->conn_id);
+    b->conn_id[k] = ch->conn->conn_id;
+    if (ch->kind == TT_CHUNK_DATA) {
+        b->deliveries++;
+        if (ch->dir == TT_DIR_S2C) b->s2c_bytes[k] += ch->len;
+    }
+}
+
+/* Sixteen connections, interleaved, the i-th answering 100 + i bytes. */
+static void write_sixteen(const char *path, unsigned flags)
+{
+    tt_pw *w = tt_pw_open(path, DLT_EN10MB, flags);
+    assert_non_null(w);
+    tt_pw_conn *c[16];
+    char body[128];
+    memset(body, 'x', sizeof body);
+    for (int i = 0; i < 16; i++) {
+        c[i] = tt_pw_conn_new(w, "10.0.0.1", (uint16_t)(41000 + i), "10.0.0.2", 8000);
+        assert_int_equal(tt_pw_handshake(c[i], T0 + (uint64_t)i), 0);
+    }
+    for (int i = 0; i < 16; i++) assert_int_equal(tt_pw_send(c[i], TT_DIR_S2C, body, 100 + (size_t)i, T0 + 1000 + (uint64_t)i), 0);
+    for (int i = 0; i < 16; i++) assert_int_equal(tt_pw_fin(c[i], TT_DIR_S2C, T0 + 2000 + (uint64_t)i), 0);
+    assert_int_equal(tt_pw_close(w), 0);
+}
+
+/* analyze --jobs: three shares of one file, each read on its own (in turn
+ * here), deliver every connection exactly once, with the bytes the whole
+ * read gives it and, as conn_id, the index of its first packet (which the
+ * merge of analyze --jobs orders by); each share walks every packet. */
+static void shares_of(const char *name, unsigned flags)
+{
+    const char *path = tmp_path(name);
+    write_sixteen(path, flags);
+    char err[256] = "";
+    by_port whole = {0};
+    tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
+    assert_non_null(s);
+    tt_reasm *r = tt_reasm_new(NULL, TT_VANTAGE_WIRE, collect_by_port, &whole);
+    assert_int_equal(tt_pcap_source_run(s, r, NULL, NULL, err, sizeof err), 0);
+    uint64_t packets = tt_pcap_source_stats(s)->packets;
+    tt_reasm_free(r);
+    tt_pcap_source_close(s);
+
+    s = tt_pcap_source_open(path, err, sizeof err);
+    assert_non_null(s);
+    assert_true(tt_pcap_source_in_place(s));
+    assert_null(tt_pcap_source_share(s, 0, 3)); /* share 0 is s's own */
+    assert_null(tt_pcap_source_share(s, 3, 3));
+    assert_null(tt_pcap_source_share(s, 1, 1));
+    tt_pcap_source *src[3] = {s, tt_pcap_source_share(s, 1, 3), tt_pcap_source_share(s, 2, 3)};
+    assert_non_null(src[1]);
+    assert_non_null(src[2]);
+    by_port part[3];
+    memset(part, 0, sizeof part);
+    int total = 0;
+    for (int k = 2; k >= 0; k--) { /* the shares first: they need nothing of s's reading */
+        r = tt_reasm_new(NULL, TT_VANTAGE_WIRE, collect_by_port, &part[k]);
+        assert_int_equal(tt_pcap_source_run(src[k], r, NULL, NULL, err, sizeof err), 0);
+        assert_int_equal(tt_pcap_source_stats(src[k])->packets, packets);
+        tt_reasm_free(r);
+        total += part[k].deliveries;
+    }
+    assert_int_equal(total, whole.deliveries);
+    for (int i = 0; i < 16; i++) {
+        int owners = 0;
+        for (int k = 0; k < 3; k++) {
+            if (!part[k].conn_id[i]) continue;
+            owners++;
+            assert_int_equal(part[k].conn_id[i], 3 * i + 1); /* the index of its SYN: three handshake packets each */
+            assert_int_equal(part[k].s2c_bytes[i], 100 + i);
+        }
+        assert_int_equal(owners, 1);
+    }
+    for (int k = 0; k < 3; k++) assert_true(part[k].deliveries > 0); /* sixteen connections: none empty */
+    assert_null(tt_pcap_source_share(s, 1, 3)); /* s has been read */
+    tt_pcap_source_close(src[2]);
+    tt_pcap_source_close(src[1]);
+    tt_pcap_source_close(s);
+}
+
+static void test_shares_pcap(void **state) { shares_of("shares.pcap", 0); }
+static void test_shares_pcapng(void **state) { shares_of("shares.pcapng", TT_PW_PCAPNG); }
+
+/* A file read through libpcap (here: one it cannot map, a pipe) has no shares. */
+static void test_shares_need_a_mapping(void **state)
+{
+    const char *path = tmp_path("piped.pcap");
+    write_sixteen(path, 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cat '%s'", path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", fileno(p));
+    char err[256] = "";
+    tt_pcap_source *s = tt_pcap_source_open(dev, err, sizeof err);
+    assert_non_null(s);
+    assert_false(tt_pcap_source_in_place(s));
+    assert_null(tt_pcap_source_share(s, 1, 2));
+    tt_pcap_source_close(s);
+    pclose(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shares_pcap),
+        cmocka_unit_test(test_shares_pcapng),
+        cmocka_unit_test(test_shares_need_a_mapping),
         cmocka_unit_test(test_ethernet),
         cmocka_unit_test(test_ethernet_vlan),
         cmocka_unit_test(test_ethernet_qinq),

@@ -16,7 +16,6 @@
 #include "core/util.h"
 #include "report/release_digest.h"
 #include "source/pcap_source.h"
-#include "source/seg_lane.h"
 #include "timeline/conn_tracker.h"
 
 /* One vantage file, read and analysed. */
@@ -140,10 +139,10 @@ static int manifest_offset(const char *path, int64_t *offset, char *clock_id, si
     return rc;
 }
 
-/* One share of the connections of a capture file, reassembled by its own
- * thread from the segments the reading thread deals to its lane. */
+/* One share of the connections of a capture file, read and reassembled by
+ * its own thread. */
 typedef struct shard_run {
-    tt_seg_lane *lane;
+    tt_pcap_source *src; /* tt_pcap_source_share of the main source */
     tt_tracker *tracker;
     tt_reasm *reasm;
     tt_release_digest digest;
@@ -152,7 +151,9 @@ typedef struct shard_run {
 static void *shard_main(void *arg)
 {
     shard_run *sh = arg;
-    tt_seg_lane_drain(sh->lane, sh->reasm);
+    char err[256];
+    /* The file is the same for every reader: the main thread reports any damage. */
+    (void)tt_pcap_source_run(sh->src, sh->reasm, NULL, NULL, err, sizeof err);
     return NULL;
 }
 
@@ -161,25 +162,24 @@ static void shard_free(shard_run *sh)
     tt_reasm_free(sh->reasm);
     tt_tracker_free(sh->tracker);
     tt_release_digest_free(&sh->digest);
-    tt_seg_lane_free(sh->lane);
+    tt_pcap_source_close(sh->src);
 }
 
-/* Read v->src (opened, clock set) on this thread, dealing the segments of
- * most connections to jobs - 1 more threads, each reassembling its share
- * with its own tracker (tt_pcap_source_set_lanes), and merge theirs into
- * v->tracker: the same requests, notes and counts as one thread (the
- * merge orders them as one reader would have). A thread that cannot be
- * started takes no share. Returns the source's result (0 or -1 with
- * v->err), or -2 when out of memory. */
+/* Read v->src (opened, clock set) with jobs threads, each walking the whole
+ * file and reassembling its share of the connections with its own tracker
+ * (tt_pcap_source_share), and merge theirs into v->tracker: the same
+ * requests, notes and counts as one thread (the merge orders them as one
+ * reader would have). A share whose thread cannot be started is read here
+ * after this thread's own. Returns the source's result (0 or -1 with v->err),
+ * or -2 when out of memory. */
 static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options *topt, tt_progress_fn progress,
                        void *pctx, const tt_cmd_input_options *opt)
 {
     shard_run *sh = calloc(jobs, sizeof *sh);
     pthread_t *th = calloc(jobs, sizeof *th);
-    tt_seg_lane **lanes = calloc(jobs, sizeof *lanes);
     unsigned started = 0; /* threads running: sh[0 .. started) */
     int rc = -2;
-    if (!sh || !th || !lanes) goto out;
+    if (!sh || !th) goto out;
     for (unsigned k = 0; k + 1 < jobs; k++) {
         tt_release_digest_init(&sh[k].digest);
         tt_tracker_options shard_opt = *topt;
@@ -187,18 +187,17 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
         if (topt->on_file && opt->release_json &&
             tt_release_digest_spool_json(&sh[k].digest, TT_VANTAGE_WIRE, opt->keep_text) < 0)
             shard_opt.on_file = NULL; /* no temporary file: this share keeps its events */
-        sh[k].lane = tt_seg_lane_new();
-        sh[k].tracker = sh[k].lane ? tt_tracker_new(&shard_opt) : NULL;
+        sh[k].src = tt_pcap_source_share(v->src, k + 1, jobs);
+        sh[k].tracker = sh[k].src ? tt_tracker_new(&shard_opt) : NULL;
         sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
         if (!sh[k].reasm) goto out;
-        lanes[k] = sh[k].lane;
     }
     while (started + 1 < jobs && pthread_create(&th[started], NULL, shard_main, &sh[started]) == 0) started++;
-    if (started) tt_pcap_source_set_lanes(v->src, lanes, started);
     rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
+    for (unsigned k = started; k + 1 < jobs; k++) shard_main(&sh[k]); /* a thread that did not start */
     for (unsigned k = 0; k < started; k++) pthread_join(th[k], NULL);
     v->reasm_sum = *tt_reasm_get_stats(v->reasm);
-    for (unsigned k = 0; k < started; k++) {
+    for (unsigned k = 0; k + 1 < jobs; k++) {
         tt_reasm_stats_add(&v->reasm_sum, tt_reasm_get_stats(sh[k].reasm));
         if (topt->on_file) {
             size_t n;
@@ -213,7 +212,6 @@ out:
         for (unsigned k = 0; k + 1 < jobs; k++) shard_free(&sh[k]);
     free(sh);
     free(th);
-    free(lanes);
     return rc;
 }
 

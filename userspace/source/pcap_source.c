@@ -17,7 +17,6 @@
 
 #include "core/util.h"
 #include "source/pcapng_map.h"
-#include "source/seg_lane.h"
 
 #define PROGRESS_STEP (1u << 20)
 
@@ -51,8 +50,10 @@ struct tt_pcap_source {
     bool has_map;              /* another host's clock onto the reference's (tt_pcap_source_set_clock_map) */
     double map_d0, map_skew;
     int64_t map_t0;
-    struct tt_seg_lane *const *lanes; /* tt_pcap_source_set_lanes; n_lanes 0: every connection here */
-    unsigned n_lanes;
+    /* tt_pcap_source_share: of the connections, this source reassembles
+     * those whose owner_of is share (of shares; 0 of 0: every one). */
+    unsigned share, shares;
+    bool borrowed_map; /* a share reading another source's mapping: not unmapped here */
     size_t populated;          /* the mapping's page tables are filled up to here (populate_ahead) */
     tt_pcap_stats stats;
 };
@@ -348,13 +349,22 @@ bool tt_pcap_source_in_place(const tt_pcap_source *s)
     return s->map != NULL;
 }
 
-bool tt_pcap_source_set_lanes(tt_pcap_source *s, struct tt_seg_lane *const *lanes, unsigned n_lanes)
+tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares)
 {
-    if (!s->map || n_lanes == 0) return false;
-    s->lanes = lanes;
-    s->n_lanes = n_lanes;
-    return true;
+    if (!s->map || shares < 2 || share == 0 || share >= shares || s->stats.packets) return NULL;
+    tt_pcap_source *view = malloc(sizeof *view);
+    if (!view) return NULL;
+    *view = *s;
+    view->pcap = NULL;
+    view->read_buffer = NULL;
+    view->borrowed_map = true;
+    view->share = share;
+    view->shares = shares;
+    s->share = 0;
+    s->shares = shares;
+    return view;
 }
+
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s)
 {
     return s->has_offset ? TT_CLOCK_MONOTONIC : TT_CLOCK_CAPTURE;
@@ -371,20 +381,19 @@ static void count_class(tt_pcap_stats *st, packet_class k)
     }
 }
 
-/* Who follows seg's connection: 0 the reader itself, k the thread of
- * lanes[k - 1]. A hash of its endpoints that is the same in both
- * directions (xor), cheap, as it is computed for every segment. The reader
- * parses and deals every packet too, so it keeps one part of 1 + 3 n_lanes
- * and each lane three: with one lane, the two threads' CPU time came out
- * 53 % and 47 % on the bench capture (with two parts per lane, 60 and 40). */
-static unsigned owner_of(const tt_tcp_segment *seg, unsigned n_lanes)
+/* Which of `shares` readers of one file reassembles seg's connection: a
+ * hash of its endpoints that is the same in both directions (xor), cheap,
+ * as every reader computes it for every segment. Equal parts: every reader
+ * walks the whole file, so each pays the same for what it does not keep.
+ * (One reader dealing parsed segments to the others through queues, as
+ * before, measured no faster: the hand-over cost about what it saved.) */
+static unsigned owner_of(const tt_tcp_segment *seg, unsigned shares)
 {
     uint32_t a[4], b[4];
     memcpy(a, seg->src.addr, sizeof a);
     memcpy(b, seg->dst.addr, sizeof b);
     uint64_t k = (uint64_t)(a[0] ^ b[0] ^ a[1] ^ b[1] ^ a[2] ^ b[2] ^ a[3] ^ b[3]) << 16 ^ (seg->src.port ^ seg->dst.port);
-    unsigned part = (unsigned)(((k * 0x9E3779B97F4A7C15ull) >> 32) % (1 + 3 * n_lanes));
-    return part == 0 ? 0 : (part + 2) / 3;
+    return (unsigned)(((k * 0x9E3779B97F4A7C15ull) >> 32) % shares);
 }
 
 static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const uint8_t *data, uint32_t caplen,
@@ -402,11 +411,10 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     packet_class k = parse_packet(st->linktype, data, caplen, len, &seg);
     count_class(st, k);
     if (k != PKT_TCP) return;
-    seg.order = s->n_lanes ? st->packets : 0;
+    if (s->shares && owner_of(&seg, s->shares) != s->share) return;
+    seg.order = s->shares ? st->packets : 0;
     seg.ts_ns = ts;
-    unsigned owner = s->n_lanes ? owner_of(&seg, s->n_lanes) : 0;
-    if (owner) tt_seg_lane_push(s->lanes[owner - 1], &seg);
-    else tt_reasm_segment(r, &seg);
+    tt_reasm_segment(r, &seg);
 }
 
 #ifndef MADV_POPULATE_READ
@@ -430,10 +438,9 @@ static inline void populate_ahead(tt_pcap_source *s, size_t pos)
     s->populated += len;
 }
 
-/* The end of a file read in place: the lanes closed, the reassembler finished. */
+/* The end of a file read in place: the reassembler finished. */
 static void finish_mapped(tt_pcap_source *s, tt_reasm *r)
 {
-    for (unsigned k = 0; k < s->n_lanes; k++) tt_seg_lane_close(s->lanes[k], s->stats.last_ns);
     tt_reasm_finish(r, s->stats.last_ns);
 }
 
@@ -546,8 +553,8 @@ const tt_pcap_stats *tt_pcap_source_stats(const tt_pcap_source *s)
 void tt_pcap_source_close(tt_pcap_source *s)
 {
     if (!s) return;
-    if (s->map) munmap((void *)s->map, s->map_len);
-    pcap_close(s->pcap);
+    if (s->map && !s->borrowed_map) munmap((void *)s->map, s->map_len);
+    if (s->pcap) pcap_close(s->pcap);
     free(s->read_buffer);
     free(s);
 }

@@ -11,8 +11,6 @@
 #include "../core/tt_types.h"
 #include "../stream/tcp_reasm.h"
 
-struct tt_seg_lane; /* seg_lane.h */
-
 typedef enum tt_clock_domain {
     TT_CLOCK_CAPTURE = 0, /* the capture's own wall clock, used as is */
     TT_CLOCK_MONOTONIC    /* converted with a recorded wall-to-monotonic offset */
@@ -48,22 +46,22 @@ void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
 void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns);
 
 /* Whether s reads its file in place (a mapped pcap or pcapng), which is
- * what tt_pcap_source_set_lanes needs. */
+ * what tt_pcap_source_share needs. */
 bool tt_pcap_source_in_place(const tt_pcap_source *s);
 
-/* Share the connections out (analyze --jobs): s still parses every packet,
- * feeds its own reassembler the connections it keeps and deals each segment
- * of the others, parsed and numbered with its packet index
- * (tt_tcp_segment.order), to lanes[k], the lane of the thread that owns the
- * connection (by a hash of its endpoints); tt_pcap_source_run closes the
- * lanes at the end. s keeps a smaller share than each lane's, since it
- * also reads every packet (see owner_of). Every segment of the reader's
- * own is numbered too, so that ids and order agree across the
- * reassemblers, whose results are merged. Only a file read in place
- * (pcap, pcapng) can be shared out: returns false, and changes nothing,
- * when s is read through libpcap or n_lanes is 0. Call before
- * tt_pcap_source_run; the lanes must outlive it. */
-bool tt_pcap_source_set_lanes(tt_pcap_source *s, struct tt_seg_lane *const *lanes, unsigned n_lanes);
+/* Share the connections of s's file out among `shares` readers (analyze
+ * --jobs): returns a new source that reads the same mapping and
+ * reassembles only the connections of share number `share` (1 ..
+ * shares - 1, by a hash of the endpoints), and makes s keep share 0. Each
+ * reader walks and parses every packet itself, with no hand-over between
+ * threads: numbering segments by packet index (tt_tcp_segment.order) so
+ * that ids and order agree across the reassemblers, whose results are
+ * merged. Each may run on its own thread, and s must not be closed
+ * before its shares. s's stats describe the file; a share's are the
+ * same except where damage stops it. NULL, changing nothing,
+ * when s is read through libpcap, has started, or the numbers are out of
+ * range (or memory ran out). Free with tt_pcap_source_close. */
+tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares);
 
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);
 
