@@ -204,13 +204,12 @@ void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uin
 }
 
 void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off,
-                          const tt_classified *classified)
+                          const tt_classified *cl)
 {
     tt_request *r = &p->req;
     tt_tracker *t = c->t;
-    const tt_classified cl = *classified;
     char *text = t->opt.keep_text ? t->text_scratch : NULL;
-    if (r->dialect == TT_DIALECT_UNKNOWN && cl.dialect != TT_DIALECT_UNKNOWN) r->dialect = cl.dialect;
+    if (r->dialect == TT_DIALECT_UNKNOWN && cl->dialect != TT_DIALECT_UNKNOWN) r->dialect = cl->dialect;
 
     r->events = tt_conn_grow(r->events, &r->cap_events, r->n_events + 1, sizeof *r->events);
     tt_event_rec *e = &r->events[r->n_events++];
@@ -223,23 +222,23 @@ void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, u
                       : TT_NS_NONE;
     e->first_off = ev->first_off;
     e->dispatch_off = ev->dispatch_off;
-    e->text_hash = cl.text_hash;
-    e->text_bytes = cl.text_bytes;
-    e->reasoning_bytes = cl.reasoning_bytes;
-    e->has = cl.has;
+    e->text_hash = cl->text_hash;
+    e->text_bytes = cl->text_bytes;
+    e->reasoning_bytes = cl->reasoning_bytes;
+    e->has = cl->has;
     e->frame_flags = ev->flags;
     e->first_chunk = ev->first_chunk;
     e->last_chunk = ev->last_chunk;
     e->data_len = ev->data_len > UINT32_MAX ? UINT32_MAX : (uint32_t)ev->data_len;
     e->type_id = ev->type ? tt_conn_intern_type(t, ev->type, ev->type_len) : 0;
-    e->kind = (uint8_t)cl.kind;
+    e->kind = (uint8_t)cl->kind;
     e->terminators = (uint8_t)ev->terminators;
     e->fields = (uint8_t)ev->fields;
-    e->json_ok = cl.json_ok;
+    e->json_ok = cl->json_ok;
     e->lines = ev->lines;
     e->comment_lines = ev->comment_lines;
-    e->usage_completion_tokens = cl.usage_completion_tokens > INT32_MAX ? INT32_MAX
-                                                                        : (int32_t)cl.usage_completion_tokens;
+    e->usage_completion_tokens = cl->usage_completion_tokens > INT32_MAX ? INT32_MAX
+                                                                        : (int32_t)cl->usage_completion_tokens;
     if (ev->terminators & (TT_TERM_CR | TT_TERM_CRLF)) {
         uint64_t rel = ev->cr_off >= ev->first_off ? ev->cr_off - ev->first_off : 0;
         e->cr_rel = rel > UINT32_MAX ? UINT32_MAX : (uint32_t)rel;
@@ -247,8 +246,8 @@ void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, u
 
     if (r->first_event_ns == TT_NS_NONE) r->first_event_ns = ev->dispatch_ns;
     if (r->terminal_seen) r->data_after_terminal = true;
-    r->kind_counts[cl.kind]++;
-    if (cl.kind == TT_EV_TOKEN) {
+    r->kind_counts[cl->kind]++;
+    if (cl->kind == TT_EV_TOKEN) {
         r->token_events++;
         if (r->first_token_ns == TT_NS_NONE) {
             r->first_token_ns = ev->dispatch_ns;
@@ -256,23 +255,23 @@ void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, u
         }
         r->last_token_ns = ev->dispatch_ns;
         r->last_token_ready_ns = e->ready_ns;
-        r->text_bytes += cl.text_bytes;
-        r->reasoning_bytes += cl.reasoning_bytes;
+        r->text_bytes += cl->text_bytes;
+        r->reasoning_bytes += cl->reasoning_bytes;
         if (text) {
             e->text_off = (uint32_t)r->text_len;
             append_text(r, text, strnlen(text, TEXT_SCRATCH));
         }
     }
-    if (cl.has & TT_HAS_USAGE) {
-        if (cl.usage_completion_tokens >= 0) r->usage_completion_tokens = cl.usage_completion_tokens;
-        if (cl.usage_prompt_tokens >= 0) r->usage_prompt_tokens = cl.usage_prompt_tokens;
+    if (cl->has & TT_HAS_USAGE) {
+        if (cl->usage_completion_tokens >= 0) r->usage_completion_tokens = cl->usage_completion_tokens;
+        if (cl->usage_prompt_tokens >= 0) r->usage_prompt_tokens = cl->usage_prompt_tokens;
     }
-    if (cl.finish_reason[0]) snprintf(r->finish_reason, sizeof r->finish_reason, "%s", cl.finish_reason);
-    if (cl.response_id[0] && !r->response_id[0])
-        snprintf(r->response_id, sizeof r->response_id, "%s", cl.response_id);
-    if (cl.kind == TT_EV_ERROR && !r->error_message[0])
-        snprintf(r->error_message, sizeof r->error_message, "%s", cl.error_message[0] ? cl.error_message : "error");
-    if ((cl.has & TT_HAS_TERMINAL) && !r->terminal_seen) {
+    if (cl->finish_reason[0]) snprintf(r->finish_reason, sizeof r->finish_reason, "%s", cl->finish_reason);
+    if (cl->response_id[0] && !r->response_id[0])
+        snprintf(r->response_id, sizeof r->response_id, "%s", cl->response_id);
+    if (cl->kind == TT_EV_ERROR && !r->error_message[0])
+        snprintf(r->error_message, sizeof r->error_message, "%s", cl->error_message[0] ? cl->error_message : "error");
+    if ((cl->has & TT_HAS_TERMINAL) && !r->terminal_seen) {
         r->terminal_seen = true;
         r->terminal_ns = ev->dispatch_ns;
     }
