@@ -5,16 +5,20 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libpcap libcjson zlib openssl libmicrohttpd libnghttp2
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz -lssl -lcrypto -lmicrohttpd -lnghttp2)
+# OpenSSL, libmicrohttpd and libcapstone are compiled against but not
+# linked: the features that use them (serve --tls, watch --metrics, Go TLS
+# uprobes) load them on first use (userspace/core/lazy_lib.h), so that every
+# other command starts without mapping them.
+PKGS     := libpcap libcjson zlib libnghttp2
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) openssl libmicrohttpd 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lpcap -lcjson -lz -lnghttp2)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 OPT      ?= -O2 -g
 # The project's own flags live in TT_CFLAGS so that a CFLAGS given on the
 # command line adds to them instead of replacing them.
 TT_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP $(OPT)
-LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lcapstone -lz -lm -pthread
+LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lz -lm -ldl -pthread
 
 # The eBPF vantage (bpf/README.md): vmlinux.h from this kernel's BTF, the
 # CO-RE object, and its libbpf skeleton, all under $(BUILD)/bpf.

@@ -141,6 +141,13 @@ analyze_section() {
     r_ceiling=$(printf '%s' "$jc" | median)
     c_lo=$(printf '%s' "$jc" | sort -n | head -1); c_hi=$(printf '%s' "$jc" | sort -n | tail -1)
 
+    # start-up: what every command pays before it reads anything (the
+    # shared libraries mapped and relocated), the mean of 40 in a row
+    local t0 startup_ms
+    t0=$(now_ns)
+    for _ in $(seq 40); do "$BUILD/tokentap" --version > /dev/null; done
+    startup_ms=$(awk -v d="$(( $(now_ns) - t0 ))" 'BEGIN {printf "%.1f", d / 40 / 1e6}')
+
     ev_rate=$(rate "$events" "$t_tt")
     {
         echo "# Performance"
@@ -216,6 +223,11 @@ analyze_section() {
         echo "- --jobs 2 against --jobs 1: $r_jobs times (median of the rounds); the machine's ceiling: $r_ceiling times"
         [ -n "$t_tshark" ] && echo "- --jobs 2 against tshark: $(ratio "$t_tshark" "$t_j2") times faster"
         echo "- --jobs 2: $(mbps "$bytes" "$t_j2") MB/s"
+        echo
+        echo "Start-up, in every figure above: \`tokentap --version\` takes $startup_ms ms (the mean"
+        echo "of 40 in a row; $(ldd "$BUILD/tokentap" | wc -l) shared objects mapped). OpenSSL, libmicrohttpd and libcapstone"
+        echo "are loaded only by serve --tls, watch --metrics and Go TLS uprobes, when first"
+        echo "used (userspace/core/lazy_lib.h); linked, they took the start from about 10 to 25 ms."
         echo
         # the heap of the text report, events released and kept (tests/bench/heap.sh)
         BUILD=$BUILD HEAP_BENCH_DIR=$work tests/bench/heap.sh

@@ -1,4 +1,5 @@
-/* metrics_http.c - /metrics over libmicrohttpd (metrics_http.h). */
+/* metrics_http.c - /metrics over libmicrohttpd (metrics_http.h), which is
+ * loaded when the first server starts (core/lazy_lib.h). */
 #include "export/metrics_http.h"
 
 #include <arpa/inet.h>
@@ -11,7 +12,33 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/lazy_lib.h"
 #include "core/util.h"
+
+static struct {
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
+    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+} mhd;
+/* The SONAME has been libmicrohttpd.so.12 since 0.9.x: the unversioned name
+ * (the -dev package's) is the fallback. */
+static const char *const mhd_names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so", NULL};
+static const tt_lazy_sym mhd_syms[] = {
+    {"MHD_start_daemon", (void **)&mhd.start_daemon},
+    {"MHD_get_daemon_info", (void **)&mhd.get_daemon_info},
+    {"MHD_stop_daemon", (void **)&mhd.stop_daemon},
+    {"MHD_create_response_from_buffer", (void **)&mhd.create_response_from_buffer},
+    {"MHD_add_response_header", (void **)&mhd.add_response_header},
+    {"MHD_queue_response", (void **)&mhd.queue_response},
+    {"MHD_destroy_response", (void **)&mhd.destroy_response},
+    {"MHD_lookup_connection_value", (void **)&mhd.lookup_connection_value},
+};
+static tt_lazy_lib mhd_lib = {mhd_names, "watch --metrics", mhd_syms, sizeof mhd_syms / sizeof mhd_syms[0], 0, ""};
 
 struct tt_metrics_http {
     struct MHD_Daemon *daemon;
@@ -24,14 +51,14 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
                               bool owned)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        mhd.create_response_from_buffer(len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         if (owned) free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
+    mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result rc = mhd.queue_response(conn, status, resp);
+    mhd.destroy_response(resp);
     return rc;
 }
 
@@ -46,7 +73,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", not_allowed, sizeof not_allowed - 1, false);
     if (strcmp(url, "/metrics"))
         return answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", not_found, sizeof not_found - 1, false);
-    tt_mreg_format f = tt_mreg_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+    tt_mreg_format f = tt_mreg_negotiate(mhd.lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
     size_t len = 0;
     char *page = tt_mreg_render(h->reg, f, &len);
     if (!page) return MHD_NO;
@@ -99,6 +126,7 @@ tt_metrics_http *tt_metrics_http_start(tt_mreg *m, const char *listen, char *err
         snprintf(err, errlen, "--metrics wants HOST:PORT or PORT (a numeric address), got '%s'", listen);
         return NULL;
     }
+    if (tt_lazy_load(&mhd_lib, err, errlen) < 0) return NULL;
     tt_metrics_http *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "out of memory");
@@ -107,7 +135,7 @@ tt_metrics_http *tt_metrics_http_start(tt_mreg *m, const char *listen, char *err
     h->reg = m;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+    h->daemon = mhd.start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
                                  MHD_OPTION_END);
     if (!h->daemon) {
@@ -115,7 +143,7 @@ tt_metrics_http *tt_metrics_http_start(tt_mreg *m, const char *listen, char *err
         free(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->daemon, MHD_DAEMON_INFO_LISTEN_FD);
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
     if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
@@ -131,6 +159,6 @@ uint64_t tt_metrics_http_scrapes(const tt_metrics_http *h) { return atomic_load(
 void tt_metrics_http_stop(tt_metrics_http *h)
 {
     if (!h) return;
-    MHD_stop_daemon(h->daemon);
+    mhd.stop_daemon(h->daemon);
     free(h);
 }

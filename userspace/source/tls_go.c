@@ -9,6 +9,8 @@
 #include <capstone/capstone.h>
 #include <gelf.h>
 #include <unistd.h>
+
+#include "core/lazy_lib.h"
 #endif
 
 static const char go_buildinfo_magic[14] = "\xff Go buildinf:";
@@ -54,14 +56,35 @@ static int go_minor(const char *version)
     return atoi(version + 4);
 }
 
+/* libcapstone, loaded the first time a Go binary's code is read
+ * (core/lazy_lib.h): the SONAME of the headers' major version first. */
+#define TT_STR_(x) #x
+#define TT_STR(x) TT_STR_(x)
+static struct {
+    __typeof__(cs_open) *open;
+    __typeof__(cs_malloc) *malloc;
+    __typeof__(cs_disasm_iter) *disasm_iter;
+    __typeof__(cs_free) *free;
+    __typeof__(cs_close) *close;
+} capstone;
+static const char *const capstone_names[] = {"libcapstone.so." TT_STR(CS_API_MAJOR), "libcapstone.so", NULL};
+static const tt_lazy_sym capstone_syms[] = {
+    {"cs_open", (void **)&capstone.open},     {"cs_malloc", (void **)&capstone.malloc},
+    {"cs_disasm_iter", (void **)&capstone.disasm_iter}, {"cs_free", (void **)&capstone.free},
+    {"cs_close", (void **)&capstone.close},
+};
+static tt_lazy_lib capstone_lib = {capstone_names, "Go TLS uprobes", capstone_syms,
+                                   sizeof capstone_syms / sizeof capstone_syms[0], 0, ""};
+
 int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t *entry, uint64_t *returns,
                           size_t cap)
 {
+    if (tt_lazy_load(&capstone_lib, NULL, 0) < 0) return -1;
     csh h;
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return -1;
-    cs_insn *insn = cs_malloc(h);
+    if (capstone.open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return -1;
+    cs_insn *insn = capstone.malloc(h);
     if (!insn) {
-        cs_close(&h);
+        capstone.close(&h);
         return -1;
     }
     *entry = 0;
@@ -70,7 +93,7 @@ int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t
     uint64_t addr = at;
     int n = 0, index = 0;
     bool stack_compare = false;
-    while (left && cs_disasm_iter(h, &p, &left, &addr, insn)) {
+    while (left && capstone.disasm_iter(h, &p, &left, &addr, insn)) {
         /* the stack check opens the function: cmp REG, [r14 + 0x10]; jbe MORESTACK
          * (a larger frame computes REG with a lea first) */
         if (index < 3 && insn->id == X86_INS_CMP && strstr(insn->op_str, "[r14 + 0x10]")) stack_compare = true;
@@ -82,8 +105,8 @@ int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t
         }
         index++;
     }
-    cs_free(insn, 1);
-    cs_close(&h);
+    capstone.free(insn, 1);
+    capstone.close(&h);
     return left ? -1 : n;
 }
 
@@ -107,6 +130,11 @@ static uint64_t file_offset(Elf *e, uint64_t vaddr)
 static bool function_probes(int fd, uint64_t off, uint64_t size, uint64_t *entry, uint64_t *returns, size_t *n_returns,
                             const char *name, char *note, size_t cap)
 {
+    char why[160];
+    if (tt_lazy_load(&capstone_lib, why, sizeof why) < 0) {
+        snprintf(note, cap, "Go's %s not decoded: %s", name, why);
+        return false;
+    }
     uint8_t *code = off && size && size < (1u << 20) ? malloc(size) : NULL;
     if (!code || pread(fd, code, size, (off_t)off) != (ssize_t)size) {
         free(code);

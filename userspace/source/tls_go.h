@@ -45,7 +45,7 @@ bool tt_tls_go_buildinfo_version(const uint8_t *sec, size_t len, char *version, 
  * (a compare against the g's stack guard through R14, then JBE), 0 when
  * it opens with none; returns[], its return instructions. Returns how
  * many returns there are (the first cap kept), or -1 when the code does
- * not decode. */
+ * not decode (or libcapstone, loaded on the first call, does not load). */
 int tt_tls_go_code_probes(const uint8_t *code, size_t len, uint64_t at, uint64_t *entry, uint64_t *returns,
                           size_t cap);
 
