@@ -194,8 +194,8 @@ analyze_section() {
         echo "- HTTP/2, a stream per connection: $(rate "$events" "$t_one") token events/s, $(frac "$t_tt" "$t_one") times the HTTP/1.1 figure"
         echo "- HTTP/2, 8 streams per connection: $(rate "$events" "$t_mux") token events/s, $(frac "$t_tt" "$t_mux") times the HTTP/1.1 figure"
         echo
-        echo "\`--jobs N\` reads a capture file with N threads, each of which walks the whole"
-        echo "mapped file and parses every packet's headers, and reassembles only its share"
+        echo "\`--jobs N\` reads a capture file with N threads, each of which reads the whole"
+        echo "file (its own 256 KiB window) and parses every packet's headers, and reassembles only its share"
         echo "of the connections (a hash of the endpoints, N equal parts), with its own"
         echo "reassembler and tracker (\`tt_pcap_source_share\`, userspace/source/pcap_source.c);"
         echo "a request's metrics and lint are taken on its thread as it is filed. Nothing"

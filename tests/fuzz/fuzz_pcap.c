@@ -1,8 +1,11 @@
 /* fuzz_pcap - the input is a capture file (pcap or pcapng, any damage). It is
  * read through the pcap source and the reassembler; the chunks must keep the
  * chunk contract (chunk_check.h), an error must be one line, and nothing may
- * crash. The input length picks the reassembler limits, so the seeds stay
- * plain capture files. The file lives in a memfd (no disk). */
+ * crash. It is read twice, with whole windows and with reads of a few bytes
+ * (tt_pcap_source_set_read_chunk): the two must agree on the result, the
+ * error and the packet counts. The input length picks the reassembler
+ * limits and the read size, so the seeds stay plain capture files. The
+ * file lives in a memfd (no disk). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +26,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n <= 0) break;
         done += (size_t)n;
     }
-    char path[64], err[512];
+    char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
-    if (!s) {
-        if (!err[0] || strchr(err, '\n')) abort();
-        close(fd);
-        return 0;
-    }
-    tt_reasm_limits lim = {.max_held_bytes_per_dir = (size % 4) ? 4096 : 0, .max_connections = 1 + size % 3};
-    chunk_check cc = {0};
-    tt_reasm *r = tt_reasm_new(&lim, TT_VANTAGE_WIRE, chunk_check_fn, &cc);
-    if (r) {
+    int rc[2] = {0, 0};
+    char err[2][512];
+    tt_pcap_stats stats[2];
+    for (int pass = 0; pass < 2; pass++) {
+        err[pass][0] = 0;
+        tt_pcap_source *s = tt_pcap_source_open(path, err[pass], sizeof err[pass]);
+        if (!s) {
+            if (!err[pass][0] || strchr(err[pass], '\n')) abort();
+            close(fd);
+            return 0;
+        }
+        if (pass == 1) tt_pcap_source_set_read_chunk(s, 1 + size % 29);
+        tt_reasm_limits lim = {.max_held_bytes_per_dir = (size % 4) ? 4096 : 0, .max_connections = 1 + size % 3};
+        chunk_check cc = {0};
+        tt_reasm *r = tt_reasm_new(&lim, TT_VANTAGE_WIRE, chunk_check_fn, &cc);
+        if (!r) abort();
         if (size & 1) tt_pcap_source_set_mono_offset(s, (int64_t)size * 1000);
-        err[0] = 0;
-        if (tt_pcap_source_run(s, r, NULL, NULL, err, sizeof err) != 0 && (!err[0] || strchr(err, '\n'))) abort();
+        rc[pass] = tt_pcap_source_run(s, r, NULL, NULL, err[pass], sizeof err[pass]);
+        if (rc[pass] != 0 && (!err[pass][0] || strchr(err[pass], '\n'))) abort();
         const tt_pcap_stats *st = tt_pcap_source_stats(s);
         if (st->tcp_segments + st->non_ip + st->non_tcp + st->fragments + st->malformed != st->packets) abort();
+        stats[pass] = *st;
         chunk_check_done(&cc);
         tt_reasm_free(r);
+        tt_pcap_source_close(s);
     }
-    tt_pcap_source_close(s);
+    if (rc[0] != rc[1] || (rc[0] && strcmp(err[0], err[1])) || stats[0].packets != stats[1].packets ||
+        stats[0].tcp_segments != stats[1].tcp_segments || stats[0].bytes != stats[1].bytes ||
+        stats[0].last_ns != stats[1].last_ns)
+        abort();
     close(fd);
     return 0;
 }

@@ -82,6 +82,9 @@ static const char *tmp_path(const char *name)
     return path;
 }
 
+/* The most each read asks for in read_capture (tt_pcap_source_set_read_chunk). */
+static size_t read_capture_chunk;
+
 /* Read path through source + reassembler into c. Returns run()'s result;
  * fails the test when the file does not open. */
 static int read_capture(const char *path, collected *c, tt_pcap_stats *stats_out, char *err, size_t errlen)
@@ -89,6 +92,7 @@ static int read_capture(const char *path, collected *c, tt_pcap_stats *stats_out
     tt_pcap_source *s = tt_pcap_source_open(path, err, errlen);
     if (!s) fprintf(stderr, "open: %s\n", err);
     assert_non_null(s);
+    tt_pcap_source_set_read_chunk(s, read_capture_chunk);
     tt_reasm *r = tt_reasm_new(NULL, TT_VANTAGE_WIRE, collect, c);
     int rc = tt_pcap_source_run(s, r, NULL, NULL, err, errlen);
     if (stats_out) *stats_out = *tt_pcap_source_stats(s);
@@ -233,18 +237,23 @@ static void test_truncated(void **state)
     tt_pw_close(w);
     assert_int_equal(truncate(path, before_last + (end - before_last) / 2), 0);
 
-    collected col = {0};
-    tt_pcap_stats st;
-    char err[256] = "";
-    assert_int_equal(read_capture(path, &col, &st, err, sizeof err), -1);
-    assert_non_null(strstr(err, "truncated capture after 5 packets"));
-    assert_null(strchr(err, '\n'));
-    assert_string_equal(col.bytes[TT_DIR_C2S].s, "GET / HTTP/1.1\r\n\r\n");
-    assert_string_equal(col.bytes[TT_DIR_S2C].s, "HTTP/1.1 200 OK\r\n");
-    assert_int_equal(col.ends, 2); /* finish still ran */
-    assert_int_equal(col.releases, 1);
-    assert_int_equal(st.packets, 5);
-    collected_free(&col);
+    static const size_t chunks[] = {0, 1, 7, 13, 64}; /* whole windows, then edges everywhere */
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        read_capture_chunk = chunks[k];
+        collected col = {0};
+        tt_pcap_stats st;
+        char err[256] = "";
+        assert_int_equal(read_capture(path, &col, &st, err, sizeof err), -1);
+        assert_non_null(strstr(err, "truncated capture after 5 packets"));
+        assert_null(strchr(err, '\n'));
+        assert_string_equal(col.bytes[TT_DIR_C2S].s, "GET / HTTP/1.1\r\n\r\n");
+        assert_string_equal(col.bytes[TT_DIR_S2C].s, "HTTP/1.1 200 OK\r\n");
+        assert_int_equal(col.ends, 2); /* finish still ran */
+        assert_int_equal(col.releases, 1);
+        assert_int_equal(st.packets, 5);
+        collected_free(&col);
+    }
+    read_capture_chunk = 0;
 }
 
 static void test_truncated_pcapng(void **state)
@@ -258,12 +267,17 @@ static void test_truncated_pcapng(void **state)
     long long end = tt_pw_offset(w);
     tt_pw_close(w);
     assert_int_equal(truncate(path, before_last + (end - before_last) / 2), 0);
-    collected col = {0};
-    char err[256] = "";
-    assert_int_equal(read_capture(path, &col, NULL, err, sizeof err), -1);
-    assert_non_null(strstr(err, "truncated capture after 1 packets"));
-    assert_string_equal(col.bytes[TT_DIR_C2S].s, "GET / HTTP/1.1\r\n\r\n");
-    collected_free(&col);
+    static const size_t chunks[] = {0, 1, 7, 13, 64};
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        read_capture_chunk = chunks[k];
+        collected col = {0};
+        char err[256] = "";
+        assert_int_equal(read_capture(path, &col, NULL, err, sizeof err), -1);
+        assert_non_null(strstr(err, "truncated capture after 1 packets"));
+        assert_string_equal(col.bytes[TT_DIR_C2S].s, "GET / HTTP/1.1\r\n\r\n");
+        collected_free(&col);
+    }
+    read_capture_chunk = 0;
 }
 
 static void expect_open_error(const char *path, const char *needle)
@@ -506,7 +520,7 @@ static void shares_of(const char *name, unsigned flags)
 
     s = tt_pcap_source_open(path, err, sizeof err);
     assert_non_null(s);
-    assert_true(tt_pcap_source_in_place(s));
+    assert_true(tt_pcap_source_shareable(s));
     assert_null(tt_pcap_source_share(s, 0, 3)); /* share 0 is s's own */
     assert_null(tt_pcap_source_share(s, 3, 3));
     assert_null(tt_pcap_source_share(s, 1, 1));
@@ -558,15 +572,94 @@ static void test_shares_need_a_mapping(void **state)
     char err[256] = "";
     tt_pcap_source *s = tt_pcap_source_open(dev, err, sizeof err);
     assert_non_null(s);
-    assert_false(tt_pcap_source_in_place(s));
+    assert_false(tt_pcap_source_shareable(s));
     assert_null(tt_pcap_source_share(s, 1, 2));
     tt_pcap_source_close(s);
     pclose(p);
 }
 
+/* Read path through the source with reads of at most chunk bytes (0:
+ * whole windows) into per-connection results and the stats. */
+static void read_chunked(const char *path, size_t chunk, by_port *out, tt_pcap_stats *st)
+{
+    char err[256] = "";
+    memset(out, 0, sizeof *out);
+    tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
+    assert_non_null(s);
+    assert_true(tt_pcap_source_shareable(s));
+    tt_pcap_source_set_read_chunk(s, chunk);
+    tt_reasm *r = tt_reasm_new(NULL, TT_VANTAGE_WIRE, collect_by_port, out);
+    assert_int_equal(tt_pcap_source_run(s, r, NULL, NULL, err, sizeof err), 0);
+    *st = *tt_pcap_source_stats(s);
+    tt_reasm_free(r);
+    tt_pcap_source_close(s);
+}
+
+/* The file is read through a window that slides: reads of every size
+ * from 1 to 300 bytes put its edges at every offset of records and
+ * blocks, and give what whole windows give. */
+static void window_edges(const char *name, unsigned flags)
+{
+    const char *path = tmp_path(name);
+    write_sixteen(path, flags);
+    by_port whole, part;
+    tt_pcap_stats st_whole, st;
+    read_chunked(path, 0, &whole, &st_whole);
+    assert_int_equal(st_whole.packets, 16 * 5);
+    for (size_t chunk = 1; chunk <= 300; chunk++) {
+        read_chunked(path, chunk, &part, &st);
+        assert_int_equal(st.packets, st_whole.packets);
+        assert_int_equal(st.tcp_segments, st_whole.tcp_segments);
+        assert_int_equal(st.first_ns, st_whole.first_ns);
+        assert_int_equal(st.last_ns, st_whole.last_ns);
+        assert_int_equal(part.deliveries, whole.deliveries);
+        for (int i = 0; i < 16; i++) {
+            assert_int_equal(part.s2c_bytes[i], 100 + i);
+            assert_int_equal(part.conn_id[i], whole.conn_id[i]);
+        }
+    }
+}
+
+static void test_window_edges_pcap(void **state) { window_edges("edges.pcap", 0); }
+static void test_window_edges_pcapng(void **state) { window_edges("edges.pcapng", TT_PW_PCAPNG); }
+
+/* A file cut short after it was opened (read here with the size it had at
+ * open): a one-line error after the packets read, never a wrong record. */
+static void test_shrunk_while_read(void **state)
+{
+    const char *path = tmp_path("shrunk.pcap");
+    tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
+    tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
+    assert_int_equal(tt_pw_handshake(c, T0), 0);
+    char body[100];
+    memset(body, 'x', sizeof body);
+    for (int i = 0; i < 4000; i++) /* past the first window (256 KiB) */
+        assert_int_equal(tt_pw_send(c, TT_DIR_S2C, body, sizeof body, T0 + 10 + (uint64_t)i), 0);
+    assert_int_equal(tt_pw_close(w), 0);
+    char err[256] = "";
+    tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(truncate(path, 300 << 10), 0);
+    by_port got;
+    memset(&got, 0, sizeof got);
+    tt_reasm *r = tt_reasm_new(NULL, TT_VANTAGE_WIRE, collect_by_port, &got);
+    assert_int_equal(tt_pcap_source_run(s, r, NULL, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot read the capture after "));
+    assert_non_null(strstr(err, "it got shorter while read"));
+    assert_null(strchr(err, '\n'));
+    uint64_t packets = tt_pcap_source_stats(s)->packets;
+    assert_true(packets > 1000 && packets < 4003);
+    assert_int_equal(got.s2c_bytes[0], (packets - 3) * sizeof body); /* every whole record read, none made up */
+    tt_reasm_free(r);
+    tt_pcap_source_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_window_edges_pcap),
+        cmocka_unit_test(test_shrunk_while_read),
+        cmocka_unit_test(test_window_edges_pcapng),
         cmocka_unit_test(test_shares_pcap),
         cmocka_unit_test(test_shares_pcapng),
         cmocka_unit_test(test_shares_need_a_mapping),

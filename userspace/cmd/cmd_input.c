@@ -245,7 +245,7 @@ static int run_one(tt_input_run *v, const char *path, tt_vantage vantage, bool s
     bool progress = opt->progress && isatty(STDERR_FILENO);
     int rc;
     const tt_reasm_stats *reasm_stats = tt_reasm_get_stats(v->reasm);
-    if (jobs > 1 && tt_pcap_source_in_place(v->src)) {
+    if (jobs > 1 && tt_pcap_source_shareable(v->src)) {
         rc = run_sharded(v, jobs, &topt, progress ? show_progress : NULL, (void *)opt->command, opt);
         if (progress) fputs("\r\033[K", stderr);
         if (rc == -2) {

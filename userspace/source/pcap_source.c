@@ -1,9 +1,11 @@
 /* pcap_source.c - capture file -> TCP segments -> reassembler.
  *
- * One pass with pcap_next_ex; each packet is parsed in place (no copies, no
- * allocation): link header, any VLAN tags, IPv4 or IPv6 with extension
- * headers, TCP. Anything that is not a whole, well-formed TCP segment is
- * counted in the stats and skipped. */
+ * One pass over the file. A classic pcap or pcapng regular file is read
+ * here, in windows of READ_WINDOW bytes (pread; a record is never split),
+ * anything else with pcap_next_ex. Each packet is parsed in place (no
+ * copies, no allocation): link header, any VLAN tags, IPv4 or IPv6 with
+ * extension headers, TCP. Anything that is not a whole, well-formed TCP
+ * segment is counted in the stats and skipped. */
 #include "pcap_source.h"
 
 #include <errno.h>
@@ -12,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "core/util.h"
@@ -35,13 +37,27 @@
 #endif
 
 #define READ_BUFFER (1u << 20)
+/* Read here, a window this size is refilled by one pread: small enough to
+ * stay in cache while its records are parsed. (A mapping of the whole file
+ * cost five times as much to walk on the bench machine: page tables filled
+ * and a cache miss per record header, one after the other.) */
+#define READ_WINDOW (256u << 10)
 
 struct tt_pcap_source {
     pcap_t *pcap;
-    const uint8_t *map; /* the whole file, read in place instead of libpcap's per-record fread */
-    size_t map_len;
-    bool map_swapped, map_nano; /* classic pcap */
-    bool map_ng;                /* pcapng, read by ng */
+    /* Read here (own_reader) rather than through libpcap's per-record fread:
+     * the file, as long as it was at open, through a window that holds
+     * file bytes [win_off, win_off + win_len). */
+    bool own_reader;
+    int fd;                     /* libpcap's FILE's, not closed here */
+    uint64_t file_len;
+    uint8_t *win;
+    size_t win_cap, win_len;
+    uint64_t win_off;
+    int read_errno;             /* a pread that failed (or 0: the file was cut short) */
+    size_t read_chunk;          /* the most one pread asks for; 0: as much as the window holds */
+    bool own_swapped, own_nano; /* classic pcap */
+    bool own_ng;                /* pcapng, read by ng over the window */
     tt_pcapng_map ng;
     char *read_buffer; /* stdio buffer of the capture file; outlives pcap_close */
     uint64_t file_size;
@@ -53,8 +69,6 @@ struct tt_pcap_source {
     /* tt_pcap_source_share: of the connections, this source reassembles
      * those whose owner_of is share (of shares; 0 of 0: every one). */
     unsigned share, shares;
-    bool borrowed_map; /* a share reading another source's mapping: not unmapped here */
-    size_t populated;          /* the mapping's page tables are filled up to here (populate_ahead) */
     tt_pcap_stats stats;
 };
 
@@ -240,33 +254,80 @@ static uint32_t read32(const uint8_t *p, bool swapped)
     return swapped ? __builtin_bswap32(v) : v;
 }
 
-/* A capture file libpcap has already accepted is read through a read-only
- * mapping instead: the same records, no copy per packet. Classic pcap and
- * pcapng (pcapng_map.h); anything that cannot be mapped stays with libpcap. */
-static void map_file(tt_pcap_source *s, int fd, const struct stat *st)
+/* Make file bytes [off, off + need) readable in the window; a pointer to
+ * off's byte, valid until the next call. NULL when the file (as long as it
+ * was at open) ends first, or a read fails (read_errno). */
+static const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
+{
+    if (off >= s->win_off && need <= s->win_len && off - s->win_off <= s->win_len - need)
+        return s->win + (off - s->win_off);
+    if (off > s->file_len || need > s->file_len - off) return NULL;
+    size_t keep = 0; /* what the window holds from off on */
+    if (off >= s->win_off && off - s->win_off < s->win_len) {
+        keep = s->win_len - (size_t)(off - s->win_off);
+        memmove(s->win, s->win + (off - s->win_off), keep);
+    }
+    s->win_off = off;
+    s->win_len = keep;
+    if (need > s->win_cap) {
+        size_t cap = need > 2 * s->win_cap ? need : 2 * s->win_cap;
+        uint8_t *w = realloc(s->win, cap);
+        if (!w) {
+            s->read_errno = ENOMEM;
+            return NULL;
+        }
+        s->win = w;
+        s->win_cap = cap;
+    }
+    while (s->win_len < need) {
+        uint64_t left = s->file_len - (s->win_off + s->win_len);
+        size_t want = s->win_cap - s->win_len < left ? s->win_cap - s->win_len : (size_t)left;
+        if (s->read_chunk && want > s->read_chunk) want = s->read_chunk;
+        ssize_t n = pread(s->fd, s->win + s->win_len, want, (off_t)(s->win_off + s->win_len));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            s->read_errno = n < 0 ? errno : 0;
+            return NULL;
+        }
+        s->win_len += (size_t)n;
+    }
+    return s->win;
+}
+
+/* A capture file libpcap has already accepted is read here instead when it
+ * is a regular file in classic pcap or pcapng (pcapng_map.h): the same
+ * records, without a copy of each through stdio. */
+static void own_file(tt_pcap_source *s, int fd, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < CLASSIC_HEADER) return;
-    void *m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) return;
-    const uint8_t *b = m;
+    s->fd = fd;
+    s->file_len = (uint64_t)st->st_size;
+    s->win_cap = READ_WINDOW;
+    s->win = malloc(s->win_cap);
+    const uint8_t *b = s->win ? window_at(s, 0, CLASSIC_HEADER) : NULL;
+    if (!b) {
+        free(s->win);
+        s->win = NULL;
+        return;
+    }
     uint32_t magic;
     memcpy(&magic, b, sizeof magic);
     switch (magic) {
-    case 0xa1b2c3d4: s->map_swapped = false; s->map_nano = false; break;
-    case 0xd4c3b2a1: s->map_swapped = true; s->map_nano = false; break;
-    case 0xa1b23c4d: s->map_swapped = false; s->map_nano = true; break;
-    case 0x4d3cb2a1: s->map_swapped = true; s->map_nano = true; break;
+    case 0xa1b2c3d4: s->own_swapped = false; s->own_nano = false; break;
+    case 0xd4c3b2a1: s->own_swapped = true; s->own_nano = false; break;
+    case 0xa1b23c4d: s->own_swapped = false; s->own_nano = true; break;
+    case 0x4d3cb2a1: s->own_swapped = true; s->own_nano = true; break;
     default:
-        if (!tt_pcapng_map_init(&s->ng, b, (size_t)st->st_size) || tt_env_flag("TOKENTAP_PCAPNG_LIBPCAP")) {
-            munmap(m, (size_t)st->st_size);
+        if (!tt_pcapng_map_init(&s->ng, s->win, s->win_len) || tt_env_flag("TOKENTAP_PCAPNG_LIBPCAP")) {
+            free(s->win);
+            s->win = NULL;
             return;
         }
-        s->map_ng = true;
+        s->own_ng = true;
+        s->ng.more = s->win_len < s->file_len;
         break;
     }
-    madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
-    s->map = b;
-    s->map_len = (size_t)st->st_size;
+    s->own_reader = true;
 }
 
 tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
@@ -324,7 +385,7 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
     }
     s->pcap = pc;
     s->read_buffer = read_buffer;
-    map_file(s, fileno(fp), &st);
+    own_file(s, fileno(fp), &st);
     s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     s->stats.linktype = lt;
     return s;
@@ -344,20 +405,31 @@ void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, 
     s->map_t0 = t0_ns;
 }
 
-bool tt_pcap_source_in_place(const tt_pcap_source *s)
+void tt_pcap_source_set_read_chunk(tt_pcap_source *s, size_t bytes)
 {
-    return s->map != NULL;
+    s->read_chunk = bytes;
+}
+
+bool tt_pcap_source_shareable(const tt_pcap_source *s)
+{
+    return s->own_reader;
 }
 
 tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares)
 {
-    if (!s->map || shares < 2 || share == 0 || share >= shares || s->stats.packets) return NULL;
+    if (!s->own_reader || shares < 2 || share == 0 || share >= shares || s->stats.packets) return NULL;
     tt_pcap_source *view = malloc(sizeof *view);
-    if (!view) return NULL;
-    *view = *s;
+    uint8_t *win = view ? malloc(s->win_cap) : NULL;
+    if (!win) {
+        free(view);
+        return NULL;
+    }
+    *view = *s; /* the same file descriptor (pread), its own window */
+    memcpy(win, s->win, s->win_len);
+    view->win = win;
+    if (view->own_ng) view->ng.b = win;
     view->pcap = NULL;
     view->read_buffer = NULL;
-    view->borrowed_map = true;
     view->share = share;
     view->shares = shares;
     s->share = 0;
@@ -417,91 +489,102 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     tt_reasm_segment(r, &seg);
 }
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22 /* Linux 5.14 */
-#endif
-enum { POPULATE_WINDOW = 4 << 20 };
-
-/* Before reading the mapping at pos: fill the page tables of the next
- * window in one call (MADV_POPULATE_READ), a few MiB ahead of the reader,
- * instead of taking a fault per 64 KiB as the reader first touches them.
- * Only ever a window ahead, so a file larger than memory is not read in
- * before its time. A kernel without it says EINVAL once: faults then. */
-static inline void populate_ahead(tt_pcap_source *s, size_t pos)
-{
-    if (pos + POPULATE_WINDOW <= s->populated || s->populated >= s->map_len) return;
-    size_t len = s->map_len - s->populated < POPULATE_WINDOW ? s->map_len - s->populated : POPULATE_WINDOW;
-    if (madvise((void *)(s->map + s->populated), len, MADV_POPULATE_READ) != 0) {
-        s->populated = s->map_len;
-        return;
-    }
-    s->populated += len;
-}
-
-/* The end of a file read in place: the reassembler finished. */
-static void finish_mapped(tt_pcap_source *s, tt_reasm *r)
+/* The end of a file read here: the reassembler finished. */
+static void finish_own(tt_pcap_source *s, tt_reasm *r)
 {
     tt_reasm_finish(r, s->stats.last_ns);
 }
 
-static int run_mapped_ng(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
-                         size_t errlen)
+/* A read that failed mid-file, as the one-line reason. */
+static int read_failed(tt_pcap_source *s, char *err, size_t errlen)
 {
-    size_t next_progress = PROGRESS_STEP;
+    snprintf(err, errlen, "cannot read the capture after %llu packets: %s", (unsigned long long)s->stats.packets,
+             s->read_errno ? strerror(s->read_errno) : "it got shorter while read");
+    return -1;
+}
+
+static int run_own_ng(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err, size_t errlen)
+{
+    uint64_t next_progress = PROGRESS_STEP;
     tt_pcapng_packet pkt;
     int rc;
-    while ((rc = tt_pcapng_map_next(&s->ng, &pkt, err, errlen)) == 1) {
-        populate_ahead(s, s->ng.pos);
+    while ((rc = tt_pcapng_map_next(&s->ng, &pkt, err, errlen)) != 0) {
+        if (rc < 0) break;
+        uint64_t at = s->win_off + s->ng.pos; /* the file offset the reader is at */
+        if (rc == 2) { /* a block past the window: move it */
+            s->read_errno = 0;
+            const uint8_t *p = window_at(s, at, s->ng.need);
+            if (!p && s->read_errno) {
+                rc = read_failed(s, err, errlen);
+                break;
+            }
+            if (!p) { /* the file ends first: the reader says how */
+                s->ng.more = false;
+                continue;
+            }
+            s->ng.b = s->win;
+            s->ng.len = s->win_len;
+            s->ng.pos = 0;
+            s->ng.more = s->win_off + s->win_len < s->file_len;
+            continue;
+        }
         take_packet(s, r, pkt.ts_ns, pkt.data, pkt.caplen, pkt.len);
-        if (progress && s->ng.pos >= next_progress) {
-            progress(pctx, s->ng.pos, s->file_size);
-            next_progress = s->ng.pos + PROGRESS_STEP;
+        if (progress && at >= next_progress) {
+            progress(pctx, at, s->file_size);
+            next_progress = at + PROGRESS_STEP;
         }
     }
-    finish_mapped(s, r);
+    finish_own(s, r);
     if (progress) progress(pctx, s->file_size, s->file_size);
     return rc < 0 ? -1 : 0;
 }
 
-static int run_mapped(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
-                      size_t errlen)
+static int run_own(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err, size_t errlen)
 {
-    if (s->map_ng) return run_mapped_ng(s, r, progress, pctx, err, errlen);
-    const uint8_t *b = s->map;
-    size_t pos = CLASSIC_HEADER, next_progress = PROGRESS_STEP;
-    uint64_t frac_scale = s->map_nano ? 1 : 1000;
+    if (s->own_ng) return run_own_ng(s, r, progress, pctx, err, errlen);
+    uint64_t pos = CLASSIC_HEADER, next_progress = PROGRESS_STEP;
+    uint64_t frac_scale = s->own_nano ? 1 : 1000;
     int result = 0;
-    while (pos < s->map_len) {
-        if (s->map_len - pos < RECORD_HEADER) {
+    while (pos < s->file_len) {
+        if (s->file_len - pos < RECORD_HEADER) {
             snprintf(err, errlen, "truncated capture after %llu packets (the file ends inside a record header)",
                      (unsigned long long)s->stats.packets);
             result = -1;
             break;
         }
-        uint32_t sec = read32(b + pos, s->map_swapped), frac = read32(b + pos + 4, s->map_swapped);
-        uint32_t caplen = read32(b + pos + 8, s->map_swapped), len = read32(b + pos + 12, s->map_swapped);
+        const uint8_t *h = window_at(s, pos, RECORD_HEADER);
+        if (!h) {
+            result = read_failed(s, err, errlen);
+            break;
+        }
+        uint32_t sec = read32(h, s->own_swapped), frac = read32(h + 4, s->own_swapped);
+        uint32_t caplen = read32(h + 8, s->own_swapped), len = read32(h + 12, s->own_swapped);
         if (caplen > CLASSIC_MAX_RECORD) {
             snprintf(err, errlen, "damaged capture after %llu packets (a record claims %u bytes)",
                      (unsigned long long)s->stats.packets, caplen);
             result = -1;
             break;
         }
-        if (s->map_len - pos - RECORD_HEADER < caplen) {
+        if (s->file_len - pos - RECORD_HEADER < caplen) {
             snprintf(err, errlen, "truncated capture after %llu packets (the file ends inside a record)",
                      (unsigned long long)s->stats.packets);
             result = -1;
             break;
         }
-        populate_ahead(s, pos);
-        take_packet(s, r, (uint64_t)sec * 1000000000u + (uint64_t)frac * frac_scale, b + pos + RECORD_HEADER,
-                    caplen, len);
+        const uint8_t *rec = window_at(s, pos, RECORD_HEADER + caplen);
+        if (!rec) {
+            result = read_failed(s, err, errlen);
+            break;
+        }
+        take_packet(s, r, (uint64_t)sec * 1000000000u + (uint64_t)frac * frac_scale, rec + RECORD_HEADER, caplen,
+                    len);
         pos += RECORD_HEADER + caplen;
         if (progress && pos >= next_progress) {
             progress(pctx, pos, s->file_size);
             next_progress = pos + PROGRESS_STEP;
         }
     }
-    finish_mapped(s, r);
+    finish_own(s, r);
     if (progress) progress(pctx, s->file_size, s->file_size);
     return result;
 }
@@ -509,7 +592,7 @@ static int run_mapped(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, v
 int tt_pcap_source_run(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void *pctx, char *err,
                        size_t errlen)
 {
-    if (s->map) return run_mapped(s, r, progress, pctx, err, errlen);
+    if (s->own_reader) return run_own(s, r, progress, pctx, err, errlen);
     struct pcap_pkthdr *hdr;
     const u_char *data;
     tt_pcap_stats *st = &s->stats;
@@ -553,7 +636,7 @@ const tt_pcap_stats *tt_pcap_source_stats(const tt_pcap_source *s)
 void tt_pcap_source_close(tt_pcap_source *s)
 {
     if (!s) return;
-    if (s->map && !s->borrowed_map) munmap((void *)s->map, s->map_len);
+    free(s->win);
     if (s->pcap) pcap_close(s->pcap);
     free(s->read_buffer);
     free(s);

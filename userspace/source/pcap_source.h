@@ -45,22 +45,29 @@ void tt_pcap_source_set_mono_offset(tt_pcap_source *s, int64_t offset_ns);
  * against a reference recording). */
 void tt_pcap_source_set_clock_map(tt_pcap_source *s, double d0_ns, double skew, int64_t t0_ns);
 
-/* Whether s reads its file in place (a mapped pcap or pcapng), which is
- * what tt_pcap_source_share needs. */
-bool tt_pcap_source_in_place(const tt_pcap_source *s);
+/* For tests: each read of a file read here asks for at most bytes (0, the
+ * default: as much as its window holds), so that the window's edges fall
+ * inside records and blocks. Call before tt_pcap_source_run. */
+void tt_pcap_source_set_read_chunk(tt_pcap_source *s, size_t bytes);
+
+/* Whether s reads its file itself (a regular file in classic pcap or
+ * pcapng) rather than through libpcap, which is what tt_pcap_source_share
+ * needs. */
+bool tt_pcap_source_shareable(const tt_pcap_source *s);
 
 /* Share the connections of s's file out among `shares` readers (analyze
- * --jobs): returns a new source that reads the same mapping and
- * reassembles only the connections of share number `share` (1 ..
- * shares - 1, by a hash of the endpoints), and makes s keep share 0. Each
- * reader walks and parses every packet itself, with no hand-over between
- * threads: numbering segments by packet index (tt_tcp_segment.order) so
- * that ids and order agree across the reassemblers, whose results are
- * merged. Each may run on its own thread, and s must not be closed
- * before its shares. s's stats describe the file; a share's are the
- * same except where damage stops it. NULL, changing nothing,
- * when s is read through libpcap, has started, or the numbers are out of
- * range (or memory ran out). Free with tt_pcap_source_close. */
+ * --jobs): returns a new source that reads the same file (through its own
+ * window) and reassembles only the connections of share number `share`
+ * (1 .. shares - 1, by a hash of the endpoints), and makes s keep share 0.
+ * Each reader walks and parses every packet itself, with no hand-over
+ * between threads: numbering segments by packet index
+ * (tt_tcp_segment.order) so that ids and order agree across the
+ * reassemblers, whose results are merged. Each may run on its own thread,
+ * and s must not be closed before its shares. s's stats describe the
+ * file; a share's are the same except where damage stops it. NULL,
+ * changing nothing, when s is read through libpcap, has started, or the
+ * numbers are out of range (or memory ran out). Free with
+ * tt_pcap_source_close. */
 tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares);
 
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);

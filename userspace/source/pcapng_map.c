@@ -17,6 +17,8 @@ enum {
     /* libpcap's snapshot when an interface gives none or more (its
      * MAXIMUM_SNAPLEN): a packet's captured length is cut to it */
     DEFAULT_SNAPSHOT = 262144,
+    /* the largest block a window grows to hold (libpcap takes 16 MiB) */
+    MAX_BLOCK = 256 << 20,
 };
 
 static uint16_t get16(const tt_pcapng_map *m, const uint8_t *p)
@@ -180,9 +182,13 @@ static int take_simple_packet(tt_pcapng_map *m, const uint8_t *p, size_t body_le
 
 int tt_pcapng_map_next(tt_pcapng_map *m, tt_pcapng_packet *pkt, char *err, size_t errlen)
 {
-    while (m->pos < m->len) {
+    while (m->pos < m->len || m->more) {
         const uint8_t *blk = m->b + m->pos;
         size_t room = m->len - m->pos;
+        if (room < 12 && m->more) {
+            m->need = 12;
+            return 2;
+        }
         if (room < 12) return truncated(m, err, errlen);
         uint32_t type;
         memcpy(&type, blk, sizeof type);
@@ -196,6 +202,11 @@ int tt_pcapng_map_next(tt_pcapng_map *m, tt_pcapng_packet *pkt, char *err, size_
         }
         uint32_t total = get32(m, blk + 4);
         if (total < 12 || total % 4) return damaged(m, err, errlen, "a block length that is not a multiple of 4 of at least 12");
+        if (total > room && m->more) {
+            if (total > MAX_BLOCK) return damaged(m, err, errlen, "a block of more than 256 MiB");
+            m->need = total;
+            return 2;
+        }
         if (total > room) return truncated(m, err, errlen);
         if (get32(m, blk + total - 4) != total) return damaged(m, err, errlen, "a block's two lengths differ");
         const uint8_t *body = blk + 8;

@@ -1,6 +1,6 @@
-/* pcapng_map.h - the packets of a pcapng capture read in place from a
- * mapping of the whole file, as libpcap would return them, without its
- * copy of every block through stdio.
+/* pcapng_map.h - the packets of a pcapng capture read in place from
+ * memory (the whole file, or a window of it that the caller slides), as
+ * libpcap would return them, without its copy of every block through stdio.
  *
  * What is read: Section Header Blocks (either byte order; a later section
  * may not change it, as libpcap refuses too; each section starts a new
@@ -32,6 +32,13 @@ typedef struct tt_pcapng_iface {
 typedef struct tt_pcapng_map {
     const uint8_t *b;
     size_t len, pos;
+    /* A window of the file: true when more of the file follows b[len - 1].
+     * A block that does not fit what is left then makes _next return 2
+     * with need set: the caller makes b[pos, pos + need) readable (moving
+     * the window: b, len and pos change, pos staying the same file offset)
+     * and calls again, or, when the file ends first, clears more. */
+    bool more;
+    size_t need;
     bool swapped; /* the section is in the other byte order */
     tt_pcapng_iface ifaces[TT_PCAPNG_MAX_INTERFACES];
     size_t n_ifaces;
@@ -51,7 +58,8 @@ typedef struct tt_pcapng_packet {
  * this reader understands (else the caller keeps libpcap). */
 bool tt_pcapng_map_init(tt_pcapng_map *m, const uint8_t *b, size_t len);
 
-/* The next packet: 1 with *pkt set, 0 at the end of the file, -1 with a
+/* The next packet: 1 with *pkt set (pointing into b), 0 at the end of the
+ * file, 2 when the window must move (more set; see need), -1 with a
  * one-line reason in err ("truncated capture ..." when the file ends inside
  * a block, "damaged capture ..." otherwise). */
 int tt_pcapng_map_next(tt_pcapng_map *m, tt_pcapng_packet *pkt, char *err, size_t errlen);
