@@ -558,8 +558,8 @@ static void shares_of(const char *name, unsigned flags)
 static void test_shares_pcap(void **state) { shares_of("shares.pcap", 0); }
 static void test_shares_pcapng(void **state) { shares_of("shares.pcapng", TT_PW_PCAPNG); }
 
-/* A file read through libpcap (here: one it cannot map, a pipe) has no shares. */
-static void test_shares_need_a_mapping(void **state)
+/* A file read through libpcap (here: a pipe, not a regular file) has no shares. */
+static void test_shares_need_tokentaps_reader(void **state)
 {
     const char *path = tmp_path("piped.pcap");
     write_sixteen(path, 0);
@@ -662,7 +662,7 @@ int main(void)
         cmocka_unit_test(test_window_edges_pcapng),
         cmocka_unit_test(test_shares_pcap),
         cmocka_unit_test(test_shares_pcapng),
-        cmocka_unit_test(test_shares_need_a_mapping),
+        cmocka_unit_test(test_shares_need_tokentaps_reader),
         cmocka_unit_test(test_ethernet),
         cmocka_unit_test(test_ethernet_vlan),
         cmocka_unit_test(test_ethernet_qinq),

@@ -47,7 +47,7 @@ typedef struct tt_pcapng_map {
     uint64_t packets;
 } tt_pcapng_map;
 
-/* One packet, pointing into the mapping. */
+/* One packet, pointing into b. */
 typedef struct tt_pcapng_packet {
     uint64_t ts_ns;
     const uint8_t *data;
