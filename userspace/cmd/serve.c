@@ -14,11 +14,10 @@
 
 #include "cmd/commands.h"
 #include "core/tt_types.h"
+#include "core/util.h"
 #include "serve/serve.h"
 
 #define SERVE_EXIT_RUNTIME 1
-#define TT_STR_(x) #x
-#define TT_STR(x) TT_STR_(x)
 
 static void serve_usage(FILE *out)
 {

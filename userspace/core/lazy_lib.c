@@ -12,13 +12,12 @@ static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 static int load(tt_lazy_lib *lib)
 {
     void *handle = NULL;
-    const char *first_error = NULL;
-    char first[112] = ""; /* leaves room in lib->why for what needs the library */
+    char first[112] = ""; /* the first name's failure; leaves room in lib->why for what needs the library */
     for (const char *const *name = lib->names; *name && !handle; name++) {
         handle = dlopen(*name, RTLD_NOW | RTLD_LOCAL);
-        if (!handle && !first_error) {
-            first_error = dlerror();
-            snprintf(first, sizeof first, "%s", first_error ? first_error : *name);
+        if (!handle && !first[0]) {
+            const char *why = dlerror();
+            snprintf(first, sizeof first, "%s", why ? why : *name);
         }
     }
     if (!handle) {

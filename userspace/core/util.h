@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <time.h>
 
+/* A macro's value as a string literal: TT_STR(CS_API_MAJOR) -> "4". */
+#define TT_STR_(x) #x
+#define TT_STR(x) TT_STR_(x)
+
 /* Parse a decimal integer in [0, max]; false for anything else (sign, junk, overflow). */
 bool tt_parse_u32(const char *s, uint32_t max, uint32_t *out);
 

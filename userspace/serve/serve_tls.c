@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/lazy_lib.h"
+#include "core/util.h"
 
 /* Every OpenSSL function this file calls, each through ossl.NAME (macros
  * such as SSL_CTX_set_mode are spelled out as the function they wrap). */
@@ -25,8 +26,6 @@ static struct {
 } ossl;
 #define OSSL_SYM(name) {#name, (void **)&ossl.name},
 static const tt_lazy_sym ossl_syms[] = {OSSL_FUNCTIONS(OSSL_SYM)};
-#define TT_STR_(x) #x
-#define TT_STR(x) TT_STR_(x)
 static const char *const ossl_names[] = {"libssl.so." TT_STR(OPENSSL_VERSION_MAJOR), "libssl.so", NULL};
 static tt_lazy_lib ossl_lib = {ossl_names, "serve --tls", ossl_syms, sizeof ossl_syms / sizeof ossl_syms[0], 0, ""};
 

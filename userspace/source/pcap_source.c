@@ -46,11 +46,10 @@
 struct tt_pcap_source {
     pcap_t *pcap;
     /* Read here (own_reader) rather than through libpcap's per-record fread:
-     * the file, as long as it was at open, through a window that holds
-     * file bytes [win_off, win_off + win_len). */
+     * the file, as long as it was at open (file_size), through a window
+     * that holds file bytes [win_off, win_off + win_len). */
     bool own_reader;
     int fd;                     /* libpcap's FILE's, not closed here */
-    uint64_t file_len;
     uint8_t *win;
     size_t win_cap, win_len;
     uint64_t win_off;
@@ -60,7 +59,7 @@ struct tt_pcap_source {
     bool own_ng;                /* pcapng, read by ng over the window */
     tt_pcapng_map ng;
     char *read_buffer; /* stdio buffer of the capture file; outlives pcap_close */
-    uint64_t file_size;
+    uint64_t file_size; /* 0 when not a regular file */
     bool has_offset;
     int64_t offset_ns;
     bool has_map;              /* another host's clock onto the reference's (tt_pcap_source_set_clock_map) */
@@ -261,7 +260,7 @@ static const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
 {
     if (off >= s->win_off && need <= s->win_len && off - s->win_off <= s->win_len - need)
         return s->win + (off - s->win_off);
-    if (off > s->file_len || need > s->file_len - off) return NULL;
+    if (off > s->file_size || need > s->file_size - off) return NULL;
     size_t keep = 0; /* what the window holds from off on */
     if (off >= s->win_off && off - s->win_off < s->win_len) {
         keep = s->win_len - (size_t)(off - s->win_off);
@@ -280,7 +279,7 @@ static const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
         s->win_cap = cap;
     }
     while (s->win_len < need) {
-        uint64_t left = s->file_len - (s->win_off + s->win_len);
+        uint64_t left = s->file_size - (s->win_off + s->win_len);
         size_t want = s->win_cap - s->win_len < left ? s->win_cap - s->win_len : (size_t)left;
         if (s->read_chunk && want > s->read_chunk) want = s->read_chunk;
         ssize_t n = pread(s->fd, s->win + s->win_len, want, (off_t)(s->win_off + s->win_len));
@@ -301,7 +300,6 @@ static void own_file(tt_pcap_source *s, int fd, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < CLASSIC_HEADER) return;
     s->fd = fd;
-    s->file_len = (uint64_t)st->st_size;
     s->win_cap = READ_WINDOW;
     s->win = malloc(s->win_cap);
     const uint8_t *b = s->win ? window_at(s, 0, CLASSIC_HEADER) : NULL;
@@ -324,7 +322,7 @@ static void own_file(tt_pcap_source *s, int fd, const struct stat *st)
             return;
         }
         s->own_ng = true;
-        s->ng.more = s->win_len < s->file_len;
+        s->ng.more = s->win_len < s->file_size;
         break;
     }
     s->own_reader = true;
@@ -385,8 +383,8 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
     }
     s->pcap = pc;
     s->read_buffer = read_buffer;
-    own_file(s, fileno(fp), &st);
     s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    own_file(s, fileno(fp), &st);
     s->stats.linktype = lt;
     return s;
 }
@@ -489,12 +487,6 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     tt_reasm_segment(r, &seg);
 }
 
-/* The end of a file read here: the reassembler finished. */
-static void finish_own(tt_pcap_source *s, tt_reasm *r)
-{
-    tt_reasm_finish(r, s->stats.last_ns);
-}
-
 /* A read that failed mid-file, as the one-line reason. */
 static int read_failed(tt_pcap_source *s, char *err, size_t errlen)
 {
@@ -525,7 +517,7 @@ static int run_own_ng(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, v
             s->ng.b = s->win;
             s->ng.len = s->win_len;
             s->ng.pos = 0;
-            s->ng.more = s->win_off + s->win_len < s->file_len;
+            s->ng.more = s->win_off + s->win_len < s->file_size;
             continue;
         }
         take_packet(s, r, pkt.ts_ns, pkt.data, pkt.caplen, pkt.len);
@@ -534,7 +526,7 @@ static int run_own_ng(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, v
             next_progress = at + PROGRESS_STEP;
         }
     }
-    finish_own(s, r);
+    tt_reasm_finish(r, s->stats.last_ns);
     if (progress) progress(pctx, s->file_size, s->file_size);
     return rc < 0 ? -1 : 0;
 }
@@ -545,8 +537,8 @@ static int run_own(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void
     uint64_t pos = CLASSIC_HEADER, next_progress = PROGRESS_STEP;
     uint64_t frac_scale = s->own_nano ? 1 : 1000;
     int result = 0;
-    while (pos < s->file_len) {
-        if (s->file_len - pos < RECORD_HEADER) {
+    while (pos < s->file_size) {
+        if (s->file_size - pos < RECORD_HEADER) {
             snprintf(err, errlen, "truncated capture after %llu packets (the file ends inside a record header)",
                      (unsigned long long)s->stats.packets);
             result = -1;
@@ -565,7 +557,7 @@ static int run_own(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void
             result = -1;
             break;
         }
-        if (s->file_len - pos - RECORD_HEADER < caplen) {
+        if (s->file_size - pos - RECORD_HEADER < caplen) {
             snprintf(err, errlen, "truncated capture after %llu packets (the file ends inside a record)",
                      (unsigned long long)s->stats.packets);
             result = -1;
@@ -584,7 +576,7 @@ static int run_own(tt_pcap_source *s, tt_reasm *r, tt_progress_fn progress, void
             next_progress = pos + PROGRESS_STEP;
         }
     }
-    finish_own(s, r);
+    tt_reasm_finish(r, s->stats.last_ns);
     if (progress) progress(pctx, s->file_size, s->file_size);
     return result;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/lazy_lib.h"
+#include "core/util.h"
 #endif
 
 static const char go_buildinfo_magic[14] = "\xff Go buildinf:";
@@ -58,8 +59,6 @@ static int go_minor(const char *version)
 
 /* libcapstone, loaded the first time a Go binary's code is read
  * (core/lazy_lib.h): the SONAME of the headers' major version first. */
-#define TT_STR_(x) #x
-#define TT_STR(x) TT_STR_(x)
 static struct {
     __typeof__(cs_open) *open;
     __typeof__(cs_malloc) *malloc;
