@@ -540,8 +540,7 @@ static __always_inline int on_exit_role(long ret, __u32 syscall)
     if (kind == TT_SOCKTAP_KIND_CONNECT) {
         ready_follow(sk, true);
     } else {
-        ready_follow(sk, false);
-        ready_follow_port(sk);
+        ready_follow_accepted(sk);
     }
     __u64 exit_ns = bpf_ktime_get_ns();
     return emit_marker(sk, id, fd, args.syscall, kind, args.enter_ns, exit_ns, exit_ns, ret);

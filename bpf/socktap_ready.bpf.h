@@ -70,6 +70,22 @@ static __always_inline void ready_follow_port(struct sock *sk)
     if (!bpf_map_lookup_elem(&ready_ports, &port)) bpf_map_update_elem(&ready_ports, &port, &one, BPF_NOEXIST);
 }
 
+/* A traced process accepted sk. On a port already followed, sk_data_ready
+ * follows it from its first byte by itself: following it here from rcv_nxt
+ * would race with the receive path on another CPU, which moves rcv_nxt just
+ * before it calls sk_data_ready (accept does not hold the new socket's
+ * lock), and the request's bytes would then count as already signalled
+ * and get no READY. On a port not followed yet, the bytes already received
+ * have no instant; sk is followed from rcv_nxt and its port from now on. */
+static __always_inline void ready_follow_accepted(struct sock *sk)
+{
+    if (!ready_wanted) return;
+    __u16 port = AS_KERNEL(struct sock, sk)->__sk_common.skc_num;
+    if (bpf_map_lookup_elem(&ready_ports, &port)) return;
+    ready_follow(sk, false);
+    ready_follow_port(sk);
+}
+
 static __always_inline void ready_forget(struct sock *sk)
 {
     __u64 key = (__u64)sk;

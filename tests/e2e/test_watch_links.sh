@@ -56,7 +56,10 @@ own = sum(client[k]["ready_ns"] - server[k]["dispatch_mono_ns"] for k in ids)
 count, total = one("tokentap_downlink_seconds_count"), one("tokentap_downlink_seconds_sum")
 assert count == 10 and abs(total * 1e9 - own) <= 1000, (count, total * 1e9, own)
 up_count, up_sum = one("tokentap_uplink_seconds_count"), one("tokentap_uplink_seconds_sum")
-assert up_count == 10 and 0 < up_sum < 10 * 0.05, (up_count, up_sum)
+def instants(vantage, key):
+    return {r["request_id"]: r[key] for r in docs[vantage]["requests"]}
+ready, sent = instants("server", "req_ready_mono_ns"), instants("client", "req_first_mono_ns")
+assert up_count == 10 and 0 < up_sum < 10 * 0.05, (up_count, up_sum, [(k, ready.get(k), sent.get(k)) for k in ids])
 print("links: 10 requests paired live; downlink sum %.1f us = the event listing's %.1f us; uplink mean %.1f us"
       % (total * 1e6, own / 1e3, up_sum / up_count * 1e6))
 PY

@@ -132,6 +132,12 @@ void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v)
     else tt_jw_null(w, key);
 }
 
+void tt_jw_instant(tt_jw *w, const char *key, uint64_t ns)
+{
+    if (ns != UINT64_MAX) tt_jw_uint(w, key, ns);
+    else tt_jw_null(w, key);
+}
+
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v)
 {
     prefix(w, key);

@@ -30,6 +30,8 @@ void tt_jw_int(tt_jw *w, const char *key, int64_t v);
 /* v when has, else null. */
 void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v);
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v);
+/* An instant in ns: null when it is UINT64_MAX (TT_NS_NONE, not known). */
+void tt_jw_instant(tt_jw *w, const char *key, uint64_t ns);
 void tt_jw_double(tt_jw *w, const char *key, double v); /* null when not finite */
 void tt_jw_bool(tt_jw *w, const char *key, bool v);
 void tt_jw_null(tt_jw *w, const char *key);

@@ -94,6 +94,8 @@ void tt_report_events_json(FILE *out, const tt_analysis *a)
         tt_jw_object_begin(&w, NULL);
         tt_jw_str_or_null(&w, "request_id", r->request_id);
         tt_jw_uint(&w, "index", i);
+        tt_jw_instant(&w, "req_first_mono_ns", r->req_first_ns);
+        tt_jw_instant(&w, "req_ready_mono_ns", r->req_ready_ns);
         tt_jw_array_begin(&w, "events");
         for (uint32_t k = 0; k < r->n_events; k++) {
             const tt_event_rec *e = &r->events[k];
@@ -101,8 +103,7 @@ void tt_report_events_json(FILE *out, const tt_analysis *a)
             tt_jw_object_begin(&w, NULL);
             tt_jw_str(&w, "kind", tt_event_kind_name((tt_event_kind)e->kind));
             tt_jw_uint(&w, "dispatch_mono_ns", e->dispatch_ns);
-            if (e->ready_ns != TT_NS_NONE) tt_jw_uint(&w, "ready_ns", e->ready_ns);
-            else tt_jw_null(&w, "ready_ns");
+            tt_jw_instant(&w, "ready_ns", e->ready_ns);
             tt_jw_uint(&w, "first_mono_ns", e->first_ns);
             tt_jw_uint(&w, "first_off", e->first_off);
             tt_jw_uint(&w, "dispatch_off", e->dispatch_off);

@@ -12,12 +12,6 @@
 #include "lint/lint.h"
 #include "report/release_digest.h"
 
-static void instant(tt_jw *w, const char *key, uint64_t ns)
-{
-    if (ns == TT_NS_NONE) tt_jw_null(w, key);
-    else tt_jw_uint(w, key, ns);
-}
-
 static void tristate(tt_jw *w, const char *key, tt_tristate v)
 {
     if (v == TT_UNKNOWN) tt_jw_null(w, key);
@@ -68,15 +62,16 @@ static void vantage_block(tt_jw *w, const tt_analysis *a, const tt_request *r, c
     else tt_jw_null(w, "usage_completion_tokens");
     if (r->usage_prompt_tokens >= 0) tt_jw_int(w, "usage_prompt_tokens", r->usage_prompt_tokens);
     else tt_jw_null(w, "usage_prompt_tokens");
-    instant(w, "req_first_mono_ns", r->req_first_ns);
-    instant(w, "req_last_mono_ns", r->req_last_ns);
-    instant(w, "resp_first_mono_ns", r->resp_first_ns);
-    instant(w, "resp_headers_mono_ns", r->resp_headers_ns);
-    instant(w, "first_event_mono_ns", r->first_event_ns);
-    instant(w, "first_token_mono_ns", r->first_token_ns);
-    instant(w, "last_token_mono_ns", r->last_token_ns);
-    instant(w, "terminal_mono_ns", r->terminal_ns);
-    instant(w, "resp_last_mono_ns", r->resp_last_ns);
+    tt_jw_instant(w, "req_first_mono_ns", r->req_first_ns);
+    tt_jw_instant(w, "req_ready_mono_ns", r->req_ready_ns);
+    tt_jw_instant(w, "req_last_mono_ns", r->req_last_ns);
+    tt_jw_instant(w, "resp_first_mono_ns", r->resp_first_ns);
+    tt_jw_instant(w, "resp_headers_mono_ns", r->resp_headers_ns);
+    tt_jw_instant(w, "first_event_mono_ns", r->first_event_ns);
+    tt_jw_instant(w, "first_token_mono_ns", r->first_token_ns);
+    tt_jw_instant(w, "last_token_mono_ns", r->last_token_ns);
+    tt_jw_instant(w, "terminal_mono_ns", r->terminal_ns);
+    tt_jw_instant(w, "resp_last_mono_ns", r->resp_last_ns);
     tt_jw_uint(w, "events", r->n_events);
     tt_jw_object_begin(w, "events_by_kind");
     for (int k = 0; k < TT_EV_COUNT; k++)
