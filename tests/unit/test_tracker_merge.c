@@ -32,6 +32,7 @@ typedef struct script {
     tt_tracker *part[3];          /* chunks of connection k go to part[k % n_parts] */
     size_t n_parts;
     uint64_t step;                /* the order key of the next chunk (a packet index) */
+    const tt_request *merged_into; /* when set: the array the merge must end in */
 } script;
 
 static void script_init(script *s, size_t n_parts)
@@ -100,6 +101,10 @@ static void response_end(script *s, size_t k, uint64_t ns)
 static void merge_and_compare(script *s)
 {
     for (size_t p = 1; p < s->n_parts; p++) tt_tracker_absorb(s->part[0], s->part[p]);
+    if (s->merged_into) {
+        size_t n;
+        assert_ptr_equal(tt_tracker_requests(s->part[0], &n), s->merged_into);
+    }
     assert_int_equal(tt_tracker_order_notes(s->part[0]), 0);
     tt_tracker_sort(s->whole);
     tt_tracker_sort(s->part[0]);
@@ -136,41 +141,70 @@ static void merge_and_compare(script *s)
     tt_tracker_free(s->whole);
 }
 
+/* Four requests over six connections, two notes, type names met in a
+ * different order by each part. */
+static void play_types_and_notes(script *s)
+{
+    /* connections 0 and 1 send their requests at the same instant: the
+     * tie is broken by conn id; each part meets the type names in its own
+     * order, so their ids differ between the parts */
+    request(s, 0, "a", 1000);
+    request(s, 1, "b", 1000);
+    put(s, 2, TT_DIR_C2S, TT_CHUNK_DATA, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 1100); /* TLS: a note */
+    response_head(s, 1, 1200);
+    event(s, 1, "gamma", 1300);
+    response_head(s, 0, 1300);
+    event(s, 0, "alpha", 1400);
+    event(s, 1, "beta", 1400);
+    event(s, 0, "beta", 1500);
+    request(s, 3, "c", 1500);
+    put(s, 4, TT_DIR_S2C, TT_CHUNK_DATA, "\x16\x03\x03\x00\x7a\x02", 1550); /* another note, from part 1 */
+    response_head(s, 3, 1600);
+    event(s, 3, "delta", 1700);
+    event(s, 3, "alpha", 1800);
+    close_conn(s, 4, 1850);
+    response_end(s, 1, 1900);
+    response_end(s, 0, 2000);
+    close_conn(s, 2, 2100);
+    response_end(s, 3, 2200);
+    request(s, 5, "d", 2300); /* never answered: filed at release */
+    for (size_t k = 0; k < 6; k++)
+        if (k != 2 && k != 4) close_conn(s, k, 3000 + k);
+    size_t n;
+    tt_tracker_notes(s->whole, &n);
+    assert_true(n >= 2);
+    tt_tracker_requests(s->whole, &n);
+    assert_int_equal(n, 4);
+}
+
 static void test_requests_types_and_notes(void **state)
 {
     (void)state;
     script s;
     script_init(&s, 3);
-    /* connections 0 and 1 send their requests at the same instant: the
-     * tie is broken by conn id; each part meets the type names in its own
-     * order, so their ids differ between the parts */
-    request(&s, 0, "a", 1000);
-    request(&s, 1, "b", 1000);
-    put(&s, 2, TT_DIR_C2S, TT_CHUNK_DATA, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 1100); /* TLS: a note */
-    response_head(&s, 1, 1200);
-    event(&s, 1, "gamma", 1300);
-    response_head(&s, 0, 1300);
-    event(&s, 0, "alpha", 1400);
-    event(&s, 1, "beta", 1400);
-    event(&s, 0, "beta", 1500);
-    request(&s, 3, "c", 1500);
-    put(&s, 4, TT_DIR_S2C, TT_CHUNK_DATA, "\x16\x03\x03\x00\x7a\x02", 1550); /* another note, from part 1 */
-    response_head(&s, 3, 1600);
-    event(&s, 3, "delta", 1700);
-    event(&s, 3, "alpha", 1800);
-    close_conn(&s, 4, 1850);
-    response_end(&s, 1, 1900);
-    response_end(&s, 0, 2000);
-    close_conn(&s, 2, 2100);
-    response_end(&s, 3, 2200);
-    request(&s, 5, "d", 2300); /* never answered: filed at release */
-    for (size_t k = 0; k < 6; k++)
-        if (k != 2 && k != 4) close_conn(&s, k, 3000 + k);
-    size_t n;
-    tt_tracker_notes(s.whole, &n);
-    assert_true(n >= 2);
-    tt_tracker_requests(s.whole, &n);
-    assert_int_equal(n, 4);
+    play_types_and_notes(&s);
+    merge_and_compare(&s);
+}
+
+/* A part that made room for every part's requests (analyze --jobs: the
+ * first reader done) is the array the merge ends in, unmoved; the room's
+ * slots may have been zeroed meanwhile. */
+static void test_merge_into_reserved_room(void **state)
+{
+    (void)state;
+    script s;
+    script_init(&s, 3);
+    play_types_and_notes(&s);
+    size_t n, room;
+    tt_tracker_requests(s.part[1], &n);
+    tt_request *free_slots = tt_tracker_reserve_requests(s.part[1], n + 40, &room);
+    assert_non_null(free_slots);
+    assert_int_equal(room, 40);
+    memset(free_slots, 0, room * sizeof *free_slots);
+    tt_request *smaller = tt_tracker_reserve_requests(s.part[1], 1, &room); /* never shrinks */
+    assert_ptr_equal(smaller, free_slots);
+    assert_int_equal(room, 40);
+    s.merged_into = free_slots - n;
     merge_and_compare(&s);
 }
 
@@ -285,6 +319,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests_types_and_notes),
+        cmocka_unit_test(test_merge_into_reserved_room),
         cmocka_unit_test(test_notes_cut),
         cmocka_unit_test(test_released_parts),
     };

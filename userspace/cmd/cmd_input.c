@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,12 +142,48 @@ static int manifest_offset(const char *path, int64_t *offset, char *clock_id, si
 
 /* One share of the connections of a capture file, read and reassembled by
  * its own thread. */
+/* What the readers of one file share for the merge that follows them. */
+typedef struct merge_room {
+    atomic_uint readers_running; /* readers not done yet */
+    atomic_flag claimed;         /* a reader is making room in its array */
+    unsigned shares;
+} merge_room;
+
 typedef struct shard_run {
     tt_pcap_source *src; /* tt_pcap_source_share of the main source */
     tt_tracker *tracker;
     tt_reasm *reasm;
     tt_release_digest digest;
+    merge_room *room;
 } shard_run;
+
+#define PREFAULT_STEP (256u << 10)
+
+/* Write zeroes over [p, p + len), a step at a time, while another reader
+ * is still running. What is left when the last reader ends faults in
+ * during the merge, as it would have. */
+static void prefault_while_others_run(void *p, size_t len, atomic_uint *readers_running)
+{
+    unsigned char *b = p;
+    for (size_t done = 0; done < len && atomic_load(readers_running) > 0; done += PREFAULT_STEP)
+        memset(b + done, 0, len - done < PREFAULT_STEP ? len - done : PREFAULT_STEP);
+}
+
+/* A reader of t's share is done. The merge moves every share's requests
+ * into one array (tt_tracker_absorb takes the one with room for all): the
+ * first reader done while another still runs makes room in its own for
+ * about all of them (shares hold about equal parts; short of room, the
+ * merge grows it) and takes that room's page faults (a fault per 4 KiB,
+ * ~15 us each in some VMs) beside the others' work, not after it. m is
+ * NULL for a share read after the others. */
+static void reader_done(merge_room *m, tt_tracker *t)
+{
+    if (!m || atomic_fetch_sub(&m->readers_running, 1) <= 1 || atomic_flag_test_and_set(&m->claimed)) return;
+    size_t n, room;
+    (void)tt_tracker_requests(t, &n);
+    tt_request *free_slots = tt_tracker_reserve_requests(t, n + n * (m->shares - 1) * 9 / 8 + 16, &room);
+    if (free_slots) prefault_while_others_run(free_slots, room * sizeof *free_slots, &m->readers_running);
+}
 
 static void *shard_main(void *arg)
 {
@@ -154,6 +191,7 @@ static void *shard_main(void *arg)
     char err[256];
     /* The file is the same for every reader: the main thread reports any damage. */
     (void)tt_pcap_source_run(sh->src, sh->reasm, NULL, NULL, err, sizeof err);
+    reader_done(sh->room, sh->tracker);
     return NULL;
 }
 
@@ -178,6 +216,7 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
     shard_run *sh = calloc(jobs, sizeof *sh);
     pthread_t *th = calloc(jobs, sizeof *th);
     unsigned started = 0; /* threads running: sh[0 .. started) */
+    merge_room room = {.readers_running = jobs, .claimed = ATOMIC_FLAG_INIT, .shares = jobs};
     int rc = -2;
     if (!sh || !th) goto out;
     for (unsigned k = 0; k + 1 < jobs; k++) {
@@ -191,9 +230,15 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
         sh[k].tracker = sh[k].src ? tt_tracker_new(&shard_opt) : NULL;
         sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
         if (!sh[k].reasm) goto out;
+        sh[k].room = &room;
     }
     while (started + 1 < jobs && pthread_create(&th[started], NULL, shard_main, &sh[started]) == 0) started++;
+    for (unsigned k = started; k + 1 < jobs; k++) { /* read below, after this thread's share: not beside it */
+        sh[k].room = NULL;
+        atomic_fetch_sub(&room.readers_running, 1);
+    }
     rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
+    reader_done(&room, v->tracker);
     for (unsigned k = started; k + 1 < jobs; k++) shard_main(&sh[k]); /* a thread that did not start */
     for (unsigned k = 0; k < started; k++) pthread_join(th[k], NULL);
     v->reasm_sum = *tt_reasm_get_stats(v->reasm);

@@ -293,9 +293,9 @@ static const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
     return s->win;
 }
 
-/* A capture file libpcap has already accepted is read here instead when it
- * is a regular file in classic pcap or pcapng (pcapng_map.h): the same
- * records, without a copy of each through stdio. */
+/* A capture file is read here instead of by libpcap (which still checks
+ * its header at open) when it is a regular file in classic pcap or pcapng
+ * (pcapng_map.h): the same records, without a copy of each through stdio. */
 static void own_file(tt_pcap_source *s, int fd, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size < CLASSIC_HEADER) return;
@@ -337,54 +337,53 @@ tt_pcap_source *tt_pcap_source_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
-    /* libpcap freads record by record: a large buffer saves a read() per 4 KiB */
-    char *read_buffer = malloc(READ_BUFFER);
-    if (read_buffer) setvbuf(fp, read_buffer, _IOFBF, READ_BUFFER);
     if (fstat(fileno(fp), &st) != 0) {
         snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
         fclose(fp);
-        free(read_buffer);
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: is a directory, not a capture file", path);
         fclose(fp);
-        free(read_buffer);
         return NULL;
     }
     if (S_ISREG(st.st_mode) && st.st_size == 0) {
         snprintf(err, errlen, "%s: empty file, not a capture", path);
         fclose(fp);
-        free(read_buffer);
-        return NULL;
-    }
-    pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, pcap_err);
-    if (!pc) {
-        snprintf(err, errlen, "%s: not a pcap or pcapng capture (libpcap: %s)", path, pcap_err);
-        fclose(fp);
-        free(read_buffer);
-        return NULL;
-    }
-    int lt = pcap_datalink(pc);
-    if (!linktype_supported(lt)) {
-        const char *name = pcap_datalink_val_to_name(lt);
-        snprintf(err, errlen, "%s: unsupported link type %d (%s); supported: EN10MB, LINUX_SLL, LINUX_SLL2, NULL, LOOP, RAW, IPV4, IPV6",
-                 path, lt, name ? name : "unknown");
-        pcap_close(pc);
-        free(read_buffer);
         return NULL;
     }
     tt_pcap_source *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "%s: out of memory", path);
-        pcap_close(pc);
-        free(read_buffer);
+        fclose(fp);
+        return NULL;
+    }
+    s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    own_file(s, fileno(fp), &st); /* pread: fp's own position stays at 0 */
+    /* libpcap freads record by record: when it reads them (a pipe, a file
+     * this reader does not take), a large buffer saves a read() per 4 KiB;
+     * otherwise it reads only the file header, and a large buffer would
+     * cost its first fill (a page fault per 4 KiB) for nothing. */
+    if (!s->own_reader) {
+        s->read_buffer = malloc(READ_BUFFER);
+        if (s->read_buffer) setvbuf(fp, s->read_buffer, _IOFBF, READ_BUFFER);
+    }
+    pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, pcap_err);
+    if (!pc) {
+        snprintf(err, errlen, "%s: not a pcap or pcapng capture (libpcap: %s)", path, pcap_err);
+        fclose(fp);
+        tt_pcap_source_close(s);
         return NULL;
     }
     s->pcap = pc;
-    s->read_buffer = read_buffer;
-    s->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
-    own_file(s, fileno(fp), &st);
+    int lt = pcap_datalink(pc);
+    if (!linktype_supported(lt)) {
+        const char *name = pcap_datalink_val_to_name(lt);
+        snprintf(err, errlen, "%s: unsupported link type %d (%s); supported: EN10MB, LINUX_SLL, LINUX_SLL2, NULL, LOOP, RAW, IPV4, IPV6",
+                 path, lt, name ? name : "unknown");
+        tt_pcap_source_close(s);
+        return NULL;
+    }
     s->stats.linktype = lt;
     return s;
 }

@@ -380,11 +380,12 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
         for (uint32_t e = 0; e < r->n_events; e++)
             if (r->events[e].type_id < src->n_types) r->events[e].type_id = map[r->events[e].type_id];
     }
-    /* The requests of both in the larger array, when it has room for all:
-     * a merge then holds them once, not twice (the order is free: they are
-     * sorted by a total order afterwards, tt_tracker_sort). */
+    /* The requests of both in the array with more room, when it holds
+     * all: a merge then holds them once, not twice, and src's room may
+     * have been made ahead for it (tt_tracker_reserve_requests). The order
+     * is free: they are sorted by a total order afterwards, tt_tracker_sort. */
     size_t total = dst->n_reqs + src->n_reqs;
-    if (dst->cap_reqs < total && src->cap_reqs >= total) {
+    if (src->cap_reqs > dst->cap_reqs && src->cap_reqs >= total) {
         tt_request *reqs = dst->reqs;
         size_t n = dst->n_reqs, cap = dst->cap_reqs;
         dst->reqs = src->reqs, dst->n_reqs = src->n_reqs, dst->cap_reqs = src->cap_reqs;
@@ -413,6 +414,20 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
     dst->evicted_connections += src->evicted_connections;
     dst->evicted_requests += src->evicted_requests;
     dst->forgotten += src->forgotten;
+}
+
+tt_request *tt_tracker_reserve_requests(tt_tracker *t, size_t n, size_t *room)
+{
+    *room = 0;
+    if (n > t->cap_reqs) {
+        if (n > SIZE_MAX / sizeof *t->reqs) return NULL;
+        tt_request *reqs = realloc(t->reqs, n * sizeof *reqs);
+        if (!reqs) return NULL;
+        t->reqs = reqs;
+        t->cap_reqs = n;
+    }
+    *room = t->cap_reqs - t->n_reqs;
+    return t->reqs + t->n_reqs;
 }
 
 typedef struct keyed_note {

@@ -88,6 +88,13 @@ size_t tt_tracker_evict(tt_tracker *t, size_t n, uint64_t mono_ns);
  * trackers of several readers of one capture (analyze --jobs). */
 void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src);
 
+/* Grow t's request array to hold n requests, without touching the new
+ * room: a later tt_tracker_absorb into t then does not move the array.
+ * Returns the first free slot, with *room set to the free slots (0 and
+ * NULL when out of memory: nothing changed). The caller may write zeroes
+ * there, to take the room's page faults ahead of the merge. */
+tt_request *tt_tracker_reserve_requests(tt_tracker *t, size_t n, size_t *room);
+
 /* Put the notes in order_key order (stable: notes of one key keep their
  * order), keeping the first TT_TRACKER_NOTES_MAX and counting the rest in
  * notes_over: the order and the cut one tracker reading the whole input in
