@@ -3,7 +3,11 @@
  * chunk contract (chunk_check.h), an error must be one line, and nothing may
  * crash. It is read twice, with whole windows and with reads of a few bytes
  * (tt_pcap_source_set_read_chunk): the two must agree on the result, the
- * error and the packet counts. The input length picks the reassembler
+ * error and the packet counts. It is read a third time as two shares
+ * (analyze --jobs 2, tt_pcap_source_share), one after the other: each
+ * must keep the chunk contract, and their counts, merged
+ * (tt_pcap_source_absorb_share), must be the whole read's: each packet's
+ * class counted once. The input length picks the reassembler
  * limits and the read size, so the seeds stay plain capture files. The
  * file lives in a memfd (no disk). */
 #include <stdint.h>
@@ -15,6 +19,39 @@
 
 #include "chunk_check.h"
 #include "source/pcap_source.h"
+
+/* Read path as two shares, each through its own reassembler, and check
+ * them against the whole read (its result rc and counts whole). */
+static void shares_agree(const char *path, size_t size, int rc, const tt_pcap_stats *whole)
+{
+    char err[512] = "";
+    tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
+    if (!s) abort(); /* it opened twice already */
+    tt_pcap_source *other = tt_pcap_source_share(s, 1, 2);
+    if (!other) { /* a file libpcap reads (pcapng it does not take) has no shares */
+        tt_pcap_source_close(s);
+        return;
+    }
+    tt_pcap_source *src[2] = {other, s};
+    for (int k = 0; k < 2; k++) {
+        tt_reasm_limits lim = {.max_held_bytes_per_dir = (size % 4) ? 4096 : 0, .max_connections = 1 + size % 3};
+        chunk_check cc = {0};
+        tt_reasm *r = tt_reasm_new(&lim, TT_VANTAGE_WIRE, chunk_check_fn, &cc);
+        if (!r) abort();
+        if (size & 1) tt_pcap_source_set_mono_offset(src[k], (int64_t)size * 1000);
+        if (tt_pcap_source_run(src[k], r, NULL, NULL, err, sizeof err) != rc) abort();
+        chunk_check_done(&cc);
+        tt_reasm_free(r);
+    }
+    tt_pcap_source_absorb_share(s, other);
+    const tt_pcap_stats *st = tt_pcap_source_stats(s);
+    if (st->packets != whole->packets || st->bytes != whole->bytes || st->tcp_segments != whole->tcp_segments ||
+        st->non_ip != whole->non_ip || st->non_tcp != whole->non_tcp || st->fragments != whole->fragments ||
+        st->malformed != whole->malformed || st->last_ns != whole->last_ns)
+        abort();
+    tt_pcap_source_close(other);
+    tt_pcap_source_close(s);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -58,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         stats[0].tcp_segments != stats[1].tcp_segments || stats[0].bytes != stats[1].bytes ||
         stats[0].last_ns != stats[1].last_ns)
         abort();
+    shares_agree(path, size, rc[0], &stats[0]);
     close(fd);
     return 0;
 }

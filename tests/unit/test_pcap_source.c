@@ -328,33 +328,42 @@ static void test_unsupported_linktype(void **state)
     expect_open_error(path, "unsupported link type 9 (PPP)");
 }
 
+/* Ten packets that are not whole TCP segments, at t .. t + 9: one not IP,
+ * two not TCP, two fragments, five damaged. Four of them (a fragment and
+ * three damaged) look like IPv4 TCP at the places analyze --jobs reads
+ * first (quick_owner in pcap_source.c). */
+static void write_odd_packets(tt_pw *w, uint64_t t)
+{
+    uint8_t arp[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06};
+    tt_pw_frame(w, t, arp, sizeof arp, sizeof arp);
+    uint8_t udp[28] = {0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 1, udp, sizeof udp);
+    uint8_t frag[40] = {0x45, 0, 0, 40, 0, 2, 0x20, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 2, frag, sizeof frag);
+    uint8_t short_tcp[30] = {0x45, 0, 0, 30, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 3, short_tcp, sizeof short_tcp);
+    uint8_t bad_ihl[40] = {0x43, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 4, bad_ihl, sizeof bad_ihl);
+    uint8_t long_total[40] = {0x45, 0, 0x05, 0xdc, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 5, long_total, sizeof long_total);
+    uint8_t v6frag[68] = {0x60, 0, 0, 0, 0, 28, 44, 64};
+    v6frag[40] = 6; /* fragment header -> TCP */
+    tt_pw_ip_packet(w, t + 6, v6frag, sizeof v6frag);
+    uint8_t v6udp[48] = {0x60, 0, 0, 0, 0, 8, 17, 64};
+    tt_pw_ip_packet(w, t + 7, v6udp, sizeof v6udp);
+    uint8_t tiny[5] = {1, 2, 3, 4, 5};
+    tt_pw_frame(w, t + 8, tiny, sizeof tiny, sizeof tiny);
+    uint8_t bad_doff[40] = {0x45, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    bad_doff[32] = 0xf0; /* data offset 60 > 20 bytes present */
+    tt_pw_ip_packet(w, t + 9, bad_doff, sizeof bad_doff);
+}
+
 /* Packets that are not whole TCP segments are counted and skipped. */
 static void test_odd_packets_counted(void **state)
 {
     const char *path = tmp_path("odd.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
-    uint8_t arp[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06};
-    tt_pw_frame(w, T0, arp, sizeof arp, sizeof arp);
-    uint8_t udp[28] = {0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
-    tt_pw_ip_packet(w, T0 + 1, udp, sizeof udp);
-    uint8_t frag[40] = {0x45, 0, 0, 40, 0, 2, 0x20, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
-    tt_pw_ip_packet(w, T0 + 2, frag, sizeof frag);
-    uint8_t short_tcp[30] = {0x45, 0, 0, 30, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
-    tt_pw_ip_packet(w, T0 + 3, short_tcp, sizeof short_tcp);
-    uint8_t bad_ihl[40] = {0x43, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
-    tt_pw_ip_packet(w, T0 + 4, bad_ihl, sizeof bad_ihl);
-    uint8_t long_total[40] = {0x45, 0, 0x05, 0xdc, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
-    tt_pw_ip_packet(w, T0 + 5, long_total, sizeof long_total);
-    uint8_t v6frag[68] = {0x60, 0, 0, 0, 0, 28, 44, 64};
-    v6frag[40] = 6; /* fragment header -> TCP */
-    tt_pw_ip_packet(w, T0 + 6, v6frag, sizeof v6frag);
-    uint8_t v6udp[48] = {0x60, 0, 0, 0, 0, 8, 17, 64};
-    tt_pw_ip_packet(w, T0 + 7, v6udp, sizeof v6udp);
-    uint8_t tiny[5] = {1, 2, 3, 4, 5};
-    tt_pw_frame(w, T0 + 8, tiny, sizeof tiny, sizeof tiny);
-    uint8_t bad_doff[40] = {0x45, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
-    bad_doff[32] = 0xf0; /* data offset 60 > 20 bytes present */
-    tt_pw_ip_packet(w, T0 + 9, bad_doff, sizeof bad_doff);
+    write_odd_packets(w, T0);
     tt_pw_close(w);
 
     collected c = {0};
@@ -483,8 +492,9 @@ static void collect_by_port(void *ctx, const tt_chunk *ch)
     }
 }
 
-/* Sixteen connections, interleaved, the i-th answering 100 + i bytes. */
-static void write_sixteen(const char *path, unsigned flags)
+/* Sixteen connections, interleaved, the i-th answering 100 + i bytes;
+ * with odd, write_odd_packets after the handshakes. */
+static void write_sixteen(const char *path, unsigned flags, bool odd)
 {
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, flags);
     assert_non_null(w);
@@ -495,6 +505,7 @@ static void write_sixteen(const char *path, unsigned flags)
         c[i] = tt_pw_conn_new(w, "10.0.0.1", (uint16_t)(41000 + i), "10.0.0.2", 8000);
         assert_int_equal(tt_pw_handshake(c[i], T0 + (uint64_t)i), 0);
     }
+    if (odd) write_odd_packets(w, T0 + 500);
     for (int i = 0; i < 16; i++) assert_int_equal(tt_pw_send(c[i], TT_DIR_S2C, body, 100 + (size_t)i, T0 + 1000 + (uint64_t)i), 0);
     for (int i = 0; i < 16; i++) assert_int_equal(tt_pw_fin(c[i], TT_DIR_S2C, T0 + 2000 + (uint64_t)i), 0);
     assert_int_equal(tt_pw_close(w), 0);
@@ -504,17 +515,18 @@ static void write_sixteen(const char *path, unsigned flags)
  * here), deliver every connection exactly once, with the bytes the whole
  * read gives it and, as conn_id, the index of its first packet (which the
  * merge of analyze --jobs orders by); each share walks every packet. */
-static void shares_of(const char *name, unsigned flags)
+static void shares_of(const char *name, unsigned flags, bool odd)
 {
     const char *path = tmp_path(name);
-    write_sixteen(path, flags);
+    write_sixteen(path, flags, odd);
     char err[256] = "";
     by_port whole = {0};
     tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
     assert_non_null(s);
     tt_reasm *r = tt_reasm_new(NULL, TT_VANTAGE_WIRE, collect_by_port, &whole);
     assert_int_equal(tt_pcap_source_run(s, r, NULL, NULL, err, sizeof err), 0);
-    uint64_t packets = tt_pcap_source_stats(s)->packets;
+    tt_pcap_stats whole_stats = *tt_pcap_source_stats(s);
+    uint64_t packets = whole_stats.packets;
     tt_reasm_free(r);
     tt_pcap_source_close(s);
 
@@ -550,19 +562,34 @@ static void shares_of(const char *name, unsigned flags)
     }
     for (int k = 0; k < 3; k++) assert_true(part[k].deliveries > 0); /* sixteen connections: none empty */
     assert_null(tt_pcap_source_share(s, 1, 3)); /* s has been read */
+    /* each packet's class counted by one reader: the sum is the whole's */
+    tt_pcap_source_absorb_share(s, src[1]);
+    tt_pcap_source_absorb_share(s, src[2]);
+    const tt_pcap_stats *merged = tt_pcap_source_stats(s);
+    assert_int_equal(merged->packets, whole_stats.packets);
+    assert_int_equal(merged->bytes, whole_stats.bytes);
+    assert_int_equal(merged->tcp_segments, whole_stats.tcp_segments);
+    assert_int_equal(merged->non_ip, whole_stats.non_ip);
+    assert_int_equal(merged->non_tcp, whole_stats.non_tcp);
+    assert_int_equal(merged->fragments, whole_stats.fragments);
+    assert_int_equal(merged->malformed, whole_stats.malformed);
+    assert_int_equal(merged->first_ns, whole_stats.first_ns);
+    assert_int_equal(merged->last_ns, whole_stats.last_ns);
+    if (odd) assert_int_equal(whole_stats.malformed, 5);
     tt_pcap_source_close(src[2]);
     tt_pcap_source_close(src[1]);
     tt_pcap_source_close(s);
 }
 
-static void test_shares_pcap(void **state) { shares_of("shares.pcap", 0); }
-static void test_shares_pcapng(void **state) { shares_of("shares.pcapng", TT_PW_PCAPNG); }
+static void test_shares_pcap(void **state) { shares_of("shares.pcap", 0, false); }
+static void test_shares_pcapng(void **state) { shares_of("shares.pcapng", TT_PW_PCAPNG, false); }
+static void test_shares_odd_packets(void **state) { shares_of("shares-odd.pcap", 0, true); }
 
 /* A file read through libpcap (here: a pipe, not a regular file) has no shares. */
 static void test_shares_need_tokentaps_reader(void **state)
 {
     const char *path = tmp_path("piped.pcap");
-    write_sixteen(path, 0);
+    write_sixteen(path, 0, false);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cat '%s'", path);
     FILE *p = popen(cmd, "r");
@@ -601,7 +628,7 @@ static void read_chunked(const char *path, size_t chunk, by_port *out, tt_pcap_s
 static void window_edges(const char *name, unsigned flags)
 {
     const char *path = tmp_path(name);
-    write_sixteen(path, flags);
+    write_sixteen(path, flags, false);
     by_port whole, part;
     tt_pcap_stats st_whole, st;
     read_chunked(path, 0, &whole, &st_whole);
@@ -662,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_window_edges_pcapng),
         cmocka_unit_test(test_shares_pcap),
         cmocka_unit_test(test_shares_pcapng),
+        cmocka_unit_test(test_shares_odd_packets),
         cmocka_unit_test(test_shares_need_tokentaps_reader),
         cmocka_unit_test(test_ethernet),
         cmocka_unit_test(test_ethernet_vlan),

@@ -243,6 +243,7 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
     for (unsigned k = 0; k < started; k++) pthread_join(th[k], NULL);
     v->reasm_sum = *tt_reasm_get_stats(v->reasm);
     for (unsigned k = 0; k + 1 < jobs; k++) {
+        tt_pcap_source_absorb_share(v->src, sh[k].src);
         tt_reasm_stats_add(&v->reasm_sum, tt_reasm_get_stats(sh[k].reasm));
         if (topt->on_file) {
             size_t n;

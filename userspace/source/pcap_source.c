@@ -434,6 +434,15 @@ tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned
     return view;
 }
 
+void tt_pcap_source_absorb_share(tt_pcap_source *s, const tt_pcap_source *share)
+{
+    s->stats.tcp_segments += share->stats.tcp_segments;
+    s->stats.non_ip += share->stats.non_ip;
+    s->stats.non_tcp += share->stats.non_tcp;
+    s->stats.fragments += share->stats.fragments;
+    s->stats.malformed += share->stats.malformed;
+}
+
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s)
 {
     return s->has_offset ? TT_CLOCK_MONOTONIC : TT_CLOCK_CAPTURE;
@@ -450,19 +459,39 @@ static void count_class(tt_pcap_stats *st, packet_class k)
     }
 }
 
-/* Which of `shares` readers of one file reassembles seg's connection: a
- * hash of its endpoints that is the same in both directions (xor), cheap,
- * as every reader computes it for every segment. Equal parts: every reader
- * walks the whole file, so each pays the same for what it does not keep.
- * (One reader dealing parsed segments to the others through queues, as
- * before, measured no faster: the hand-over cost about what it saved.) */
-static unsigned owner_of(const tt_tcp_segment *seg, unsigned shares)
+/* Which of `shares` readers owns a connection: a hash of its endpoints
+ * that is the same in both directions (xor), cheap, as every reader
+ * computes it for nearly every packet. Addresses are 16 bytes (IPv4 in
+ * the first 4, the rest zero), ports in host order. */
+static unsigned endpoints_owner(const uint8_t a[16], const uint8_t b[16], unsigned port_a, unsigned port_b,
+                                unsigned shares)
 {
-    uint32_t a[4], b[4];
-    memcpy(a, seg->src.addr, sizeof a);
-    memcpy(b, seg->dst.addr, sizeof b);
-    uint64_t k = (uint64_t)(a[0] ^ b[0] ^ a[1] ^ b[1] ^ a[2] ^ b[2] ^ a[3] ^ b[3]) << 16 ^ (seg->src.port ^ seg->dst.port);
+    uint32_t x[4], y[4];
+    memcpy(x, a, sizeof x);
+    memcpy(y, b, sizeof y);
+    uint64_t k = (uint64_t)(x[0] ^ y[0] ^ x[1] ^ y[1] ^ x[2] ^ y[2] ^ x[3] ^ y[3]) << 16 ^ (port_a ^ port_b);
     return (unsigned)(((k * 0x9E3779B97F4A7C15ull) >> 32) % shares);
+}
+
+/* The owner of an IPv4 TCP packet read at fixed places, without the
+ * checks of parse_packet: false when the packet is not plainly one (then
+ * parse_packet decides). Wherever parse_packet finds a TCP segment in a
+ * packet this accepts, it reads its endpoints from these same places, so
+ * a connection's packets have one owner whichever path they take. A
+ * packet this accepts and parse_packet finds damaged is its owner's to
+ * count. */
+static bool quick_owner(int lt, const uint8_t *p, size_t caplen, unsigned shares, unsigned *owner)
+{
+    size_t off;
+    if (link_layer(lt, p, caplen, &off) != 4 || caplen - off < 20) return false;
+    const uint8_t *ip = p + off;
+    size_t ihl = (size_t)(ip[0] & 15) * 4;
+    if (ip[0] >> 4 != 4 || ip[9] != 6 || ihl < 20 || caplen - off < ihl + 4) return false;
+    uint8_t a[16] = {0}, b[16] = {0};
+    memcpy(a, ip + 12, 4);
+    memcpy(b, ip + 16, 4);
+    *owner = endpoints_owner(a, b, be16(ip + ihl), be16(ip + ihl + 2), shares);
+    return true;
 }
 
 static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const uint8_t *data, uint32_t caplen,
@@ -476,11 +505,20 @@ static void take_packet(tt_pcap_source *s, tt_reasm *r, uint64_t wall_ns, const 
     if (caplen < len) st->snapped++;
     if (st->packets == 1 || ts < st->first_ns) st->first_ns = ts;
     if (ts > st->last_ns) st->last_ns = ts;
+    unsigned owner;
+    bool quick = s->shares && quick_owner(st->linktype, data, caplen, s->shares, &owner);
+    if (quick && owner != s->share) return;
     tt_tcp_segment seg;
     packet_class k = parse_packet(st->linktype, data, caplen, len, &seg);
+    if (s->shares && !quick) {
+        /* what quick_owner left: a TCP segment by its endpoints, the rest
+         * (counted by one reader only) by packet index */
+        owner = k == PKT_TCP ? endpoints_owner(seg.src.addr, seg.dst.addr, seg.src.port, seg.dst.port, s->shares)
+                             : (unsigned)(st->packets % s->shares);
+        if (owner != s->share) return;
+    }
     count_class(st, k);
     if (k != PKT_TCP) return;
-    if (s->shares && owner_of(&seg, s->shares) != s->share) return;
     seg.order = s->shares ? st->packets : 0;
     seg.ts_ns = ts;
     tt_reasm_segment(r, &seg);

@@ -59,16 +59,23 @@ bool tt_pcap_source_shareable(const tt_pcap_source *s);
  * --jobs): returns a new source that reads the same file (through its own
  * window) and reassembles only the connections of share number `share`
  * (1 .. shares - 1, by a hash of the endpoints), and makes s keep share 0.
- * Each reader walks and parses every packet itself, with no hand-over
- * between threads: numbering segments by packet index
- * (tt_tcp_segment.order) so that ids and order agree across the
- * reassemblers, whose results are merged. Each may run on its own thread,
- * and s must not be closed before its shares. s's stats describe the
- * file; a share's are the same except where damage stops it. NULL,
+ * Each reader walks every packet itself, with no hand-over between
+ * threads, and parses fully only the packets it owns: numbering segments
+ * by packet index (tt_tcp_segment.order) so that ids and order agree
+ * across the reassemblers, whose results are merged. Each may run on its
+ * own thread, and s must not be closed before its shares. Every reader
+ * counts packets, bytes, snapped and the first and last instants of the
+ * whole file; a packet's class (tcp_segments, non_ip, non_tcp, fragments,
+ * malformed) is counted by its owner only: tt_pcap_source_absorb_share
+ * adds a share's to s. NULL,
  * changing nothing, when s is read through libpcap, has started, or the
  * numbers are out of range (or memory ran out). Free with
  * tt_pcap_source_close. */
 tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares);
+
+/* Add the packet classes `share` (of s, tt_pcap_source_share) counted to
+ * s's stats, once both have run: s's stats then describe the whole file. */
+void tt_pcap_source_absorb_share(tt_pcap_source *s, const tt_pcap_source *share);
 
 tt_clock_domain tt_pcap_source_clock(const tt_pcap_source *s);
 
