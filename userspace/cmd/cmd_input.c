@@ -140,8 +140,6 @@ static int manifest_offset(const char *path, int64_t *offset, char *clock_id, si
     return rc;
 }
 
-/* One share of the connections of a capture file, read and reassembled by
- * its own thread. */
 /* What the readers of one file share for the merge that follows them. */
 typedef struct merge_room {
     atomic_uint readers_running; /* readers not done yet */
@@ -149,6 +147,8 @@ typedef struct merge_room {
     unsigned shares;
 } merge_room;
 
+/* One share of the connections of a capture file, read and reassembled by
+ * its own thread. */
 typedef struct shard_run {
     tt_pcap_source *src; /* tt_pcap_source_share of the main source */
     tt_tracker *tracker;
