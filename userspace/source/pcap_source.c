@@ -462,7 +462,9 @@ static void count_class(tt_pcap_stats *st, packet_class k)
 /* Which of `shares` readers owns a connection: a hash of its endpoints
  * that is the same in both directions (xor), cheap, as every reader
  * computes it for nearly every packet. Addresses are 16 bytes (IPv4 in
- * the first 4, the rest zero), ports in host order. */
+ * the first 4, the rest zero), ports in host order. (One reader dealing
+ * parsed segments to the others through queues measured no faster: the
+ * hand-over cost about what it saved.) */
 static unsigned endpoints_owner(const uint8_t a[16], const uint8_t b[16], unsigned port_a, unsigned port_b,
                                 unsigned shares)
 {

@@ -60,7 +60,8 @@ bool tt_pcap_source_shareable(const tt_pcap_source *s);
  * window) and reassembles only the connections of share number `share`
  * (1 .. shares - 1, by a hash of the endpoints), and makes s keep share 0.
  * Each reader walks every packet itself, with no hand-over between
- * threads, and parses fully only the packets it owns: numbering segments
+ * threads, and parses only the packets it owns and those whose owner
+ * takes a parse to find (all but plain IPv4 TCP): numbering segments
  * by packet index (tt_tcp_segment.order) so that ids and order agree
  * across the reassemblers, whose results are merged. Each may run on its
  * own thread, and s must not be closed before its shares. Every reader
