@@ -52,7 +52,6 @@ struct call_args {
     __s32 fd;
     __u32 syscall;
     __u32 pending;  /* set at enter, cleared at exit */
-    __u32 peek;     /* recvfrom/recvmsg with MSG_PEEK: the bytes stay queued (no sequence number) */
     /* An SSL call in progress on this thread (socktap_tls.bpf.h): its
      * arguments, and the socket the library moved bytes on inside it. */
     __u64 tls_ssl, tls_buf, tls_len_ptr, tls_enter_ns, tls_sk;
@@ -257,10 +256,11 @@ static __always_inline struct call_args *thread_args(void)
     return a;
 }
 
-/* The enter of a traced syscall: everything that can be rejected is
+/* The enter of a traced syscall other than a receive (receives have no
+ * enter program: on_exit_recv): everything that can be rejected is
  * rejected here, before anything is stored (the process filters, an fd
  * that is not a TCP socket, the port filter where the ports are known). */
-static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32 syscall, bool peek)
+static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
 {
     if (fd < 0 || !task_traced(bpf_get_current_pid_tgid())) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
@@ -276,31 +276,21 @@ static __always_inline int on_enter_peek(__s32 fd, __u64 buf, __u64 count, __u32
     a->fd = fd;
     a->syscall = syscall;
     a->enter_ns = bpf_ktime_get_ns();
-    a->peek = peek;
     a->pending = 1;
-    bool recv = is_recv_syscall(syscall);
-    if (a->tls_active && !is_role_syscall(syscall) && syscall != TT_SOCKTAP_SYS_CLOSE) {
-        /* the TLS library moving its own bytes: the SSL call's socket, and
-         * for a write the instant its ciphertext was handed to the socket */
+    if (is_role_syscall(syscall) || syscall == TT_SOCKTAP_SYS_CLOSE) return 0;
+    if (a->tls_active) {
+        /* the TLS library writing its own bytes: the SSL call's socket, and
+         * the instant its ciphertext was handed to the socket */
         if (!a->tls_sk) {
             a->tls_sk = (__u64)sk;
             a->tls_fd = fd;
         }
-        if (!recv && a->tls_dir == TT_SOCKTAP_DIR_SEND && !a->tls_socket_ns && a->tls_sk == (__u64)sk)
+        if (a->tls_dir == TT_SOCKTAP_DIR_SEND && !a->tls_socket_ns && a->tls_sk == (__u64)sk)
             a->tls_socket_ns = a->enter_ns;
-    }
-    if (recv) {
-        a->last_recv_sk = (__u64)sk;
-        a->last_recv_fd = fd;
-    } else if (a->tls_pending && !a->tls_active && !is_role_syscall(syscall) && syscall != TT_SOCKTAP_SYS_CLOSE) {
+    } else if (a->tls_pending) {
         tls_pair_pending(a, sk, fd, syscall);
     }
     return 0;
-}
-
-static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
-{
-    return on_enter_peek(fd, buf, count, syscall, false);
 }
 
 #define TT_MSG_PEEK 2
@@ -379,34 +369,40 @@ static __always_inline bool takes_iovec(__u32 syscall)
 #include "socktap_copy.bpf.h"
 #include "socktap_tls.bpf.h"
 
-/* The exit of a data syscall: copy the ret bytes it moved, from one buffer,
- * from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries), or from
- * each message of an mmsghdr array, in pieces of at most
- * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied. */
-static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
+/* A data syscall that returned: copy the ret bytes it moved, from one
+ * buffer, from the iovec array (walked up to TT_SOCKTAP_MAX_IOV entries),
+ * or from each message of an mmsghdr array, in pieces of at most
+ * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied.
+ * args: the call (for a send, what its enter stored; for a receive, what
+ * on_exit_recv read at its exit); live: the thread's call_args. */
+static __always_inline int exit_data(const struct call_args *call, struct call_args *live, long ret, __u8 dir)
 {
-    struct call_args args;
-    struct call_args *live = take_args(syscall, &args);
-    if (!live) return 0;
-    /* MSG_PEEK consumed nothing: the next read returns the same bytes */
-    if (args.peek) return 0;
+    struct call_args args = *call;
     __u64 id = bpf_get_current_pid_tgid();
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
         /* end of file: the peer's FIN was read */
         __u64 now = bpf_ktime_get_ns();
-        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, args.enter_ns, now, now, 0);
+        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF,
+                           args.enter_ns ? args.enter_ns : now, now, now, 0);
     }
     if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
     __u64 exit_ns = bpf_ktime_get_ns();
 
-    struct sock *sk = (struct sock *)args.sk; /* classified at enter */
+    struct sock *sk = (struct sock *)args.sk;
     if (!sk) return 0;
     if (dir == TT_SOCKTAP_DIR_RECV) {
-        /* for a TLS library: when the ciphertext it decrypts was read */
+        /* for a TLS library: which socket it read its ciphertext from, and when */
+        live->last_recv_sk = (__u64)sk;
+        live->last_recv_fd = args.fd;
         live->last_recv_exit_ns = exit_ns;
-        if (live->tls_active && live->tls_dir == TT_SOCKTAP_DIR_RECV && live->tls_sk == (__u64)sk)
-            live->tls_socket_ns = exit_ns;
+        if (live->tls_active && live->tls_dir == TT_SOCKTAP_DIR_RECV) {
+            if (!live->tls_sk) {
+                live->tls_sk = (__u64)sk;
+                live->tls_fd = args.fd;
+            }
+            if (live->tls_sk == (__u64)sk) live->tls_socket_ns = exit_ns;
+        }
     }
     __u32 zero = 0;
     struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
@@ -415,7 +411,7 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
     fill_head(ev, sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_DATA);
     if (port_rejected(ev)) return 0;
 
-    ev->enter_ns = args.enter_ns;
+    ev->enter_ns = args.enter_ns ? args.enter_ns : exit_ns;
     ev->exit_ns = exit_ns;
     ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? args.enter_ns : exit_ns;
     ev->ret = ret;
@@ -513,6 +509,66 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
     return 0;
 }
 
+/* The exit of a send: the arguments its enter left for this thread. */
+static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
+{
+    struct call_args args;
+    struct call_args *live = take_args(syscall, &args);
+    if (!live) return 0;
+    return exit_data(&args, live, ret, dir);
+}
+
+/* The registers the current task entered its syscall with. */
+static __always_inline const struct pt_regs *syscall_regs(void)
+{
+    return AS_KERNEL(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+}
+
+/* The exit of a receive (read, recvfrom, readv, recvmsg, recvmmsg). A
+ * receive has no enter program, which saves a program run (and, for the
+ * classic tracepoints, the perf record of its arguments) per read: its
+ * arguments are read here from the registers the syscall was entered with,
+ * which the task's pt_regs still hold at its exit, and its socket is found
+ * from fd now. The record's enter_ns is then its exit instant (a receive
+ * is stamped at its return either way: ts_ns). What this gives up: a read
+ * blocked while another thread closed its fd and a new socket took the
+ * number would be attributed to the new socket. regs: the syscall's
+ * registers where the caller has them (tp_btf), else NULL (found here,
+ * once the process filters passed). */
+static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt_regs *regs)
+{
+    if (ret < 0) return 0;
+    __u64 id = bpf_get_current_pid_tgid();
+    if (!task_traced(id)) return 0;
+    if (!regs) regs = syscall_regs();
+    __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
+    if (fd < 0) return 0;
+    /* the third argument: a length, an iovec or message count, or (recvmsg) the flags */
+    __u64 count = PT_REGS_PARM3_SYSCALL(regs), flags = 0;
+    if (syscall == TT_SOCKTAP_SYS_RECVMSG) {
+        flags = count;
+        count = 0;
+    } else if (syscall == TT_SOCKTAP_SYS_RECVFROM || syscall == TT_SOCKTAP_SYS_RECVMMSG) {
+        flags = PT_REGS_PARM4_SYSCALL(regs);
+    }
+    /* MSG_PEEK consumed nothing: the next read returns the same bytes */
+    if (flags & TT_MSG_PEEK) return 0;
+    struct sock *sk = tcp_sock_of_fd(fd);
+    if (!sk) return 0;
+    if (targ_port && sk->__sk_common.skc_num != targ_port && bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
+        return 0;
+    struct call_args *live = thread_args();
+    if (!live) return 0;
+    struct call_args args = {
+        .buf = PT_REGS_PARM2_SYSCALL(regs),
+        .count = count,
+        .sk = (__u64)sk,
+        .fd = fd,
+        .syscall = syscall,
+    };
+    return exit_data(&args, live, ret, TT_SOCKTAP_DIR_RECV);
+}
+
 /* The exit of connect, accept or accept4: the role of the local end. */
 static __always_inline int on_exit_role(long ret, __u32 syscall)
 {
@@ -564,24 +620,11 @@ int tt_enter_sendto(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int tt_exit_sendto(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDTO); }
 
-SEC("tracepoint/syscalls/sys_enter_read")
-int tt_enter_read(struct trace_event_raw_sys_enter *ctx)
-{
-    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_READ);
-}
-
 SEC("tracepoint/syscalls/sys_exit_read")
-int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_READ); }
-
-SEC("tracepoint/syscalls/sys_enter_recvfrom")
-int tt_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
-{
-    return on_enter_peek((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_RECVFROM,
-                         (ctx->args[3] & TT_MSG_PEEK) != 0);
-}
+int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READ, NULL); }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_RECVFROM); }
+int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVFROM, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_writev")
 int tt_enter_writev(struct trace_event_raw_sys_enter *ctx)
@@ -592,14 +635,8 @@ int tt_enter_writev(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_writev")
 int tt_exit_writev(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_WRITEV); }
 
-SEC("tracepoint/syscalls/sys_enter_readv")
-int tt_enter_readv(struct trace_event_raw_sys_enter *ctx)
-{
-    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_READV);
-}
-
 SEC("tracepoint/syscalls/sys_exit_readv")
-int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_READV); }
+int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READV, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmsg")
 int tt_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
@@ -610,14 +647,8 @@ int tt_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int tt_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDMSG); }
 
-SEC("tracepoint/syscalls/sys_enter_recvmsg")
-int tt_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
-{
-    return on_enter_peek((__s32)ctx->args[0], ctx->args[1], 0, TT_SOCKTAP_SYS_RECVMSG, (ctx->args[2] & TT_MSG_PEEK) != 0);
-}
-
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
-int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_RECVMSG); }
+int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMSG, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_connect")
 int tt_enter_connect(struct trace_event_raw_sys_enter *ctx)
@@ -690,14 +721,8 @@ int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
     return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0);
 }
 
-SEC("tracepoint/syscalls/sys_enter_recvmmsg")
-int tt_enter_recvmmsg(struct trace_event_raw_sys_enter *ctx)
-{
-    return on_enter((__s32)ctx->args[0], ctx->args[1], ctx->args[2], TT_SOCKTAP_SYS_RECVMMSG);
-}
-
 SEC("tracepoint/syscalls/sys_exit_recvmmsg")
-int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_RECV, TT_SOCKTAP_SYS_RECVMMSG); }
+int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMMSG, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmmsg")
 int tt_enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)

@@ -52,35 +52,34 @@ static __always_inline __u32 raw_sys_of_nr(unsigned long nr)
     }
 }
 
-/* Every syscall's entry: the data syscalls of 64-bit tasks go on to the
- * same on_enter_peek as the classic programs, with the same arguments
- * (x86_64: fd in di, the buffer in si, a count or iovec count in dx, the
- * recvfrom flags in r10, the recvmsg flags in dx). */
+/* Every syscall's entry: the sends of 64-bit tasks go on to the same
+ * on_enter as the classic programs, with the same arguments (x86_64: fd in
+ * di, the buffer in si, an iovec count in dx). Receives have no enter
+ * (on_exit_recv). */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(tt_raw_enter, struct pt_regs *regs, long nr)
 {
     if (!raw_nr_is_data((unsigned long)nr)) return 0;
     if (regs->cs != TT_USER64_CS) return 0;
     __u32 sys = raw_sys_of_nr((unsigned long)nr);
-    __u64 count = 0;
-    bool peek = false;
-    if (sys == TT_SOCKTAP_SYS_READ || sys == TT_SOCKTAP_SYS_RECVFROM || sys == TT_SOCKTAP_SYS_WRITEV ||
-        sys == TT_SOCKTAP_SYS_READV)
-        count = regs->dx;
-    if (sys == TT_SOCKTAP_SYS_RECVFROM) peek = (regs->r10 & TT_MSG_PEEK) != 0;
-    else if (sys == TT_SOCKTAP_SYS_RECVMSG) peek = (regs->dx & TT_MSG_PEEK) != 0;
-    return on_enter_peek((__s32)regs->di, regs->si, count, sys, peek);
+    if (is_recv_syscall(sys)) return 0;
+    return on_enter((__s32)regs->di, regs->si, sys == TT_SOCKTAP_SYS_WRITEV ? regs->dx : 0, sys);
 }
 
-/* Every syscall's exit: a data syscall's goes on to on_exit, which finds
- * (or not) the arguments its entry left for this thread. */
+/* Every syscall's exit: a send's goes on to on_exit, which finds (or not)
+ * the arguments its entry left for this thread; a receive's to
+ * on_exit_recv with the registers at hand. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(tt_raw_exit, struct pt_regs *regs, long ret)
 {
     unsigned long nr = regs->orig_ax;
     if (!raw_nr_is_data(nr)) return 0;
     __u32 sys = raw_sys_of_nr(nr);
-    return on_exit(ret, is_recv_syscall(sys) ? TT_SOCKTAP_DIR_RECV : TT_SOCKTAP_DIR_SEND, sys);
+    if (is_recv_syscall(sys)) {
+        if (regs->cs != TT_USER64_CS) return 0;
+        return on_exit_recv(ret, sys, regs);
+    }
+    return on_exit(ret, TT_SOCKTAP_DIR_SEND, sys);
 }
 
 #endif

@@ -284,7 +284,8 @@ n_held=$(awk -F'\t' '$10 == "yes"' "$work/steps.tsv" | wc -l)
         echo "program rejecting at its first check (\`watch --comm\` of a name nothing has: the"
         echo "floor of the tracepoints themselves): kernel.bpf_stats_enabled run time / run count"
         echo "(the stats add two clock reads per run); their counts include other processes'"
-        echo "syscalls, which the pid filter rejects at once."
+        echo "syscalls, which the pid filter rejects at once. A receive has no enter program"
+        echo "(its exit reads the arguments: bpf/README.md), so there is no tt_enter_read row."
         echo
         echo "| program | ns per run, pid (copied) | ns per run, rejected at once |"
         echo "|---|---|---|"

@@ -2,7 +2,9 @@
 # tokentap watch with scatter/gather syscalls at the client vantage: a python
 # client sends its request with sendmsg (2 iovecs) or writev (3) and reads the
 # stream with recvmsg_into (2 small buffers) or os.readv (3 small buffers),
-# so most reads spread over several iovec entries. Every token write in
+# so most reads spread over several iovec entries; a third client peeks
+# (recvmsg with MSG_PEEK, which consumes nothing) before each recvmsg_into,
+# so its bytes must be counted once. Every token write in
 # serve's log must be a TOKEN event at the client vantage, and the text of
 # those events, in order, must be the text the client itself decoded.
 # Then a client reading with 80 buffers of 2 bytes: past the 64-entry bound
@@ -36,7 +38,10 @@ else:
 raw = bytearray()
 bufs = [bytearray(n) for n in sizes]
 while True:
-    if recv_mode == "recvmsg":
+    if recv_mode == "recvmsg_peek":
+        s.recvmsg(1 << 16, 0, socket.MSG_PEEK)
+        n = s.recvmsg_into(bufs)[0]
+    elif recv_mode == "recvmsg":
         n = s.recvmsg_into(bufs)[0]
     else:
         n = os.readv(s.fileno(), bufs)
@@ -66,6 +71,7 @@ watch_stop() {
 watch_start iov
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" rm-1 sendmsg recvmsg 7,9 "$work/rm-1.json"
 PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" rv-1 writev readv 5,11,3 "$work/rv-1.json"
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 "$work/client.py" "$port" rp-1 sendmsg recvmsg_peek 7,9 "$work/rp-1.json"
 watch_stop iov
 
 watch_start cut
@@ -80,8 +86,8 @@ log = [json.loads(l) for l in open(f"{work}/serve.log")]
 rep = json.load(open(f"{work}/iov.json"))
 assert rep["vantage"] == "client", rep["vantage"]
 reqs = {r["request_id"]: r for r in rep["requests"]}
-assert set(reqs) == {"rm-1", "rv-1"}, sorted(reqs)
-for rid in ("rm-1", "rv-1"):
+assert set(reqs) == {"rm-1", "rv-1", "rp-1"}, sorted(reqs)
+for rid in ("rm-1", "rv-1", "rp-1"):
     mine = json.load(open(f"{work}/{rid}.json"))
     writes = [e for e in log if e["type"] == "write" and e["request_id"] == rid
               and any(k == "token" for _, k in e["events"])]
@@ -89,7 +95,7 @@ for rid in ("rm-1", "rv-1"):
     assert len(writes) == 40 and len(toks) == 40, (rid, len(writes), len(toks))
     seen = "".join(e.get("text", "") for e in toks)
     assert seen == mine["text"] and seen, (rid, seen[:80], mine["text"][:80])
-print(f"watch iovec: recvmsg (2 iovecs) and readv (3 iovecs) clients, sendmsg and writev requests: "
+print(f"watch iovec: recvmsg (2 iovecs), readv (3 iovecs) and recvmsg after a MSG_PEEK recvmsg clients, sendmsg and writev requests: "
       f"40/40 token events each, text identical to the client's own decode ({len(seen)} chars)")
 cut = open(f"{work}/cut.err").read()
 gap_line = [l for l in cut.splitlines() if "truncated syscalls" in l][0]

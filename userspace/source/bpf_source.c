@@ -438,12 +438,11 @@ static int on_record(void *ctx, void *data, size_t len)
 }
 
 /* The classic tracepoint programs of the eight data syscalls, which the
- * raw-tracepoint pair tt_raw_enter/tt_raw_exit replaces (socktap_raw.bpf.h). */
+ * raw-tracepoint pair tt_raw_enter/tt_raw_exit replaces (socktap_raw.bpf.h).
+ * Receives have an exit program only (on_exit_recv in socktap.bpf.c). */
 static const char *const classic_data_progs[] = {
-    "tt_enter_write",    "tt_exit_write",    "tt_enter_read",   "tt_exit_read",   "tt_enter_sendto",
-    "tt_exit_sendto",    "tt_enter_recvfrom", "tt_exit_recvfrom", "tt_enter_writev", "tt_exit_writev",
-    "tt_enter_readv",    "tt_exit_readv",    "tt_enter_sendmsg", "tt_exit_sendmsg", "tt_enter_recvmsg",
-    "tt_exit_recvmsg",
+    "tt_enter_write",  "tt_exit_write",   "tt_exit_read",     "tt_enter_sendto", "tt_exit_sendto", "tt_exit_recvfrom",
+    "tt_enter_writev", "tt_exit_writev",  "tt_exit_readv",    "tt_enter_sendmsg", "tt_exit_sendmsg", "tt_exit_recvmsg",
 };
 
 /* Loads either the raw-tracepoint pair for the data syscalls (when
