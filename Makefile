@@ -66,10 +66,11 @@ $(BPF_USERS): $(BPF_SKEL)
 # The LD_PRELOAD probe (probe/README.md): never built with the sanitizers
 # (an ASan library cannot be preloaded into an uninstrumented program), its
 # own flags only, exporting only its hooks.
-$(PROBE_SO): probe/probe.c $(wildcard probe/*.h) probe/probe.map
+PROBE_SRCS := $(wildcard probe/*.c)
+$(PROBE_SO): $(PROBE_SRCS) $(wildcard probe/*.h) probe/probe.map
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -g -fPIC -shared -fvisibility=hidden -fno-sanitize=all \
-		-Wl,--version-script=probe/probe.map -Wl,-z,now -o $@ probe/probe.c -ldl -pthread
+		-Wl,--version-script=probe/probe.map -Wl,-z,now -o $@ $(PROBE_SRCS) -ldl -pthread
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

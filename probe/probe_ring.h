@@ -2,7 +2,7 @@
  * reservation, commit, and the drop counters, apart from the hooks so that
  * a test can drive exact interleavings on a ring of its own
  * (tests/unit/test_probe_source.c). Header-only: the preloaded library
- * (probe.c) must not depend on anything but libc.
+ * (the probe/ C files) must not depend on anything but libc.
  *
  * Any thread, or a signal handler interrupting one, may call these at any
  * moment; none waits. Only the clock, atomics and plain stores are used. */
