@@ -349,5 +349,19 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read",
     else
         echo "Steps that held: $n_held of $n_traced."
     fi
+    if [ -s "$work/raw.tsv" ]; then
+        tcp1_pid=$(awk -F'\t' '$1 == "tcp1" && $2 == "pid" {print $4}' "$work/raw.tsv")
+        tcp2_comm=$(awk -F'\t' '$1 == "tcp2" && $2 == "comm" {print $4}' "$work/raw.tsv")
+        bystander=$(awk -F'\t' '$1 == "getppid" && $2 == "none" {print $4}' "$work/raw.tsv")
+        max_rate=$(awk -F'\t' '$1 == "max" {print $4}' "$work/steps.tsv")
+        ceiling=$(awk -F'\t' '$1 == "untraced" {print $4}' "$work/steps.tsv")
+        share=$(awk -v a="$max_rate" -v b="$ceiling" 'BEGIN {if (b > 0) printf "%.0f", 100 * a / b; else print "?"}')
+        met() { awk -v v="$1" -v bound="$2" -v dir="$3" 'BEGIN {ok = dir == "max" ? v + 0 <= bound : v + 0 >= bound; print (v != "" && ok) ? "yes" : "no"}'; }
+        echo
+        echo "Issue 16 targets, from the tables above: at most 250 ns added per traced TCP syscall:"
+        echo "**$(met "$tcp1_pid" 250 max)** (tcp1 pid $tcp1_pid ns, tcp2 comm $tcp2_comm ns); at most 20 ns added to a syscall"
+        echo "of a process nothing traces: **$(met "$bystander" 20 max)** (getppid none $bystander ns); the traced token-event"
+        echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
+    fi
 } > "$work/bpf.md"
 cat "$work/bpf.md"
