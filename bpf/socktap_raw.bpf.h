@@ -12,7 +12,7 @@
  * syscall of every process, so the first thing each program does is a
  * syscall-number check against one 64-bit mask (two loads and a branch).
  * Userspace loads either these two programs (TOKENTAP_BPF_RAW=1, on a
- * kernel with the sys_enter BTF type) or the sixteen classic ones for the
+ * kernel with the sys_enter BTF type) or the twelve classic ones for the
  * same syscalls (the default); never both. Opt-in, not the default: on the
  * project's VM the mask check still costs every untraced syscall about
  * 300 ns (bpf/README.md, "Raw syscall tracepoints"). */

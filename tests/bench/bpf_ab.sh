@@ -50,7 +50,13 @@ one() {
 
 echo "off pid_old pid_new none_old none_new (ns per round trip)"
 for _ in $(seq "$rounds"); do
-    echo "$(one off) $(one pid "$old") $(one pid "$new") $(one none "$old") $(one none "$new")" | tee -a "$work/rows"
+    row=()
+    for run in "off" "pid $old" "pid $new" "none $old" "none $new"; do
+        # shellcheck disable=SC2086 # "MODE BINARY", split on purpose
+        v=$(one $run) || exit 1
+        row+=("$v")
+    done
+    echo "${row[*]}" | tee -a "$work/rows"
 done
 /usr/bin/python3 - "$work/rows" <<'PY'
 import statistics, sys
