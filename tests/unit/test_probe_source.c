@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -600,6 +601,40 @@ static void test_open_dir_errors(void **state)
     tt_probe_source_free(NULL);
 }
 
+/* New ring files are looked for at most every 20 ms (a look is four system
+ * calls): a ring made after a poll is found by a poll 20 ms later, and by
+ * the last drain (finish) whenever it came. */
+static void test_new_rings_found_later(void **state)
+{
+    (void)state;
+    char *dir = make_dir();
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
+    assert_int_equal(tt_probe_source_poll(s), 0); /* looks: nothing there yet */
+    static uint8_t rec[512];
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "abc", 0);
+    ring_writer w1, w2;
+    ring_writer_open(&w1, dir, (uint32_t)getpid(), TT_PROBE_MIN_RING);
+    ring_put(&w1, rec, n, true);
+    struct timespec wait = {0, 25 * 1000 * 1000};
+    nanosleep(&wait, NULL);
+    assert_int_equal(tt_probe_source_poll(s), 1); /* 20 ms on: looked again */
+    ring_writer_open(&w2, dir, (uint32_t)getpid() + 1, TT_PROBE_MIN_RING);
+    ring_put(&w2, rec, n, true);
+    tt_probe_source_finish(s); /* the last drain looks whatever the time */
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.records, 2);
+    assert_int_equal(st.rings, 2);
+    ring_writer_close(&w1);
+    ring_writer_close(&w2);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+    remove_dir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -612,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_ring_unfinished_and_damaged),
         cmocka_unit_test(test_producer_drop_accounting),
         cmocka_unit_test(test_open_dir_errors),
+        cmocka_unit_test(test_new_rings_found_later),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

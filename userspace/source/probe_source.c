@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../probe/probe_abi.h"
@@ -61,6 +62,7 @@ struct tt_probe_source {
     seen_pid *pids;
     uint64_t done_drop_records, done_drop_bytes, done_untracked; /* counters of unmapped rings */
     unsigned last_fill_permille; /* the fullest ring at the last poll, in thousandths */
+    uint64_t last_scan_ns;       /* CLOCK_MONOTONIC_COARSE of the last look for new ring files; 0: none yet */
 };
 
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
@@ -480,10 +482,26 @@ int tt_probe_source_open_dir(tt_probe_source *s, const char *dir, bool remove_do
     return 0;
 }
 
+/* New ring files are looked for at most this often: a look is an opendir,
+ * readdir and closedir (four system calls, several microseconds here),
+ * and a new process's ring keeps its records meanwhile. */
+#define SCAN_EVERY_NS (20ull * 1000 * 1000)
+
+static uint64_t coarse_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 size_t tt_probe_source_poll(tt_probe_source *s)
 {
     if (!s->have_dir || s->finished) return 0;
-    scan_dir(s);
+    uint64_t now = coarse_now_ns();
+    if (!s->last_scan_ns || now - s->last_scan_ns >= SCAN_EVERY_NS) {
+        scan_dir(s);
+        s->last_scan_ns = now ? now : 1;
+    }
     size_t n = 0;
     unsigned fill = 0;
     for (probe_ring *r = s->rings; r; r = r->next) {
@@ -497,6 +515,7 @@ size_t tt_probe_source_poll(tt_probe_source *s)
 void tt_probe_source_finish(tt_probe_source *s)
 {
     if (s->finished) return;
+    s->last_scan_ns = 0; /* the last poll looks for every ring file */
     tt_probe_source_poll(s);
     for (probe_ring *r = s->rings; r; r = r->next) {
         if (r->done || r->broken || !r->map) continue;

@@ -57,14 +57,15 @@ tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt
                                      void *server_ctx, tt_chunk_fn on_client_tls, void *client_tls_ctx,
                                      tt_chunk_fn on_server_tls, void *server_tls_ctx);
 
-/* Read the ring files of dir (each poll looks for new ones). With
+/* Read the ring files of dir (polls look for new ones at most every 20
+ * ms, tt_probe_source_finish once more). With
  * remove_done, a ring whose process is gone is deleted once drained (the
  * collector of a live run owns the directory). 0, or -1 with a reason. */
 int tt_probe_source_open_dir(tt_probe_source *s, const char *dir, bool remove_done, char *err, size_t errlen);
 
-/* Look for new ring files, then deliver every complete record of every
- * ring and hand the space back to the producers. Never blocks. Returns the
- * number of records handled. */
+/* Look for new ring files (when the last look is 20 ms old or more), then
+ * deliver every complete record of every ring and hand the space back to
+ * the producers. Never blocks. Returns the number of records handled. */
 size_t tt_probe_source_poll(tt_probe_source *s);
 
 /* Handle one record (struct tt_probe_rec + data) of process pid, as the
