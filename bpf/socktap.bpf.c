@@ -210,14 +210,6 @@ static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
     return sk;
 }
 
-/* Whether --port is set and neither of sk's ports is it (the port filter
- * where the socket is known but no record is built yet; port_rejected
- * checks a record's ports). */
-static __always_inline bool sock_port_rejected(struct sock *sk)
-{
-    return targ_port && sk->__sk_common.skc_num != targ_port && bpf_ntohs(sk->__sk_common.skc_dport) != targ_port;
-}
-
 static __always_inline void fill_tuple(struct tt_socktap_event *ev, struct sock *sk_addr)
 {
     struct sock_common *skc = &AS_KERNEL(struct sock, sk_addr)->__sk_common;
@@ -273,7 +265,9 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
     if (fd < 0 || !task_traced(bpf_get_current_pid_tgid())) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
-    if (!is_role_syscall(syscall) && sock_port_rejected(sk)) return 0;
+    if (targ_port && !is_role_syscall(syscall) && sk->__sk_common.skc_num != targ_port &&
+        bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
+        return 0;
     struct call_args *a = thread_args();
     if (!a) return 0;
     a->buf = buf;
@@ -381,30 +375,31 @@ static __always_inline bool takes_iovec(__u32 syscall)
  * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied.
  * args: the call (for a send, what its enter stored; for a receive, what
  * on_exit_recv read at its exit); live: the thread's call_args. */
-static __always_inline int exit_data(const struct call_args *args, struct call_args *live, long ret, __u8 dir)
+static __always_inline int exit_data(const struct call_args *call, struct call_args *live, long ret, __u8 dir)
 {
+    struct call_args args = *call;
     __u64 id = bpf_get_current_pid_tgid();
-    if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args->syscall != TT_SOCKTAP_SYS_RECVMMSG &&
-        (args->count > 0 || args->syscall == TT_SOCKTAP_SYS_READV || args->syscall == TT_SOCKTAP_SYS_RECVMSG)) {
+    if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
+        (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
         /* end of file: the peer's FIN was read */
         __u64 now = bpf_ktime_get_ns();
-        return emit_marker((struct sock *)args->sk, id, args->fd, args->syscall, TT_SOCKTAP_KIND_EOF,
-                           args->enter_ns ? args->enter_ns : now, now, now, 0);
+        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF,
+                           args.enter_ns ? args.enter_ns : now, now, now, 0);
     }
-    if (ret <= 0 || !is_data_syscall(args->syscall)) return 0;
+    if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
     __u64 exit_ns = bpf_ktime_get_ns();
 
-    struct sock *sk = (struct sock *)args->sk;
+    struct sock *sk = (struct sock *)args.sk;
     if (!sk) return 0;
     if (dir == TT_SOCKTAP_DIR_RECV) {
         /* for a TLS library: which socket it read its ciphertext from, and when */
         live->last_recv_sk = (__u64)sk;
-        live->last_recv_fd = args->fd;
+        live->last_recv_fd = args.fd;
         live->last_recv_exit_ns = exit_ns;
         if (live->tls_active && live->tls_dir == TT_SOCKTAP_DIR_RECV) {
             if (!live->tls_sk) {
                 live->tls_sk = (__u64)sk;
-                live->tls_fd = args->fd;
+                live->tls_fd = args.fd;
             }
             if (live->tls_sk == (__u64)sk) live->tls_socket_ns = exit_ns;
         }
@@ -413,16 +408,16 @@ static __always_inline int exit_data(const struct call_args *args, struct call_a
     struct scratch_rec *rec = bpf_map_lookup_elem(&scratch, &zero);
     if (!rec) return 0;
     struct tt_socktap_event *ev = &rec->ev;
-    fill_head(ev, sk, id, args->fd, args->syscall, TT_SOCKTAP_KIND_DATA);
+    fill_head(ev, sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_DATA);
     if (port_rejected(ev)) return 0;
 
-    ev->enter_ns = args->enter_ns ? args->enter_ns : exit_ns;
+    ev->enter_ns = args.enter_ns ? args.enter_ns : exit_ns;
     ev->exit_ns = exit_ns;
-    ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? args->enter_ns : exit_ns;
+    ev->ts_ns = dir == TT_SOCKTAP_DIR_SEND ? args.enter_ns : exit_ns;
     ev->ret = ret;
     ev->dir = dir;
     __u32 total = ret > 0xffffffffL ? 0xffffffffu : (__u32)ret;
-    bool mmsg = args->syscall == TT_SOCKTAP_SYS_RECVMMSG || args->syscall == TT_SOCKTAP_SYS_SENDMMSG;
+    bool mmsg = args.syscall == TT_SOCKTAP_SYS_RECVMMSG || args.syscall == TT_SOCKTAP_SYS_SENDMMSG;
     if (!mmsg) {
         /* The socket's sequence just past what this call moved, less its
          * length: the sequence number of its first byte. */
@@ -436,13 +431,13 @@ static __always_inline int exit_data(const struct call_args *args, struct call_a
     __u64 *lostp = lost_ever ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
     __u64 lost_in = lostp ? *lostp : 0;
 
-    if (!lost_in && total <= TT_SOCKTAP_MAX_COPY && args->syscall <= TT_SOCKTAP_SYS_RECVFROM) {
+    if (!lost_in && total <= TT_SOCKTAP_MAX_COPY && args.syscall <= TT_SOCKTAP_SYS_RECVFROM) {
         /* The common case, one buffer that fits one record: copied without
          * the walk. A faulting read falls through to the walk, which
          * reports it. */
         __u64 len = total;
         asm volatile("if %[len] <= %[max] goto +1\n\t%[len] = %[max]" : [len] "+r"(len) : [max] "i"(TT_SOCKTAP_MAX_COPY));
-        if (len > 0 && bpf_probe_read_user(rec->data, len, (const void *)args->buf) == 0) {
+        if (len > 0 && bpf_probe_read_user(rec->data, len, (const void *)args.buf) == 0) {
             ev->total_len = total;
             ev->piece_off = 0;
             ev->copied = (__u32)len;
@@ -466,24 +461,24 @@ static __always_inline int exit_data(const struct call_args *args, struct call_a
     st->total = total;
     st->dir = dir;
     st->base_flags = ev->flags;
-    if (args->syscall == TT_SOCKTAP_SYS_SENDFILE) {
+    if (args.syscall == TT_SOCKTAP_SYS_SENDFILE) {
         finish_message(st, ev, TT_SOCKTAP_F_NOT_COPIED);
     } else {
         if (mmsg) {
-            st->mmsg_at = args->buf;
-            st->msg_count = total < args->count ? total : (__u32)args->count;
+            st->mmsg_at = args.buf;
+            st->msg_count = total < args.count ? total : (__u32)args.count;
             st->total = 0; /* the first step loads message 0 */
-        } else if (args->syscall == TT_SOCKTAP_SYS_SENDMSG || args->syscall == TT_SOCKTAP_SYS_RECVMSG) {
+        } else if (args.syscall == TT_SOCKTAP_SYS_SENDMSG || args.syscall == TT_SOCKTAP_SYS_RECVMSG) {
             struct user_msghdr msg;
-            if (bpf_probe_read_user(&msg, sizeof msg, (const void *)args->buf) == 0) {
+            if (bpf_probe_read_user(&msg, sizeof msg, (const void *)args.buf) == 0) {
                 st->iov_at = (__u64)msg.msg_iov;
                 st->iov_count = msg.msg_iovlen;
             }
-        } else if (takes_iovec(args->syscall)) {
-            st->iov_at = args->buf;
-            st->iov_count = args->count;
+        } else if (takes_iovec(args.syscall)) {
+            st->iov_at = args.buf;
+            st->iov_count = args.count;
         } else {
-            st->base = args->buf;
+            st->base = args.buf;
             st->left = total;
         }
         /* bpf_loop: the verifier checks the step once, not once per iteration. */
@@ -560,7 +555,8 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
     if (flags & TT_MSG_PEEK) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
-    if (sock_port_rejected(sk)) return 0;
+    if (targ_port && sk->__sk_common.skc_num != targ_port && bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
+        return 0;
     struct call_args *live = thread_args();
     if (!live) return 0;
     struct call_args args = {
