@@ -2,7 +2,6 @@
  * (probe/), follow it and its children, and report the client vantage (and,
  * as root, the server vantage from eBPF and the wire from libpcap) when CMD
  * exits. CMD's exit status is passed through. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,6 +30,7 @@
 #include "source/pcap_source.h"
 #include "source/probe_source.h"
 #include "source/ready_bridge.h"
+#include "source/ring_dir.h"
 #include "timeline/conn_tracker.h"
 
 static volatile sig_atomic_t run_child_pid;
@@ -90,6 +90,8 @@ static void usage(FILE *out)
             "went), then each vantage's own report.\n"
             "The probe library (libtokentap-probe.so) is $TOKENTAP_PROBE when set, else the one\n"
             "next to the tokentap binary, else ../lib/tokentap/ from the binary's directory.\n"
+            "The rings are in a fresh directory in /dev/shm; as root a tmpfs with huge pages is\n"
+            "mounted on it for the run (fewer page faults in CMD; TOKENTAP_NO_HUGE_RINGS=1: not).\n"
             "\n"
             "exit status: CMD's own (128+N when a signal N killed it; 127 when it could not be\n"
             "started); 2 bad usage and 3 the probe or its directory could not be set up, both\n"
@@ -159,42 +161,6 @@ int tt_probe_library_path(char *out, size_t cap)
     if (found && (size_t)snprintf(out, cap, "%s", found) < cap) return 0;
     snprintf(out, cap, "%s or %s", beside, installed);
     return -1;
-}
-
-/* A fresh 0700 directory for the rings, in shared memory when there is one. */
-static int make_ring_dir(char *out, size_t cap)
-{
-    const char *base = "/dev/shm";
-    if (access(base, W_OK | X_OK) != 0) {
-        base = getenv("TMPDIR");
-        if (!base || !*base) base = "/tmp";
-    }
-    snprintf(out, cap, "%s/tokentap-run.XXXXXX", base);
-    if (!mkdtemp(out)) return -1;
-    char marker[4200];
-    snprintf(marker, sizeof marker, "%s/%s", out, TT_PROBE_MARKER);
-    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rmdir(out);
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
-/* Delete the ring directory and what is left in it (rings, marker, wire). */
-static void remove_ring_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            unlinkat(dirfd(d), e->d_name, 0);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
 }
 
 /* LD_PRELOAD for CMD: the probe first, then whatever was preloaded already. */
@@ -676,7 +642,9 @@ int tt_cmd_run(int argc, char **argv)
     if (rc >= 0) return rc;
     char **cmd_argv = argv + cmd_index;
 
-    char probe_path[4096], ring_dir[4096];
+    char probe_path[4096];
+    tt_ring_dir rings;
+    const char *ring_dir = rings.path;
     if (tt_probe_library_path(probe_path, sizeof probe_path) < 0) {
         fprintf(stderr, "tokentap run: the probe library %s is missing (build it with make, or set TOKENTAP_PROBE)\n",
                 probe_path);
@@ -686,7 +654,7 @@ int tt_cmd_run(int argc, char **argv)
         fprintf(stderr, "tokentap run: cannot create %s: %s\n", o.record_dir, strerror(errno));
         return TT_EXIT_OUTPUT;
     }
-    if (make_ring_dir(ring_dir, sizeof ring_dir) < 0) {
+    if (tt_ring_dir_make(&rings) < 0) {
         fprintf(stderr, "tokentap run: cannot create the ring directory %s: %s\n", ring_dir, strerror(errno));
         return TT_EXIT_INPUT;
     }
@@ -699,7 +667,7 @@ int tt_cmd_run(int argc, char **argv)
         sink_init(&st.server_tls, o.text, o.record_dir, "server_tls.pcap") < 0 ||
         sink_init(&st.ebpf_server, o.text, o.record_dir, "server.pcap") < 0) {
         fprintf(stderr, "tokentap run: out of memory\n");
-        remove_ring_dir(ring_dir);
+        tt_ring_dir_remove(&rings);
         return TT_EXIT_INTERNAL;
     }
     start_root_vantages(&st, &o, ring_dir, o.text);
@@ -709,7 +677,7 @@ int tt_cmd_run(int argc, char **argv)
     char err[512];
     if (!st.probe || tt_probe_source_open_dir(st.probe, ring_dir, true, err, sizeof err) < 0) {
         fprintf(stderr, "tokentap run: %s\n", st.probe ? err : "out of memory");
-        remove_ring_dir(ring_dir);
+        tt_ring_dir_remove(&rings);
         return TT_EXIT_INTERNAL;
     }
 
@@ -725,7 +693,7 @@ int tt_cmd_run(int argc, char **argv)
     pid_t child = fork();
     if (child < 0) {
         fprintf(stderr, "tokentap run: fork: %s\n", strerror(errno));
-        remove_ring_dir(ring_dir);
+        tt_ring_dir_remove(&rings);
         return TT_EXIT_INTERNAL;
     }
     if (child == 0) {
@@ -788,7 +756,7 @@ int tt_cmd_run(int argc, char **argv)
     tt_probe_source_free(st.probe);
     tt_bpf_source_free(st.bpf);
     tt_ready_bridge_free(st.bridge);
-    remove_ring_dir(ring_dir);
+    tt_ring_dir_remove(&rings);
     tt_tracker_free(st.client.tracker);
     tt_tracker_free(st.server.tracker);
     tt_tracker_free(st.client_tls.tracker);

@@ -1,0 +1,71 @@
+/* ring_dir.c - the probe's ring directory for `tokentap run` (ring_dir.h). */
+#include "source/ring_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include "../../probe/probe_abi.h"
+#include "core/util.h"
+
+/* Mount a private tmpfs with huge pages on the fresh directory dir, unless
+ * the user said not to. within_size: a file gets 2 MiB pages only where
+ * its size covers them (a ring is sized before it is mapped; the small
+ * files beside it stay small). The mount's root takes the directory's
+ * place: mode 0700, owned by this process's user, like mkdtemp's. */
+static bool mount_huge(const char *dir)
+{
+    if (tt_env_flag(TT_NO_HUGE_RINGS_ENV)) return false;
+    return mount("tokentap", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,huge=within_size") == 0;
+}
+
+int tt_ring_dir_make(tt_ring_dir *d)
+{
+    const char *base = "/dev/shm";
+    if (access(base, W_OK | X_OK) != 0) {
+        base = getenv("TMPDIR");
+        if (!base || !*base) base = "/tmp";
+    }
+    d->huge = false;
+    if ((size_t)snprintf(d->path, sizeof d->path, "%s/tokentap-run.XXXXXX", base) >= sizeof d->path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (!mkdtemp(d->path)) return -1;
+    d->huge = mount_huge(d->path);
+    char marker[sizeof d->path + 64];
+    snprintf(marker, sizeof marker, "%s/%s", d->path, TT_PROBE_MARKER);
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        if (d->huge) umount2(d->path, MNT_DETACH);
+        rmdir(d->path);
+        errno = e;
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+void tt_ring_dir_remove(tt_ring_dir *d)
+{
+    DIR *dir = opendir(d->path);
+    if (dir) {
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            unlinkat(dirfd(dir), e->d_name, 0);
+        }
+        closedir(dir);
+    }
+    /* Detached: a ring still mapped by a process CMD left behind keeps its
+     * memory until that process unmaps it, and the mount goes then. */
+    if (d->huge) umount2(d->path, MNT_DETACH);
+    d->huge = false;
+    rmdir(d->path);
+}
