@@ -12,6 +12,7 @@
 #ifndef TT_PROBE_INTERNAL_H
 #define TT_PROBE_INTERNAL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
