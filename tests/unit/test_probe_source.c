@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -635,6 +636,122 @@ static void test_new_rings_found_later(void **state)
     remove_dir(dir);
 }
 
+/* A deferring source (tt_probe_source_defer) leaves a ring under a quarter
+ * full alone while its process lives, takes every record out of one a
+ * quarter full without delivering any, and delivers them at finish: the
+ * same chunks, in the same order, as a source delivering at once. Held
+ * records past max_bytes are delivered before more are held; a ring whose
+ * process is gone is taken whatever its fill. */
+static void put_records(ring_writer *w, int first, int count)
+{
+    static uint8_t rec[512];
+    for (int i = first; i < first + count; i++) {
+        char data[300];
+        memset(data, 'a' + i % 26, 200);
+        snprintf(data + 200, sizeof data - 200, "#%d", i);
+        size_t n = make_rec(rec, TT_PROBE_KIND_DATA, i % 3 ? TT_PROBE_DIR_RECV : TT_PROBE_DIR_SEND,
+                            TT_PROBE_ROLE_CLIENT, 0, 5, 9, (uint64_t)i + 1, data, 0);
+        ring_put(w, rec, n, true);
+    }
+}
+
+static void test_deferred_delivery(void **state)
+{
+    (void)state;
+    char *dir_now = make_dir(), *dir_later = make_dir();
+    ring_writer now_w, later_w;
+    uint32_t alive = (uint32_t)getpid();
+    ring_writer_open(&now_w, dir_now, alive, TT_PROBE_MIN_RING);
+    ring_writer_open(&later_w, dir_later, alive, TT_PROBE_MIN_RING);
+    tt_strbuf now_b = {0}, later_b = {0};
+    tt_probe_source *now = tt_probe_source_new(trace_chunk, &now_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    tt_probe_source *later = tt_probe_source_new(trace_chunk, &later_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(now, dir_now, false, err, sizeof err), 0);
+    assert_int_equal(tt_probe_source_open_dir(later, dir_later, false, err, sizeof err), 0);
+    tt_probe_source_defer(later, 1u << 20);
+    struct tt_probe_ring *later_h = (struct tt_probe_ring *)later_w.map;
+
+    put_records(&now_w, 0, 10); /* about 3 KiB: under a quarter of 64 KiB */
+    put_records(&later_w, 0, 10);
+    assert_int_equal(tt_probe_source_poll(now), 10);
+    assert_int_equal(tt_probe_source_poll(later), 0);
+    assert_int_equal(later_h->consumed_pos, 0);
+    assert_null(later_b.s);
+    assert_true(tt_probe_source_last_fill(later) > 0);
+
+    put_records(&now_w, 10, 50); /* past a quarter */
+    put_records(&later_w, 10, 50);
+    assert_int_equal(tt_probe_source_poll(now), 50);
+    assert_int_equal(tt_probe_source_poll(later), 60);
+    assert_true(tt_probe_source_last_fill(later) >= 250);
+    assert_int_equal(later_h->consumed_pos, later_w.pos); /* the space is handed back */
+    assert_null(later_b.s);                               /* but nothing delivered yet */
+    tt_probe_stats st;
+    tt_probe_source_stats(later, &st);
+    assert_int_equal(st.records, 0);
+
+    put_records(&now_w, 60, 5);
+    put_records(&later_w, 60, 5);
+    tt_probe_source_finish(now);
+    tt_probe_source_finish(later);
+    assert_non_null(later_b.s);
+    assert_string_equal(later_b.s, now_b.s);
+    tt_probe_source_stats(later, &st);
+    assert_int_equal(st.records, 65);
+    assert_int_equal(st.bad_records, 0);
+
+    /* held past max_bytes: delivered before the finish */
+    char *dir_cap = make_dir();
+    ring_writer cap_w;
+    ring_writer_open(&cap_w, dir_cap, alive, TT_PROBE_MIN_RING);
+    tt_strbuf cap_b = {0};
+    tt_probe_source *capped = tt_probe_source_new(trace_chunk, &cap_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    assert_int_equal(tt_probe_source_open_dir(capped, dir_cap, false, err, sizeof err), 0);
+    tt_probe_source_defer(capped, 4096);
+    put_records(&cap_w, 0, 65);
+    assert_int_equal(tt_probe_source_poll(capped), 65);
+    tt_probe_source_stats(capped, &st);
+    assert_true(st.records > 0 && st.records < 65);
+    tt_probe_source_finish(capped);
+    assert_string_equal(cap_b.s, now_b.s);
+
+    /* a ring whose process is gone is taken under a quarter full */
+    char *dir_gone = make_dir();
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) _exit(0);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    ring_writer gone_w;
+    ring_writer_open(&gone_w, dir_gone, (uint32_t)child, TT_PROBE_MIN_RING);
+    tt_strbuf gone_b = {0};
+    tt_probe_source *gone = tt_probe_source_new(trace_chunk, &gone_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    assert_int_equal(tt_probe_source_open_dir(gone, dir_gone, false, err, sizeof err), 0);
+    tt_probe_source_defer(gone, 1u << 20);
+    put_records(&gone_w, 0, 3);
+    assert_int_equal(tt_probe_source_poll(gone), 3);
+    assert_null(gone_b.s);
+    tt_probe_source_finish(gone);
+    assert_non_null(gone_b.s);
+
+    ring_writer_close(&now_w);
+    ring_writer_close(&later_w);
+    ring_writer_close(&cap_w);
+    ring_writer_close(&gone_w);
+    tt_probe_source_free(now);
+    tt_probe_source_free(later);
+    tt_probe_source_free(capped);
+    tt_probe_source_free(gone);
+    tt_sb_free(&now_b);
+    tt_sb_free(&later_b);
+    tt_sb_free(&cap_b);
+    tt_sb_free(&gone_b);
+    remove_dir(dir_now);
+    remove_dir(dir_later);
+    remove_dir(dir_cap);
+    remove_dir(dir_gone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -648,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_producer_drop_accounting),
         cmocka_unit_test(test_open_dir_errors),
         cmocka_unit_test(test_new_rings_found_later),
+        cmocka_unit_test(test_deferred_delivery),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

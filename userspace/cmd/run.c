@@ -473,8 +473,32 @@ static void start_root_vantages(run_state *st, const run_options *o, const char 
     (void)keep_text;
 }
 
+/* Without the eBPF vantage nothing needs the probe's chunks before CMD
+ * exits: the collector holds its records (up to this many bytes) and
+ * looks at the rings every DEFERRED_PAUSE_MS, taking records out only of
+ * a ring a quarter full, so that it leaves CMD's CPUs alone while it runs
+ * (docs/probe.md). A ring that small polls keep up with is needed: at the
+ * probe's highest rate (~80 MB/s) three quarters of 4 MiB fill in 40 ms. */
+#define DEFERRED_HOLD_MAX (64u << 20)
+#define DEFERRED_PAUSE_MS 10
+#define DEFERRED_MIN_RING_KB 4096
+
+/* The ring size CMD's processes get, in KiB: --ring-kb, else the
+ * environment's TOKENTAP_PROBE_RING_KB, else the probe's default. */
+static uint64_t ring_kb_of(const run_options *o)
+{
+    if (o->ring_kb) return o->ring_kb;
+    const char *kb = getenv(TT_PROBE_RING_ENV);
+    if (kb && *kb) {
+        char *end;
+        unsigned long long v = strtoull(kb, &end, 10);
+        if (!*end && v) return v;
+    }
+    return TT_PROBE_DEFAULT_RING >> 10;
+}
+
 /* Poll every source until CMD exits; returns its wait status. */
-static int collect(run_state *st, pid_t child)
+static int collect(run_state *st, pid_t child, bool deferred)
 {
     int wstatus = 0;
     char err[256];
@@ -491,7 +515,7 @@ static int collect(run_state *st, pid_t child)
          * quarter full, so a flood is drained as fast as it comes. */
         size_t n = tt_probe_source_poll(st->probe);
         bool pressing = tt_probe_source_last_fill(st->probe) >= 250;
-        int pause_ms = pressing ? 0 : n ? 1 : 2;
+        int pause_ms = pressing ? 0 : deferred ? DEFERRED_PAUSE_MS : n ? 1 : 2;
         if (st->bpf && tt_bpf_source_poll(st->bpf, pause_ms ? pause_ms + (n ? 0 : 3) : 0, err, sizeof err) < 0) {
             fprintf(stderr, "tokentap run: server vantage: %s\n", err);
             tt_bpf_source_free(st->bpf);
@@ -705,7 +729,9 @@ int tt_cmd_run(int argc, char **argv)
     }
     run_child_pid = child;
     free(preload);
-    int wstatus = collect(&st, child);
+    bool deferred = !st.bpf && ring_kb_of(&o) >= DEFERRED_MIN_RING_KB;
+    if (deferred) tt_probe_source_defer(st.probe, DEFERRED_HOLD_MAX);
+    int wstatus = collect(&st, child, deferred);
     int status = exit_status_of(wstatus);
     run_child_pid = 0;
 

@@ -47,6 +47,39 @@ typedef struct probe_ring {
     struct probe_ring *next;
 } probe_ring;
 
+/* Records held by a deferring source (tt_probe_source_defer), in blocks:
+ * each entry a held_rec, then the record's bytes (size: a multiple of 8,
+ * so entries stay 8-byte aligned). */
+typedef struct held_rec {
+    uint32_t pid, size;
+} held_rec;
+
+typedef struct held_block {
+    struct held_block *next;
+    size_t used, cap, map_len;
+    _Alignas(8) uint8_t data[];
+} held_block;
+
+/* Blocks are mapped 2 MiB at a time (more for a larger record) and asked
+ * to be huge pages: one page fault each, not 512 (a fault costs
+ * microseconds in a VM, and the collector takes them while the traced
+ * program runs). */
+#define HELD_BLOCK (2u << 20)
+
+static held_block *held_block_new(size_t need)
+{
+    size_t len = (sizeof(held_block) + need + HELD_BLOCK - 1) / HELD_BLOCK * HELD_BLOCK;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    madvise(m, len, MADV_HUGEPAGE); /* a hint: 4 KiB pages where refused */
+    held_block *b = m;
+    b->next = NULL;
+    b->used = 0;
+    b->cap = len - sizeof *b;
+    b->map_len = len;
+    return b;
+}
+
 typedef struct seen_pid {
     uint32_t pid;
     struct seen_pid *next;
@@ -63,6 +96,10 @@ struct tt_probe_source {
     uint64_t done_drop_records, done_drop_bytes, done_untracked; /* counters of unmapped rings */
     unsigned last_fill_permille; /* the fullest ring at the last poll, in thousandths */
     uint64_t last_scan_ns;       /* CLOCK_MONOTONIC_COARSE of the last look for new ring files; 0: none yet */
+    size_t defer_max;            /* tt_probe_source_defer: most bytes held (0: deliver at once) */
+    size_t held_bytes;
+    held_block *held_first, *held_last;
+    bool drain_all;              /* finish: every ring drained, whatever its fill */
 };
 
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
@@ -255,6 +292,60 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
     return 0;
 }
 
+/* ---- held records (deferred delivery) ---- */
+
+/* Deliver every held record in the order held, and let the blocks go. */
+static size_t release_held(tt_probe_source *s)
+{
+    size_t n = 0;
+    held_block *b = s->held_first;
+    s->held_first = s->held_last = NULL;
+    s->held_bytes = 0;
+    while (b) {
+        for (size_t at = 0; at < b->used;) {
+            held_rec h;
+            memcpy(&h, b->data + at, sizeof h);
+            if (tt_probe_source_feed(s, h.pid, b->data + at + sizeof h, h.size) == 0) n++;
+            at += sizeof h + h.size;
+        }
+        held_block *next = b->next;
+        munmap(b, b->map_len);
+        b = next;
+    }
+    return n;
+}
+
+/* Hold a copy of a record of ring pid (delivered at once when memory runs
+ * out: never lost). */
+static void hold(tt_probe_source *s, uint32_t pid, const void *rec, uint32_t size)
+{
+    size_t need = sizeof(held_rec) + size;
+    if (s->held_bytes + need > s->defer_max) release_held(s);
+    held_block *b = s->held_last;
+    if (!b || b->cap - b->used < need) {
+        b = held_block_new(need);
+        if (!b) {
+            release_held(s);
+            tt_probe_source_feed(s, pid, rec, size);
+            return;
+        }
+        if (s->held_last) s->held_last->next = b;
+        else s->held_first = b;
+        s->held_last = b;
+    }
+    held_rec h = {pid, size};
+    memcpy(b->data + b->used, &h, sizeof h);
+    memcpy(b->data + b->used + sizeof h, rec, size);
+    b->used += need;
+    s->held_bytes += need;
+}
+
+void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes)
+{
+    if (!max_bytes) release_held(s);
+    s->defer_max = max_bytes;
+}
+
 /* ---- ring files ---- */
 
 static uint64_t load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -372,9 +463,14 @@ static size_t ring_drain(tt_probe_source *s, probe_ring *r, unsigned *fill_permi
             r->broken = true;
             break;
         }
-        if (__atomic_load_n(&rec->kind, __ATOMIC_RELAXED) != TT_PROBE_KIND_PAD &&
-            tt_probe_source_feed(s, r->pid, rec, size) == 0)
-            handled++;
+        if (__atomic_load_n(&rec->kind, __ATOMIC_RELAXED) != TT_PROBE_KIND_PAD) {
+            if (s->defer_max) {
+                hold(s, r->pid, rec, size);
+                handled++;
+            } else if (tt_probe_source_feed(s, r->pid, rec, size) == 0) {
+                handled++;
+            }
+        }
         r->tail += size;
         if (handled % 256 == 255 && r->writable) __atomic_store_n(&h->consumed_pos, r->tail, __ATOMIC_RELEASE);
     }
@@ -494,6 +590,21 @@ static uint64_t coarse_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Deferring, ring r is left as it is unless it is a quarter full or its
+ * process is gone (its pages are still allocated ahead of the producers);
+ * *fill_permille is raised to its fill either way. */
+static bool ring_left_for_later(tt_probe_source *s, probe_ring *r, unsigned *fill_permille)
+{
+    if (!s->defer_max || s->drain_all || r->broken || r->done) return false;
+    const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;
+    uint64_t head = load_u64(&h->reserved_pos), waiting = head - r->tail;
+    if (waiting >= r->capacity / 4) return false; /* also a position that went back: ring_drain judges that */
+    if (waiting * 1000 / r->capacity > *fill_permille) *fill_permille = (unsigned)(waiting * 1000 / r->capacity);
+    if (kill((pid_t)r->pid, 0) != 0 && errno == ESRCH) return false;
+    ring_allocate_ahead(r, head);
+    return true;
+}
+
 size_t tt_probe_source_poll(tt_probe_source *s)
 {
     if (!s->have_dir || s->finished) return 0;
@@ -505,6 +616,7 @@ size_t tt_probe_source_poll(tt_probe_source *s)
     size_t n = 0;
     unsigned fill = 0;
     for (probe_ring *r = s->rings; r; r = r->next) {
+        if (ring_left_for_later(s, r, &fill)) continue;
         n += ring_drain(s, r, &fill);
         ring_retire_if_done(s, r);
     }
@@ -516,7 +628,9 @@ void tt_probe_source_finish(tt_probe_source *s)
 {
     if (s->finished) return;
     s->last_scan_ns = 0; /* the last poll looks for every ring file */
+    s->drain_all = true;
     tt_probe_source_poll(s);
+    release_held(s);
     for (probe_ring *r = s->rings; r; r = r->next) {
         if (r->done || r->broken || !r->map) continue;
         const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;

@@ -65,8 +65,22 @@ int tt_probe_source_open_dir(tt_probe_source *s, const char *dir, bool remove_do
 
 /* Look for new ring files (when the last look is 20 ms old or more), then
  * deliver every complete record of every ring and hand the space back to
- * the producers. Never blocks. Returns the number of records handled. */
+ * the producers. Never blocks. Returns the number of records handled
+ * (when deferring: taken out of the rings). */
 size_t tt_probe_source_poll(tt_probe_source *s);
+
+/* Deferred delivery, for a consumer that needs the chunks no sooner than
+ * at tt_probe_source_finish (`tokentap run` without the eBPF vantage: its
+ * report comes after CMD exits), so that the collector takes as little
+ * CPU as it can from the program while it runs. From now on a poll takes
+ * records out of a ring only when it is at least a quarter full or its
+ * process is gone, and holds them (copies, in the order taken) instead of
+ * delivering them; when holding the next would pass max_bytes, every held
+ * record is delivered first, and finish delivers the rest before its own
+ * work. The chunks and their order are the same as without. max_bytes 0:
+ * deliver at once (the default). A poll every 10 ms keeps up with a ring
+ * of 4 MiB or more at the probe's highest rates (docs/probe.md). */
+void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes);
 
 /* Handle one record (struct tt_probe_rec + data) of process pid, as the
  * poller does; exposed for tests. 0, or -1 for a bad record. */
