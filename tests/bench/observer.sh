@@ -11,9 +11,12 @@
 #   watch   `tokentap watch --pid SERVE -q` tracing the server with eBPF
 #   record  `tokentap record --port P`: both ends with eBPF and the wire
 #           with libpcap
-# OBSBENCH_ROUNDS rounds (default 16), each running the four conditions
+#   pcap    libpcap alone, not tokentap (tests/tools/ttcapture on lo with
+#           record's wire filter, woken as packets come): what a wire
+#           capture costs the client here, beside record's own
+# OBSBENCH_ROUNDS rounds (default 20), each running the five conditions
 # once, the order rotated from round to round (a Latin square over each
-# four rounds) so that drift and warm-up fall on every condition alike. Per
+# five rounds) so that drift and warm-up fall on every condition alike. Per
 # round, each observed condition's relative change against that round's
 # plain run, of the client's TTFT median and of its output throughput; over
 # the rounds, the mean change with its 95 % Student's t interval. Every run
@@ -25,12 +28,12 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 TT="$BUILD/tokentap"
 work=${OBSBENCH_DIR:-$BUILD/obsbench}
-rounds=${OBSBENCH_ROUNDS:-16}
+rounds=${OBSBENCH_ROUNDS:-20}
 nreq=${OBSBENCH_REQUESTS:-1024}
 ntok=${OBSBENCH_TOKENS:-16}
 conc=64
 client=tests/e2e/vllm_like_client.py
-conditions=(plain run watch record)
+conditions=(plain run watch record pcap)
 heading="## What observing costs a benchmark client"
 rm -rf "$work"; mkdir -p "$work"
 log() { echo "obsbench: $*" >&2; }
@@ -77,13 +80,18 @@ one_run() {
         "${cmd[@]}" > /dev/null 2>&1
         stop_observer
         rm -rf "$work/rec" ;;
+    pcap)
+        start_observer pcap '^ready' sh -c 'exec "$0" "$@" >&2' "$BUILD/tools/ttcapture" -i lo -f "tcp port $port" -w "$work/wire.pcap" -d 600
+        "${cmd[@]}" > /dev/null 2>&1
+        stop_observer
+        rm -f "$work/wire.pcap" ;;
     esac
     [ -s "$out" ] || { log "the client wrote no result under $cond (round $i)"; exit 1; }
 }
 
 for i in $(seq "$rounds"); do
     order=()
-    for k in 0 1 2 3; do order+=("${conditions[$(( (k + i) % 4 ))]}"); done
+    for k in "${!conditions[@]}"; do order+=("${conditions[$(( (k + i) % ${#conditions[@]} ))]}"); done
     for cond in "${order[@]}"; do one_run "$cond" "$i"; done
     log "round $i of $rounds done (${order[*]})"
 done
@@ -109,7 +117,7 @@ plain = {i: numbers("plain", i) for i in range(1, rounds + 1)}
 print("| plain | %.2f ms | | %.0f | | %d |" % (
     1e3 * statistics.median(p[0] for p in plain.values()), statistics.median(p[1] for p in plain.values()),
     sum(p[2] for p in plain.values())))
-for cond in ("run", "watch", "record"):
+for cond in ("run", "watch", "record", "pcap"):
     ttft, thr, failed, med_t, med_r = [], [], 0, [], []
     for i in range(1, rounds + 1):
         t, r, f = numbers(cond, i)
@@ -132,11 +140,17 @@ $(nproc) CPUs, $(date -u +%Y-%m-%d).
     tokentap run --report /dev/null -- vllm_like_client.py ...                              # run
     TOKENTAP_NO_TLS=1 tokentap watch --pid SERVE -q          (around the client)           # watch
     TOKENTAP_NO_TLS=1 tokentap record -o DIR --port PORT     (around the client)           # record
+    ttcapture -i lo -f "tcp port PORT" -w FILE               (around the client)           # pcap
 
 tests/e2e/vllm_like_client.py is a vllm-bench-like client (its TTFT median
 and output throughput as vllm bench serve computes them), $conc requests in
 flight, $nreq requests of $ntok tokens per run, the same requests in every
-run. $rounds rounds, each running the four conditions once in an order
+run. pcap is libpcap alone, not tokentap: tests/tools/ttcapture in
+immediate mode with record's wire filter, asleep in poll on its descriptor,
+so woken as packets come (record reads its capture without waiting on it,
+between the polls of its eBPF rings): what a capture of the wire
+costs this client here by itself, beside record's own.
+$rounds rounds, each running the five conditions once in an order
 rotated from round to round; per round the change of each observed
 condition against that round's plain run; the mean change over the rounds
 with its 95 % Student's t interval. Goal (issue 16): a change under 0.5 %.
