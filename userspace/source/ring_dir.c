@@ -13,14 +13,14 @@
 #include "../../probe/probe_abi.h"
 #include "core/util.h"
 
-/* Mount a private tmpfs with huge pages on the fresh directory dir, unless
- * the user said not to. within_size: a file gets 2 MiB pages only where
+/* Mount a private tmpfs with huge pages on the fresh directory dir, when
+ * the user asked for it. within_size: a file gets 2 MiB pages only where
  * its size covers them (a ring is sized before it is mapped; the small
  * files beside it stay small). The mount's root takes the directory's
  * place: mode 0700, owned by this process's user, like mkdtemp's. */
 static bool mount_huge(const char *dir)
 {
-    if (tt_env_flag(TT_NO_HUGE_RINGS_ENV)) return false;
+    if (!tt_env_flag(TT_HUGE_RINGS_ENV)) return false;
     return mount("tokentap", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,huge=within_size") == 0;
 }
 
