@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "probe_abi.h"
 
@@ -35,6 +36,26 @@ typedef struct tt_probe_producer {
 
 #define TT_PRODUCER_RESERVE_TRIES 64
 
+
+/* The ring size in bytes a probe takes from TOKENTAP_PROBE_RING_KB's text
+ * (NULL, empty or not a positive number: the default), clamped to
+ * [TT_PROBE_MIN_RING, TT_PROBE_MAX_RING] and rounded up to a power of two.
+ * The probe sizes its ring with it, and `tokentap run` learns from it the
+ * size its processes' rings get. */
+static inline uint64_t tt_probe_ring_bytes(const char *kb)
+{
+    uint64_t bytes = TT_PROBE_DEFAULT_RING;
+    if (kb && *kb) {
+        char *end;
+        unsigned long long v = strtoull(kb, &end, 10);
+        if (!*end && v) bytes = (uint64_t)v << 10;
+    }
+    if (bytes < TT_PROBE_MIN_RING) bytes = TT_PROBE_MIN_RING;
+    if (bytes > TT_PROBE_MAX_RING) bytes = TT_PROBE_MAX_RING;
+    uint64_t pow2 = TT_PROBE_MIN_RING;
+    while (pow2 < bytes) pow2 <<= 1;
+    return pow2;
+}
 /* The ring (header mapped at head, `capacity` bytes at data, a power of
  * two) is the producer's; state is not changed (see tt_producer_publish). */
 static inline void tt_producer_attach(tt_probe_producer *p, struct tt_probe_ring *head, uint8_t *data,

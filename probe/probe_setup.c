@@ -186,18 +186,7 @@ __attribute__((constructor)) static void probe_init(void)
               stat(marker, &st) == 0 && S_ISREG(st.st_mode);
     if (ok) {
         strcpy(ring_dir, dir);
-        uint64_t bytes = TT_PROBE_DEFAULT_RING;
-        const char *kb = getenv(TT_PROBE_RING_ENV);
-        if (kb && *kb) {
-            char *end;
-            unsigned long long v = strtoull(kb, &end, 10);
-            if (!*end && v) bytes = (uint64_t)v << 10;
-        }
-        if (bytes < TT_PROBE_MIN_RING) bytes = TT_PROBE_MIN_RING;
-        if (bytes > TT_PROBE_MAX_RING) bytes = TT_PROBE_MAX_RING;
-        uint64_t pow2 = TT_PROBE_MIN_RING;
-        while (pow2 < bytes) pow2 <<= 1;
-        ring_bytes = pow2;
+        ring_bytes = tt_probe_ring_bytes(getenv(TT_PROBE_RING_ENV));
         const char *pf = getenv(TT_PROBE_PREFAULT_ENV);
         prefault_ring = pf && strcmp(pf, "1") == 0;
         struct rlimit rl;

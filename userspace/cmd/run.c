@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../probe/probe_abi.h"
+#include "../../probe/probe_ring.h"
 #include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "core/util.h"
@@ -482,20 +483,15 @@ static void start_root_vantages(run_state *st, const run_options *o, const char 
  * probe's highest rate (~80 MB/s) three quarters of 4 MiB fill in 40 ms. */
 #define DEFERRED_HOLD_MAX (64u << 20)
 #define DEFERRED_PAUSE_MS 10
-#define DEFERRED_MIN_RING_KB 4096
+#define DEFERRED_MIN_RING (4u << 20)
 
-/* The ring size CMD's processes get, in KiB: --ring-kb, else the
- * environment's TOKENTAP_PROBE_RING_KB, else the probe's default. */
-static uint64_t ring_kb_of(const run_options *o)
+/* The ring size in bytes CMD's processes get (--ring-kb, else the
+ * environment's TOKENTAP_PROBE_RING_KB), as the probe computes it. */
+static uint64_t ring_bytes_of(const run_options *o)
 {
-    if (o->ring_kb) return o->ring_kb;
-    const char *kb = getenv(TT_PROBE_RING_ENV);
-    if (kb && *kb) {
-        char *end;
-        unsigned long long v = strtoull(kb, &end, 10);
-        if (!*end && v) return v;
-    }
-    return TT_PROBE_DEFAULT_RING >> 10;
+    char kb[32];
+    if (o->ring_kb) snprintf(kb, sizeof kb, "%u", (unsigned)o->ring_kb);
+    return tt_probe_ring_bytes(o->ring_kb ? kb : getenv(TT_PROBE_RING_ENV));
 }
 
 /* Poll every source until CMD exits; returns its wait status. */
@@ -730,7 +726,7 @@ int tt_cmd_run(int argc, char **argv)
     }
     run_child_pid = child;
     free(preload);
-    bool deferred = !st.bpf && ring_kb_of(&o) >= DEFERRED_MIN_RING_KB;
+    bool deferred = !st.bpf && ring_bytes_of(&o) >= DEFERRED_MIN_RING;
     if (deferred) tt_probe_source_defer(st.probe, DEFERRED_HOLD_MAX);
     int wstatus = collect(&st, child, deferred);
     int status = exit_status_of(wstatus);
