@@ -35,8 +35,34 @@ static char *put_u64(char *p, uint64_t v)
     return p;
 }
 
-/* Create and map this process's ring file. Only system calls (it runs in a
- * fork child too). Returns true when recording can start. */
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+
+/* Take the spare ring file the collector keeps (probe_abi.h) as this
+ * process's, renamed to path: its descriptor, or -1 when there is none
+ * (another process took it) or it is not len bytes long (then it is
+ * removed). The collector made it and allocated its first pages, so the
+ * program does not wait for that (a huge page is 2 MiB to zero). */
+static int ring_take_spare(const char *path, size_t len)
+{
+    char spare[sizeof ring_dir + sizeof TT_PROBE_SPARE_NAME + 2];
+    size_t dl = strlen(ring_dir);
+    memcpy(spare, ring_dir, dl);
+    spare[dl] = '/';
+    memcpy(spare + dl + 1, TT_PROBE_SPARE_NAME, sizeof TT_PROBE_SPARE_NAME);
+    if (syscall(SYS_renameat2, AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) != 0) return -1;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len) return fd;
+    if (fd >= 0) syscall(SYS_close, fd);
+    syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+    return -1;
+}
+
+/* Create (or take the spare of) and map this process's ring file. Only
+ * system calls (it runs in a fork child too). Returns true when recording
+ * can start. */
 static bool ring_create(void)
 {
     char path[sizeof ring_dir + 64];
@@ -49,11 +75,13 @@ static bool ring_create(void)
     uint64_t created = now_ns();
     p = put_u64(p, created);
     *p = 0;
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return false;
     size_t len = TT_PROBE_HEADER_SIZE + ring_bytes;
+    int fd = ring_take_spare(path, len);
+    bool sized = fd >= 0;
+    if (fd < 0) fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
     void *map = MAP_FAILED;
-    if (syscall(SYS_ftruncate, fd, (off_t)len) == 0)
+    if (sized || syscall(SYS_ftruncate, fd, (off_t)len) == 0)
         map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     syscall(SYS_close, fd);
     if (map == MAP_FAILED) {

@@ -13,17 +13,20 @@
 #     of 3 runs stays within 1.5x the runs without the probe, plus 50 ms (a
 #     guard against blocking; the probe's cost is measured by make bench,
 #     tests/bench/probe.sh). Unpinned when taskset is missing: 3x + 200 ms.
-#  3. TOKENTAP_PROBE_PREFAULT=1 (a 256 KiB ring, 64 pages): the ring's
-#     first lap takes (almost) no page fault in the program's thread,
-#     where without it each page of the ring faults once.
+#  3. TOKENTAP_PROBE_PREFAULT=1 (a 256 KiB ring, 64 pages of 4 KiB:
+#     TOKENTAP_HUGE_RINGS=0): the ring's first lap takes (almost) no page
+#     fault in the program's thread, where without it each page of the ring
+#     faults once.
 #  4. the ring made while other threads record: 8 threads open the
 #     process's first TCP connections together, and strace's fault
 #     injection stretches the making of the ring (its ftruncate, a call
-#     nothing else in the program makes) to 20 ms: the other threads wait
-#     for it and nothing is dropped (without the wait 14 of 16 records
-#     were lost). Stretched to 300 ms, past the probe's 50 ms bound: the
-#     threads go on without waiting longer, and their records are dropped
-#     and counted (delivered + dropped = moved).
+#     nothing else in the program makes; TOKENTAP_HUGE_RINGS=0, so no
+#     spare) to 20 ms: the other threads wait for it and nothing is
+#     dropped (without the wait 14 of 16 records were lost). Stretched to
+#     300 ms, past the probe's 50 ms bound: the threads go on without
+#     waiting longer, and their records are dropped and counted (delivered
+#     + dropped = moved). As root, on run's huge-page tmpfs, the same with
+#     the spare ring taken instead (its rename stretched).
 set -eu
 . "$(dirname "$0")/lib.sh"
 [ -r "$BUILD/libtokentap-probe.so" ] || fail "$BUILD/libtokentap-probe.so not built"
@@ -72,27 +75,39 @@ mp=$(median "${plain[@]}") mq=$(median "${probed[@]}")
 [ "$mq" -le $((mp * slack_num / slack_den + slack_ns)) ] || fail "the full ring held the program back: median $mq ns vs $mp ns"
 # 3.
 for pf in 0 1; do
-    TOKENTAP_PROBE_PREFAULT=$pf "$TT" run --ring-kb 256 -- "$BUILD/tools/ttprobe_bench" 2 100 > "$work/pf$pf.out" \
+    TOKENTAP_HUGE_RINGS=0 TOKENTAP_PROBE_PREFAULT=$pf "$TT" run --ring-kb 256 -- "$BUILD/tools/ttprobe_bench" 2 100 > "$work/pf$pf.out" \
         2> "$work/pf$pf.err" || fail "ttprobe_bench under run (prefault $pf) exit $?: $(cat "$work/pf$pf.err")"
 done
 faults0=$(field first_lap_faults "$work/pf0.out") faults1=$(field first_lap_faults "$work/pf1.out")
 [ -n "$faults0" ] && [ "$faults0" -ge 60 ] || fail "without the prefault the first lap took ${faults0:-no} faults, not 64 or so"
 [ -n "$faults1" ] && [ "$faults1" -le 8 ] || fail "with TOKENTAP_PROBE_PREFAULT=1 the first lap took ${faults1:-no} faults"
 # 4.
-race() { # DELAY-US: the race under `run`, the ring's making stretched by DELAY-US
-    "$TT" run -- strace -f -qq -o /dev/null -e trace=ftruncate -e inject=ftruncate:delay_enter="$1" \
-        "$STRESS" race 8 > "$work/race$1.out" 2> "$work/race$1.err" || true
-    grep -q '^tcp_bytes=8000$' "$work/race$1.out" || fail "race ($1 us): $(cat "$work/race$1.out" "$work/race$1.err")"
+race() { # CALL HUGE DELAY-US: the race under `run`, the ring's making stretched by DELAY-US at CALL
+    local out="$work/race$1$3"
+    TOKENTAP_HUGE_RINGS=$2 "$TT" run -- strace -f -qq -o /dev/null -e trace="$1" -e inject="$1":delay_enter="$3" \
+        "$STRESS" race 8 > "$out.out" 2> "$out.err" || true
+    grep -q '^tcp_bytes=8000$' "$out.out" || fail "race ($1, $3 us): $(cat "$out.out" "$out.err")"
+    [ "$3" -gt 50000 ] || { [ "$(run_drop_records "$out.err")" = 0 ] && [ "$(run_bytes "$out.err")" = 8000 ]; } \
+        || fail "threads recording while the ring was made ($1, $3 us) lost records: $(cat "$out.err")"
+    got=$(run_bytes "$out.err") dropped=$(run_drops "$out.err")
+    [ "$3" -le 50000 ] || { [ "$(run_drop_records "$out.err")" -gt 0 ] && [ $((got + dropped)) = 8000 ]; } \
+        || fail "a ring made in $3 us ($1): want drops counted, delivered + dropped = 8000: $(cat "$out.err")"
 }
 if command -v strace > /dev/null; then
-    race 20000
-    [ "$(run_drop_records "$work/race20000.err")" = 0 ] && [ "$(run_bytes "$work/race20000.err")" = 8000 ] \
-        || fail "threads recording while the ring was made (20 ms) lost records: $(cat "$work/race20000.err")"
-    race 300000
-    got=$(run_bytes "$work/race300000.err") dropped=$(run_drops "$work/race300000.err")
-    [ "$(run_drop_records "$work/race300000.err")" -gt 0 ] && [ $((got + dropped)) = 8000 ] \
-        || fail "a ring made in 300 ms: want drops counted, delivered + dropped = 8000: $(cat "$work/race300000.err")"
-    race_note="; 8 threads racing the ring's making: nothing lost at 20 ms, $(run_drop_records "$work/race300000.err") records dropped and counted at 300 ms"
+    race ftruncate 0 20000
+    race ftruncate 0 300000
+    race_note="; 8 threads racing the ring's making: nothing lost at 20 ms, $(run_drop_records "$work/raceftruncate300000.err") records dropped and counted at 300 ms"
+    if [ "$(id -u)" = 0 ]; then
+        TOKENTAP_HUGE_RINGS=1 "$TT" run -- strace -f -qq -o "$work/spare.strace" -e trace=renameat2 "$STRESS" race 8 \
+            > /dev/null 2>&1 || true
+        if grep -q 'spare\.ring.* = 0' "$work/spare.strace"; then
+            race renameat2 1 20000
+            race renameat2 1 300000
+            race_note="$race_note; the same with the spare ring taken: $(run_drop_records "$work/racerenameat2300000.err") dropped at 300 ms"
+        else
+            race_note="$race_note; no spare ring here (no huge-page tmpfs): its race not run"
+        fi
+    fi
 else
     race_note="; strace missing: the ring-making race not run"
 fi

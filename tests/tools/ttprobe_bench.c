@@ -18,8 +18,13 @@
  * pages already mapped. Prints the medians over blocks and their
  * differences:
  * "wrapped_ns=W direct_ns=D added_ns=A wall_added_ns=B calls=N
+ *  clock_after_call_ns=C
  *  first_lap_added_ns=F first_lap_wall_added_ns=G first_lap_blocks=K
  *  first_lap_faults=P steady_faults=Q first_socket_ns=S"
+ * C is a floor under any recorder's cost: in the steady state a third
+ * kind of block, the direct calls each followed by a read of
+ * CLOCK_MONOTONIC (as a recorder stamps them), against the direct calls
+ * alone.
  * (added_ns is the steady state; F, G and K are "na" without a ring; P and
  * Q are the thread's minor page faults in each phase; S is the wall time of
  * the process's first socket(), in which the probe makes its ring, and
@@ -85,28 +90,33 @@ static const struct tt_probe_ring *find_own_ring(void)
     return ring;
 }
 
+enum { ARM_WRAPPED, ARM_DIRECT, ARM_DIRECT_CLOCK, ARMS };
+
 typedef struct samples {
-    double *cpu[2], *wall[2]; /* [0] wrapped, [1] direct */
-    int n[2];
+    double *cpu[ARMS], *wall[ARMS];
+    int n[ARMS];
 } samples;
 
-/* One block of iters write+read pairs, through libc or syscall(2). */
-static int run_block(int w, int r, int iters, bool use_libc, samples *out)
+/* One block of iters write+read pairs: through libc (wrapped), through
+ * syscall(2) (direct), or direct with a clock read after each call. */
+static int run_block(int w, int r, int iters, int arm, samples *out)
 {
     char msg[64], buf[64];
     memset(msg, 'p', sizeof msg);
+    volatile uint64_t stamps = 0;
     uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), w0 = now_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < iters; i++) {
-        if (use_libc) {
+        if (arm == ARM_WRAPPED) {
             if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)
                 return -1;
         } else {
-            if (syscall(SYS_write, w, msg, sizeof msg) != (long)sizeof msg ||
-                syscall(SYS_read, r, buf, sizeof buf) != (long)sizeof buf)
-                return -1;
+            if (syscall(SYS_write, w, msg, sizeof msg) != (long)sizeof msg) return -1;
+            if (arm == ARM_DIRECT_CLOCK) stamps += now_ns(CLOCK_MONOTONIC);
+            if (syscall(SYS_read, r, buf, sizeof buf) != (long)sizeof buf) return -1;
+            if (arm == ARM_DIRECT_CLOCK) stamps += now_ns(CLOCK_MONOTONIC);
         }
     }
-    int k = use_libc ? 0 : 1;
+    int k = arm;
     out->cpu[k][out->n[k]] = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (2.0 * iters);
     out->wall[k][out->n[k]++] = (double)(now_ns(CLOCK_MONOTONIC) - w0) / (2.0 * iters);
     return 0;
@@ -115,7 +125,7 @@ static int run_block(int w, int r, int iters, bool use_libc, samples *out)
 static bool samples_init(samples *s, int blocks)
 {
     memset(s, 0, sizeof *s);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < ARMS; k++) {
         s->cpu[k] = calloc((size_t)blocks, sizeof(double));
         s->wall[k] = calloc((size_t)blocks, sizeof(double));
         if (!s->cpu[k] || !s->wall[k]) return false;
@@ -125,7 +135,7 @@ static bool samples_init(samples *s, int blocks)
 
 static void samples_free(samples *s)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < ARMS; k++) {
         free(s->cpu[k]);
         free(s->wall[k]);
     }
@@ -167,7 +177,7 @@ int main(int argc, char **argv)
     if (!samples_init(&lap, lap_max)) return 1;
     long faults0 = minor_faults();
     while (ring && lap.n[0] < lap_max && __atomic_load_n(&ring->reserved_pos, __ATOMIC_ACQUIRE) < ring->capacity)
-        if (run_block(w, r, iters, true, &lap) || run_block(w, r, iters, false, &lap)) return 1;
+        if (run_block(w, r, iters, ARM_WRAPPED, &lap) || run_block(w, r, iters, ARM_DIRECT, &lap)) return 1;
     for (long i = 0; i < warmup; i++)
         if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)
             return 1;
@@ -175,12 +185,14 @@ int main(int argc, char **argv)
     samples steady;
     if (!samples_init(&steady, blocks)) return 1;
     for (int b = 0; b < blocks; b++)
-        if (run_block(w, r, iters, true, &steady) || run_block(w, r, iters, false, &steady)) return 1;
+        if (run_block(w, r, iters, ARM_WRAPPED, &steady) || run_block(w, r, iters, ARM_DIRECT, &steady) ||
+            run_block(w, r, iters, ARM_DIRECT_CLOCK, &steady))
+            return 1;
     long faults2 = minor_faults();
     double mw = median(steady.cpu[0], steady.n[0]), md = median(steady.cpu[1], steady.n[1]);
     double wall_added = median(steady.wall[0], steady.n[0]) - median(steady.wall[1], steady.n[1]);
-    printf("wrapped_ns=%.1f direct_ns=%.1f added_ns=%.1f wall_added_ns=%.1f calls=%d", mw, md, mw - md, wall_added,
-           2 * blocks * iters);
+    printf("wrapped_ns=%.1f direct_ns=%.1f added_ns=%.1f wall_added_ns=%.1f calls=%d clock_after_call_ns=%.1f", mw,
+           md, mw - md, wall_added, 2 * blocks * iters, median(steady.cpu[ARM_DIRECT_CLOCK], steady.n[ARM_DIRECT_CLOCK]) - md);
     if (lap.n[0]) {
         double lw = median(lap.cpu[0], lap.n[0]) - median(lap.cpu[1], lap.n[1]);
         double lwall = median(lap.wall[0], lap.n[0]) - median(lap.wall[1], lap.n[1]);

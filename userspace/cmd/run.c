@@ -91,9 +91,9 @@ static void usage(FILE *out)
             "went), then each vantage's own report.\n"
             "The probe library (libtokentap-probe.so) is $TOKENTAP_PROBE when set, else the one\n"
             "next to the tokentap binary, else ../lib/tokentap/ from the binary's directory.\n"
-            "The rings are in a fresh directory in /dev/shm; with TOKENTAP_HUGE_RINGS=1, as root,\n"
-            "a tmpfs with huge pages is mounted on it for the run (fewer page faults in CMD, but\n"
-            "its first TCP socket() zeroes 2 MiB: docs/probe.md).\n"
+            "The rings are in a fresh directory in /dev/shm; as root a tmpfs with huge pages is\n"
+            "mounted on it for the run (fewer page faults in CMD; TOKENTAP_HUGE_RINGS=0: not),\n"
+            "with a spare ring made ahead for the next process that records (docs/probe.md).\n"
             "\n"
             "exit status: CMD's own (128+N when a signal N killed it; 127 when it could not be\n"
             "started); 2 bad usage and 3 the probe or its directory could not be set up, both\n"
@@ -494,11 +494,15 @@ static uint64_t ring_bytes_of(const run_options *o)
     return tt_probe_ring_bytes(o->ring_kb ? kb : getenv(TT_PROBE_RING_ENV));
 }
 
+/* How often the collector makes sure a spare ring is there. */
+#define SPARE_CHECK_NS (20ull * 1000 * 1000)
+
 /* Poll every source until CMD exits; returns its wait status. */
-static int collect(run_state *st, pid_t child, bool deferred)
+static int collect(run_state *st, pid_t child, bool deferred, tt_ring_dir *rings, uint64_t ring_bytes)
 {
     int wstatus = 0;
     char err[256];
+    uint64_t spare_checked = tt_clock_ns(CLOCK_MONOTONIC);
     for (;;) {
         pid_t w = waitpid(child, &wstatus, WNOHANG);
         if (w == child) break;
@@ -519,6 +523,11 @@ static int collect(run_state *st, pid_t child, bool deferred)
             st->bpf = NULL;
         }
         tt_recdir_wire_drain(&st->wire);
+        uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
+        if (rings->huge && now - spare_checked >= SPARE_CHECK_NS) {
+            (void)tt_ring_dir_keep_spare(rings, ring_bytes); /* none: the next process makes its own */
+            spare_checked = now;
+        }
         if (pause_ms && !st->bpf) {
             struct timespec pause = {0, pause_ms * 1000 * 1000};
             nanosleep(&pause, NULL);
@@ -702,6 +711,8 @@ int tt_cmd_run(int argc, char **argv)
         return TT_EXIT_INTERNAL;
     }
 
+    uint64_t ring_bytes = ring_bytes_of(&o);
+    (void)tt_ring_dir_keep_spare(&rings, ring_bytes); /* for CMD's first process that records */
     tt_recdir_clock clock;
     clock.start_offset = tt_recdir_sample_offset(&clock.start_mono, &clock.start_wall);
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_quit, old_term, old_hup;
@@ -726,9 +737,9 @@ int tt_cmd_run(int argc, char **argv)
     }
     run_child_pid = child;
     free(preload);
-    bool deferred = !st.bpf && ring_bytes_of(&o) >= DEFERRED_MIN_RING;
+    bool deferred = !st.bpf && ring_bytes >= DEFERRED_MIN_RING;
     if (deferred) tt_probe_source_defer(st.probe, DEFERRED_HOLD_MAX);
-    int wstatus = collect(&st, child, deferred);
+    int wstatus = collect(&st, child, deferred, &rings, ring_bytes);
     int status = exit_status_of(wstatus);
     run_child_pid = 0;
 

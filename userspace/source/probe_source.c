@@ -23,6 +23,10 @@
  * them cost a minor fault instead of a page allocation. */
 #define ALLOC_AHEAD (2u << 20)
 #define ALLOC_STEP (1u << 20)
+#define HUGE_PAGE_BYTES (2u << 20)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 typedef struct probe_conn {
     tt_chunk_conn cc;
@@ -42,6 +46,7 @@ typedef struct probe_ring {
     bool writable;
     int fd;             /* kept to allocate the ring's pages ahead of the producers; -1 when read-only */
     uint64_t allocated; /* ring bytes allocated so far (the producers' first lap) */
+    bool huge_pages;    /* its file is on a tmpfs with huge pages (st_blksize 2 MiB or more) */
     uint64_t capacity, tail;
     bool broken, done;
     struct probe_ring *next;
@@ -400,6 +405,7 @@ static probe_ring *ring_open(tt_probe_source *s, const char *path, uint32_t pid,
         return NULL;
     }
     r->fd = fd;
+    r->huge_pages = st.st_blksize >= HUGE_PAGE_BYTES;
     snprintf(r->path, sizeof r->path, "%s", path);
     r->pid = pid;
     r->map = map;
@@ -415,17 +421,24 @@ static probe_ring *ring_open(tt_probe_source *s, const char *path, uint32_t pid,
     return r;
 }
 
-/* Allocate the ring's pages up to ALLOC_AHEAD past the producers. */
+/* Allocate the ring's pages up to ALLOC_AHEAD past the producers. On a
+ * tmpfs fallocate only reserves a page: it is zeroed at its first fault,
+ * in the producer (a 2 MiB page: hundreds of microseconds in the middle
+ * of one of its calls), so a huge page is also faulted in here, read-only
+ * (MADV_POPULATE_READ, Linux 5.14: the contents are not touched, so it is
+ * safe beside the producers), and zeroed on this thread. */
 static void ring_allocate_ahead(probe_ring *r, uint64_t head)
 {
     if (r->fd < 0 || r->allocated >= r->capacity) return;
     uint64_t want = head + ALLOC_AHEAD < r->capacity ? head + ALLOC_AHEAD : r->capacity;
     while (r->allocated < want) {
         uint64_t step = r->capacity - r->allocated < ALLOC_STEP ? r->capacity - r->allocated : ALLOC_STEP;
-        if (fallocate(r->fd, 0, (off_t)(TT_PROBE_HEADER_SIZE + r->allocated), (off_t)step) != 0) {
+        off_t at = (off_t)(TT_PROBE_HEADER_SIZE + r->allocated);
+        if (fallocate(r->fd, 0, at, (off_t)step) != 0) {
             r->allocated = r->capacity; /* not supported here: the producers fault pages in themselves */
             break;
         }
+        if (r->huge_pages) (void)madvise(r->map + at, (size_t)step, MADV_POPULATE_READ);
         r->allocated += step;
     }
 }

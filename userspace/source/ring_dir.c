@@ -13,14 +13,21 @@
 #include "../../probe/probe_abi.h"
 #include "core/util.h"
 
-/* Mount a private tmpfs with huge pages on the fresh directory dir, when
- * the user asked for it. within_size: a file gets 2 MiB pages only where
- * its size covers them (a ring is sized before it is mapped; the small
- * files beside it stay small). The mount's root takes the directory's
- * place: mode 0700, owned by this process's user, like mkdtemp's. */
+/* The spare's first bytes allocated and zeroed when it is made: its header
+ * and the first 2 MiB page; the collector does the rest ahead of the
+ * producers as they go (probe_source.c). */
+#define SPARE_ALLOCATED (2u << 20)
+
+/* Mount a private tmpfs with huge pages on the fresh directory dir, unless
+ * the user said TOKENTAP_HUGE_RINGS=0. within_size: a file gets 2 MiB
+ * pages only where its size covers them (a ring is sized before it is
+ * mapped; the small files beside it stay small). The mount's root takes
+ * the directory's place: mode 0700, owned by this process's user, like
+ * mkdtemp's. */
 static bool mount_huge(const char *dir)
 {
-    if (!tt_env_flag(TT_HUGE_RINGS_ENV)) return false;
+    const char *v = getenv(TT_HUGE_RINGS_ENV);
+    if (v && strcmp(v, "0") == 0) return false;
     return mount("tokentap", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,huge=within_size") == 0;
 }
 
@@ -50,6 +57,34 @@ int tt_ring_dir_make(tt_ring_dir *d)
     }
     close(fd);
     return 0;
+}
+
+int tt_ring_dir_keep_spare(tt_ring_dir *d, uint64_t ring_bytes)
+{
+    if (!d->huge) return 0;
+    char spare[sizeof d->path + 64], made[sizeof d->path + 64];
+    snprintf(spare, sizeof spare, "%s/%s", d->path, TT_PROBE_SPARE_NAME);
+    if (access(spare, F_OK) == 0) return 0;
+    snprintf(made, sizeof made, "%s/%s.new", d->path, TT_PROBE_SPARE_NAME);
+    int fd = open(made, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    off_t len = (off_t)(TT_PROBE_HEADER_SIZE + ring_bytes);
+    off_t allocated = len < (off_t)SPARE_ALLOCATED ? len : (off_t)SPARE_ALLOCATED;
+    /* fallocate only reserves a tmpfs page; a write zeroes the whole (huge)
+     * page around the byte written, here rather than at the producer's
+     * first fault */
+    static const char zero;
+    int rc = ftruncate(fd, len) == 0 && fallocate(fd, 0, 0, allocated) == 0 && pwrite(fd, &zero, 1, 0) == 1 &&
+                     rename(made, spare) == 0
+                 ? 0
+                 : -1;
+    int e = errno;
+    close(fd);
+    if (rc < 0) {
+        unlink(made);
+        errno = e;
+    }
+    return rc;
 }
 
 void tt_ring_dir_remove(tt_ring_dir *d)
