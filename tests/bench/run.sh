@@ -109,10 +109,23 @@ analyze_section() {
         t_ng=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
         t_ng_lib=$(time_cmd "$runs" env TOKENTAP_PCAPNG_LIBPCAP=1 taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
     fi
+    # tshark: BENCH_TSHARK_RUNS rounds (default 3), each beside one run of
+    # tokentap pinned and one of --jobs 2, and the ratios of each round:
+    # the machine's speed wanders between minutes (at times by half), so
+    # only times taken together are compared
+    t_tshark="" r_tshark="" r_tshark_j2=""
     if command -v tshark > /dev/null; then
-        t_tshark=$(time_cmd 1 tshark -r "$cap" -Y http)
-    else
-        t_tshark=""
+        local ts="" rt="" rj="" x y z
+        for _ in $(seq "${BENCH_TSHARK_RUNS:-3}"); do
+            x=$(time_cmd 1 tshark -r "$cap" -Y http)
+            y=$(time_cmd 1 taskset -c 0 "$BUILD/tokentap" analyze "$cap")
+            z=$(time_cmd 1 "$BUILD/tokentap" analyze --jobs 2 "$cap")
+            ts+="$x"$'\n'; rt+="$(ratio "$x" "$y")"$'\n'; rj+="$(ratio "$x" "$z")"$'\n'
+        done
+        t_tshark=$(printf '%s' "$ts" | median)
+        r_tshark=$(printf '%s' "$rt" | median)
+        r_tshark_j2=$(printf '%s' "$rj" | median)
+        r_tshark_j2_range="$(printf '%s' "$rj" | sort -n | head -1) to $(printf '%s' "$rj" | sort -n | tail -1)"
     fi
 
     # the same streams over HTTP/2: one per connection (the same instants), then 8 per connection
@@ -154,7 +167,9 @@ analyze_section() {
         echo
         echo "Measured by \`make bench\` (tests/bench/run.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
         echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')."
-        echo "Medians of $runs runs (tshark: 1 run). tokentap is pinned to one core (taskset -c 0)."
+        echo "Medians of $runs runs (tshark: ${BENCH_TSHARK_RUNS:-3} rounds, each beside a run of tokentap"
+        echo "pinned and one of \`--jobs 2\`; its ratios are the medians of the rounds' ratios)."
+        echo "tokentap is pinned to one core (taskset -c 0)."
         echo
         echo "Capture: \`$gen_cmd\`"
         echo "($bytes bytes, $events token events)."
@@ -174,7 +189,7 @@ analyze_section() {
         echo "20 times tshark."
         echo
         echo "- token events/s: $ev_rate"
-        [ -n "$t_tshark" ] && echo "- tokentap vs tshark: $(ratio "$t_tshark" "$t_tt") times faster"
+        [ -n "$t_tshark" ] && echo "- tokentap vs tshark: $r_tshark times faster (median of the rounds)"
         echo "- tokentap vs cat: $(ratio "$t_tt" "$t_cat") times cat's time"
         echo
         echo "HTTP/2 (h2c with prior knowledge): the same streams, the same instants,"
@@ -222,7 +237,7 @@ analyze_section() {
         echo "tshark; at least 1 GB/s."
         echo
         echo "- --jobs 2 against --jobs 1: $r_jobs times (median of the rounds); the machine's ceiling: $r_ceiling times"
-        [ -n "$t_tshark" ] && echo "- --jobs 2 against tshark: $(ratio "$t_tshark" "$t_j2") times faster"
+        [ -n "$t_tshark" ] && echo "- --jobs 2 against tshark: $r_tshark_j2 times faster (the rounds: $r_tshark_j2_range)"
         echo "- --jobs 2: $(mbps "$bytes" "$t_j2") MB/s"
         echo
         echo "Where \`--jobs 2\` loses against the ceiling, measured by hand on 2026-12-04 with a"
@@ -249,6 +264,19 @@ analyze_section() {
         echo "(7 interleaved rounds). Also in the rounds: which core is slow changes within"
         echo "seconds, and the two threads of one run often end 0.1 to 0.2 s apart with equal"
         echo "CPU time, which the ceiling's two pinned jobs pay too."
+        echo
+        echo "Tried on 2026-12-05 and not kept: one walk of the file for all the threads. Each"
+        echo "256 KiB window was read and its records walked once, by whichever thread"
+        echo "needed it first, into a list of each thread's packets; every thread then read"
+        echo "its own packets out of that shared window (4 windows in turn, a thread waiting"
+        echo "only for one still being filled, spinning first). \`--jobs 2\` took 0.29 to"
+        echo "0.34 s against 0.26 for the threads reading the file each (3 ways of choosing"
+        echo "which thread fills, 3 to 11 interleaved runs each), with more CPU (0.55 s"
+        echo "against 0.48), although pinned to one core the same build took less (0.45"
+        echo "against 0.48): packet bytes copied in by the other core cost more to read here"
+        echo "than a second copy of the file into this core's cache, and a window being"
+        echo "filled held up the thread that needed it next (20 to 100 ms of waiting per"
+        echo "thread per run)."
         echo
         echo "Start-up, in every figure above: \`tokentap --version\` takes $startup_ms ms (the mean"
         echo "of 40 in a row; $(ldd "$BUILD/tokentap" | wc -l) shared objects mapped). OpenSSL, libmicrohttpd and libcapstone"

@@ -515,7 +515,7 @@ static int collect(run_state *st, pid_t child, bool deferred, tt_ring_dir *rings
          * record (docs/probe.md). The pause is skipped while a ring is a
          * quarter full, so a flood is drained as fast as it comes. */
         size_t n = tt_probe_source_poll(st->probe);
-        bool pressing = tt_probe_source_last_fill(st->probe) >= 250;
+        bool pressing = tt_probe_source_last_fill(st->probe) >= TT_PROBE_SOURCE_PRESSING_PERMILLE;
         int pause_ms = pressing ? 0 : deferred ? DEFERRED_PAUSE_MS : n ? 1 : 2;
         if (st->bpf && tt_bpf_source_poll(st->bpf, pause_ms ? pause_ms + (n ? 0 : 3) : 0, err, sizeof err) < 0) {
             fprintf(stderr, "tokentap run: server vantage: %s\n", err);

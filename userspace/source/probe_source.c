@@ -611,8 +611,10 @@ static bool ring_left_for_later(tt_probe_source *s, probe_ring *r, unsigned *fil
     if (!s->defer_max || s->drain_all || r->broken || r->done) return false;
     const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;
     uint64_t head = load_u64(&h->reserved_pos), waiting = head - r->tail;
-    if (waiting >= r->capacity / 4) return false; /* also a position that went back: ring_drain judges that */
-    if (waiting * 1000 / r->capacity > *fill_permille) *fill_permille = (unsigned)(waiting * 1000 / r->capacity);
+    /* also a position that went back (waiting huge): ring_drain judges that */
+    if (waiting >= r->capacity * TT_PROBE_SOURCE_PRESSING_PERMILLE / 1000) return false;
+    unsigned fill = (unsigned)(waiting * 1000 / r->capacity);
+    if (fill > *fill_permille) *fill_permille = fill;
     if (kill((pid_t)r->pid, 0) != 0 && errno == ESRCH) return false;
     ring_allocate_ahead(r, head);
     return true;

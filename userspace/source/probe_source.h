@@ -94,6 +94,11 @@ void tt_probe_source_finish(tt_probe_source *s);
  * thousandths of its capacity: how soon the next poll is needed. */
 unsigned tt_probe_source_last_fill(const tt_probe_source *s);
 
+/* A ring filled this far (thousandths: a quarter) is drained at the next
+ * poll even when deferring, and a caller seeing a last fill this high
+ * should poll again without pausing. */
+#define TT_PROBE_SOURCE_PRESSING_PERMILLE 250u
+
 /* Counters so far. */
 void tt_probe_source_stats(const tt_probe_source *s, tt_probe_stats *out);
 
