@@ -19,12 +19,13 @@
  * and stores consumed_pos when done with them. All positions are absolute
  * byte counts; a ring offset is position & (capacity - 1).
  *
- * The collector may also keep a spare ring file in the directory, named
- * TT_PROBE_SPARE_NAME: zeroed, sized for the ring size the probe takes
- * from TOKENTAP_PROBE_RING_KB, its first pages already allocated. A probe
- * making its ring takes it with one rename to its own ring name (the
- * first to rename it has it) and makes a file of its own only when there
- * is none, or when its size is not the one wanted.
+ * The collector may also keep spare ring files in the directory, named
+ * TT_PROBE_SPARE_PREFIX followed by 0 .. TT_PROBE_SPARES - 1: zeroed, sized
+ * for the ring size the probe takes from TOKENTAP_PROBE_RING_KB, their
+ * first pages already allocated. A probe making its ring takes one with a
+ * rename to its own ring name (the first to rename it has it; it tries
+ * them from its pid's turn on) and makes a file of its own only when there
+ * is none left, or when the one it took is not the size wanted.
  *
  * Fixed-width types only; every record is 8-byte aligned. */
 #ifndef TT_PROBE_ABI_H
@@ -39,7 +40,8 @@
 #define TT_PROBE_RING_ENV "TOKENTAP_PROBE_RING_KB"  /* ring size in KiB (rounded to a power of two) */
 #define TT_PROBE_PREFAULT_ENV "TOKENTAP_PROBE_PREFAULT" /* "1": the ring's pages prefaulted when it is made */
 #define TT_PROBE_MARKER ".tokentap-run"             /* present in a directory `tokentap run` made */
-#define TT_PROBE_SPARE_NAME "spare.ring"            /* a ring file made ahead by the collector */
+#define TT_PROBE_SPARE_PREFIX "spare.ring."         /* + 0 .. TT_PROBE_SPARES - 1: rings made ahead */
+#define TT_PROBE_SPARES 4
 #define TT_PROBE_DEFAULT_RING (16u << 20)
 #define TT_PROBE_MIN_RING (64u << 10)
 #define TT_PROBE_MAX_RING (1u << 30)

@@ -39,24 +39,34 @@ static char *put_u64(char *p, uint64_t v)
 #define RENAME_NOREPLACE 1
 #endif
 
-/* Take the spare ring file the collector keeps (probe_abi.h) as this
- * process's, renamed to path: its descriptor, or -1 when there is none
- * (another process took it) or it is not len bytes long (then it is
- * removed). The collector made it and allocated its first pages, so the
- * program does not wait for that (a huge page is 2 MiB to zero). */
+/* Take one of the spare ring files the collector keeps (probe_abi.h) as
+ * this process's, renamed to path: its descriptor, or -1 when there is
+ * none left (other processes took them) or the one taken is not len bytes
+ * long (then it is removed). The collector made it and zeroed its first
+ * page, so the program does not wait for that (a huge page is 2 MiB).
+ * Processes starting together try them in different orders (from their
+ * pid's turn on), so they seldom rename the same one. */
 static int ring_take_spare(const char *path, size_t len)
 {
-    char spare[sizeof ring_dir + sizeof TT_PROBE_SPARE_NAME + 2];
-    size_t dl = strlen(ring_dir);
+    char spare[sizeof ring_dir + sizeof TT_PROBE_SPARE_PREFIX + 8];
+    size_t dl = strlen(ring_dir), pl = sizeof TT_PROBE_SPARE_PREFIX - 1;
     memcpy(spare, ring_dir, dl);
     spare[dl] = '/';
-    memcpy(spare + dl + 1, TT_PROBE_SPARE_NAME, sizeof TT_PROBE_SPARE_NAME);
-    if (syscall(SYS_renameat2, AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) != 0) return -1;
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len) return fd;
-    if (fd >= 0) syscall(SYS_close, fd);
-    syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+    memcpy(spare + dl + 1, TT_PROBE_SPARE_PREFIX, pl);
+    char *digit = spare + dl + 1 + pl;
+    digit[1] = 0;
+    _Static_assert(TT_PROBE_SPARES <= 10, "one digit per spare");
+    for (unsigned k = 0; k < TT_PROBE_SPARES; k++) {
+        *digit = (char)('0' + ((unsigned)owner_pid + k) % TT_PROBE_SPARES);
+        if (syscall(SYS_renameat2, AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) != 0) continue;
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len)
+            return fd;
+        if (fd >= 0) syscall(SYS_close, fd);
+        syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+        return -1;
+    }
     return -1;
 }
 

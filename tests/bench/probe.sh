@@ -8,7 +8,7 @@
 #    median over blocks, then the median of PROBE_BENCH_RUNS runs (default 5).
 #    Each run measures the ring's first lap (until the records have filled
 #    the ring once) and then the steady state, separately. The default run
-#    is as `tokentap run` does it: as root, rings on huge pages with a spare
+#    is as `tokentap run` does it: as root, rings on huge pages with spares
 #    made ahead (docs/probe.md). Each is followed by one with
 #    TOKENTAP_HUGE_RINGS=0 (4 KiB pages: a page fault each in the first
 #    lap) and one with that and TOKENTAP_PROBE_PREFAULT=1 (the ring's pages
@@ -74,7 +74,7 @@ small_faults_n=$(printf '%s\n' "${small_faults[@]}" | median)
 faults=$(printf '%s\n' "${huge_faults[@]}" | median)
 # Huge pages when run could mount its tmpfs (root): a few faults in the
 # lap, not one per 4 KiB page.
-if [ "${faults%.*}" -lt 1024 ]; then pages="huge pages, a spare ring made ahead: $faults page faults in the lap"
+if [ "${faults%.*}" -lt 1024 ]; then pages="huge pages, spare rings made ahead: $faults page faults in the lap"
 else pages="4 KiB pages, run could not mount its tmpfs (not root?): $faults page faults in the lap"; fi
 syscall_ns=$(field direct_ns < "$work/a1")
 
@@ -132,9 +132,9 @@ Each run measures the ring's first lap (the first 16 MiB of records of the
 process: each page of the ring is mapped into the program at its first
 record there) apart from the steady state that follows. As root,
 \`tokentap run\` mounts a private tmpfs with huge pages on its ring
-directory, so a 16 MiB ring is eight 2 MiB pages, and keeps a spare ring
-there that the process takes in its first \`socket()\` (the first page
-allocated and zeroed by the collector, not in the program). The second run
+directory, so a 16 MiB ring is eight 2 MiB pages, and keeps spare rings
+there, one of which the process takes in its first \`socket()\` (the first
+page allocated and zeroed by the collector, not in the program). The second run
 of each round sets \`TOKENTAP_HUGE_RINGS=0\`: 4096 pages of 4 KiB, each a
 page fault, which in this VM costs microseconds (what a run without root
 pays). The third also sets \`TOKENTAP_PROBE_PREFAULT=1\`: the probe maps

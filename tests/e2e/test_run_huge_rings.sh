@@ -2,15 +2,16 @@
 # tokentap run as root holds the probe's rings in a private tmpfs with huge
 # pages (userspace/source/ring_dir.h), so the traced program's first lap of
 # its 16 MiB ring takes a few page faults instead of one per 4 KiB page,
-# and keeps a spare ring made ahead that each new process takes, so that
-# no program allocates (zeroes) its ring's first 2 MiB page itself.
+# and keeps four spare rings made ahead that new processes take, so that
+# no program zeroes its ring's first 2 MiB page itself.
 #  1. by default: CMD sees a tmpfs mounted on its ring directory (mode
 #     0700, huge=within_size); ttprobe_bench's first lap (16 MiB of
 #     records) takes at most 1024 page faults (4097 on 4 KiB pages), and its
-#     records all arrive (none dropped). Where strace is: two processes run
-#     one after the other each take a spare (one rename of spare.ring each,
-#     no ring file of their own sized with ftruncate): the collector made
-#     the second after the first was taken.
+#     records all arrive (none dropped). Where strace is: three processes
+#     started together, then two more one after the other, each take a
+#     spare (five renames of a spare.ring.N, no ring file of their own
+#     sized with ftruncate): the three found different ones, and the
+#     collector made new ones after they were taken.
 #  2. TOKENTAP_HUGE_RINGS=0: no mount, no spare, and the first lap takes a
 #     fault per 4 KiB page again (at least 3072): the check of 1 can fail.
 #  3. after each run no tokentap mount is left and the directory is gone.
@@ -52,11 +53,12 @@ f=$(faults_of huge)
 [ "$f" -le 1024 ] || fail "first lap took $f page faults with huge pages (want <= 1024)"
 spares=na
 if command -v strace > /dev/null; then
+    b="'$BUILD/tools/ttprobe_bench' 2 100 > /dev/null"
     "$TT" run --report /dev/null -- strace -f -qq -o "$work/strace" -e trace=renameat2,ftruncate sh -c \
-        "'$BUILD/tools/ttprobe_bench' 2 100 > /dev/null && '$BUILD/tools/ttprobe_bench' 2 100 > /dev/null" \
-        2> "$work/spares.err" || fail "two processes under run: exit $?: $(cat "$work/spares.err")"
-    spares=$(grep -c 'spare\.ring", .*ring\.[0-9]*\.[0-9]*", RENAME_NOREPLACE) = 0' "$work/strace" || true)
-    [ "$spares" = 2 ] || fail "want each of the two processes to take a spare ring, saw $spares: $(cat "$work/strace")"
+        "$b & $b & $b & wait; $b && $b" \
+        2> "$work/spares.err" || fail "five processes under run: exit $?: $(cat "$work/spares.err")"
+    spares=$(grep -c 'spare\.ring\.[0-3]", .*ring\.[0-9]*\.[0-9]*", RENAME_NOREPLACE) = 0' "$work/strace" || true)
+    [ "$spares" = 5 ] || fail "want each of the five processes to take a spare ring, saw $spares: $(cat "$work/strace")"
     ! grep -q 'ftruncate(' "$work/strace" || fail "a process sized a ring of its own: $(cat "$work/strace")"
 fi
 # 2.
@@ -65,4 +67,4 @@ one_run plain TOKENTAP_HUGE_RINGS=0
 g=$(faults_of plain)
 [ -n "$g" ] && [ "$g" -ge 3072 ] || fail "first lap took ${g:-no} page faults on 4 KiB pages (want >= 3072)"
 echo "PASS: run's rings on huge pages: first lap $f page faults (TOKENTAP_HUGE_RINGS=0: $g);" \
-     "spare rings taken by two processes in a row: $spares"
+     "spare rings taken by five processes (three started together): $spares"

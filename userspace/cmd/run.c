@@ -93,7 +93,7 @@ static void usage(FILE *out)
             "next to the tokentap binary, else ../lib/tokentap/ from the binary's directory.\n"
             "The rings are in a fresh directory in /dev/shm; as root a tmpfs with huge pages is\n"
             "mounted on it for the run (fewer page faults in CMD; TOKENTAP_HUGE_RINGS=0: not),\n"
-            "with a spare ring made ahead for the next process that records (docs/probe.md).\n"
+            "with spare rings made ahead for the next processes that record (docs/probe.md).\n"
             "\n"
             "exit status: CMD's own (128+N when a signal N killed it; 127 when it could not be\n"
             "started); 2 bad usage and 3 the probe or its directory could not be set up, both\n"
@@ -494,7 +494,7 @@ static uint64_t ring_bytes_of(const run_options *o)
     return tt_probe_ring_bytes(o->ring_kb ? kb : getenv(TT_PROBE_RING_ENV));
 }
 
-/* How often the collector makes sure a spare ring is there. */
+/* How often the collector makes sure the spare rings are there. */
 #define SPARE_CHECK_NS (20ull * 1000 * 1000)
 
 /* Poll every source until CMD exits; returns its wait status. */

@@ -13,7 +13,7 @@
 #include "../../probe/probe_abi.h"
 #include "core/util.h"
 
-/* The spare's first bytes allocated and zeroed when it is made: its header
+/* A spare's first bytes allocated and zeroed when it is made: its header
  * and the first 2 MiB page; the collector does the rest ahead of the
  * producers as they go (probe_source.c). */
 #define SPARE_ALLOCATED (2u << 20)
@@ -59,13 +59,11 @@ int tt_ring_dir_make(tt_ring_dir *d)
     return 0;
 }
 
-int tt_ring_dir_keep_spare(tt_ring_dir *d, uint64_t ring_bytes)
+/* Make spare number k (path spare) through a temporary name. */
+static int make_spare(const tt_ring_dir *d, const char *spare, unsigned k, uint64_t ring_bytes)
 {
-    if (!d->huge) return 0;
-    char spare[sizeof d->path + 64], made[sizeof d->path + 64];
-    snprintf(spare, sizeof spare, "%s/%s", d->path, TT_PROBE_SPARE_NAME);
-    if (access(spare, F_OK) == 0) return 0;
-    snprintf(made, sizeof made, "%s/%s.new", d->path, TT_PROBE_SPARE_NAME);
+    char made[sizeof d->path + 64];
+    snprintf(made, sizeof made, "%s/%s%u.new", d->path, TT_PROBE_SPARE_PREFIX, k);
     int fd = open(made, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     off_t len = (off_t)(TT_PROBE_HEADER_SIZE + ring_bytes);
@@ -83,6 +81,18 @@ int tt_ring_dir_keep_spare(tt_ring_dir *d, uint64_t ring_bytes)
     if (rc < 0) {
         unlink(made);
         errno = e;
+    }
+    return rc;
+}
+
+int tt_ring_dir_keep_spare(tt_ring_dir *d, uint64_t ring_bytes)
+{
+    if (!d->huge) return 0;
+    int rc = 0;
+    for (unsigned k = 0; k < TT_PROBE_SPARES; k++) {
+        char spare[sizeof d->path + 64];
+        snprintf(spare, sizeof spare, "%s/%s%u", d->path, TT_PROBE_SPARE_PREFIX, k);
+        if (access(spare, F_OK) != 0 && make_spare(d, spare, k, ring_bytes) < 0) rc = -1;
     }
     return rc;
 }

@@ -9,8 +9,8 @@
  * (each a trap to the hypervisor on a VM). The first of those pages would
  * be allocated and zeroed in the program's first TCP socket() (milliseconds
  * on a fresh machine, on its first request), so on the tmpfs the collector
- * keeps a spare ring made ahead (tt_ring_dir_keep_spare) that the probe
- * takes instead of making one. When the mount is refused (not root, a
+ * keeps spare rings made ahead (tt_ring_dir_keep_spare), one of which a
+ * probe takes instead of making its own. When the mount is refused (not root, a
  * container without the capability, a kernel without tmpfs huge pages),
  * the plain directory is used, without a spare: there the collector
  * allocates a ring's pages ahead of its producers anyway. */
@@ -31,11 +31,11 @@ typedef struct tt_ring_dir {
  * (path then names what could not be made). */
 int tt_ring_dir_make(tt_ring_dir *d);
 
-/* On a huge-page tmpfs: make sure a spare ring file for rings of
- * ring_bytes (probe_abi.h, TT_PROBE_SPARE_NAME) is there, making one when a
- * probe has taken the last (its header and first 2 MiB allocated here).
- * Does nothing on a plain directory. 0, or -1 with errno when it could not
- * be made (the probes then make their own). */
+/* On a huge-page tmpfs: make sure the TT_PROBE_SPARES spare ring files
+ * for rings of ring_bytes (probe_abi.h) are there, making those probes
+ * have taken (each with its header and first 2 MiB page allocated and
+ * zeroed here). Does nothing on a plain directory. 0, or -1 with errno
+ * when one could not be made (probes then make their own). */
 int tt_ring_dir_keep_spare(tt_ring_dir *d, uint64_t ring_bytes);
 
 /* Delete every file in the directory, unmount its tmpfs (when mounted) and
