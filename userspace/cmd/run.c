@@ -524,7 +524,7 @@ static int collect(run_state *st, pid_t child, bool deferred, tt_ring_dir *rings
         }
         tt_recdir_wire_drain(&st->wire);
         uint64_t now = tt_clock_ns(CLOCK_MONOTONIC);
-        if (rings->huge && now - spare_checked >= SPARE_CHECK_NS) {
+        if (now - spare_checked >= SPARE_CHECK_NS) { /* nothing to do without a huge-page tmpfs */
             (void)tt_ring_dir_keep_spare(rings, ring_bytes); /* none: the next process makes its own */
             spare_checked = now;
         }

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "../../probe/probe_abi.h"
-#include "core/util.h"
 
 /* A spare's first bytes allocated and zeroed when it is made: its header
  * and the first 2 MiB page; the collector does the rest ahead of the
