@@ -37,9 +37,10 @@ const volatile __u16 targ_port = 0;
 const volatile __u32 self_tgid = 0;
 /* Records are committed without waking the reader (a wakeup is an
  * interrupt paid inside the traced syscall, several microseconds); the
- * reader polls on a timer instead. Once wake_bytes are waiting, a record
- * wakes it anyway, so a burst never waits a whole poll period. Userspace
- * sets it from the ring size before load. */
+ * reader polls on a timer instead. Once a CPU has committed wake_bytes
+ * since the reader last drained the ring, its next record wakes the reader
+ * anyway, so a burst never waits a whole poll period. Userspace sets it
+ * before load from the ring size and the CPU count (tt_bpf_wake_bytes). */
 const volatile __u32 wake_bytes = 256 << 10;
 
 /* What a syscall's enter leaves for its exit, in the thread's own task
@@ -145,9 +146,34 @@ struct {
     __type(value, struct scratch_rec);
 } scratch SEC(".maps");
 
-static __always_inline __u64 rb_flags(void)
+/* Per CPU: the bytes of records this CPU committed since the reader last
+ * drained the ring (userspace zeroes it after each drain). Counted here
+ * rather than asked of the ring (bpf_ringbuf_query), which reads the
+ * consumer's position, a cache line the reader on another CPU writes: that
+ * query was 20 to 40 ns of each record's program (bpf_stats). A nested
+ * program on the same CPU (softirq) may lose an addition: a wakeup then
+ * comes a record later. */
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u64);
+} unwoken_bytes SEC(".maps");
+
+/* The commit flags of a record of `size` bytes: no wakeup, unless this CPU
+ * has now committed wake_bytes unread. */
+static __always_inline __u64 rb_flags(__u64 size)
 {
-    return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+    __u32 zero = 0;
+    __u64 *unwoken = bpf_map_lookup_elem(&unwoken_bytes, &zero);
+    if (!unwoken) return BPF_RB_NO_WAKEUP;
+    __u64 now = *unwoken + size;
+    if (now < wake_bytes) {
+        *unwoken = now;
+        return BPF_RB_NO_WAKEUP;
+    }
+    *unwoken = 0;
+    return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline void stat_add(__u32 idx, __u64 n)
@@ -168,12 +194,23 @@ static __always_inline bool comm_matches(void)
     return true;
 }
 
+/* Whether the current task's process is in traced_tgids. A thread with
+ * call_args passed this check when they were made (thread_args is only
+ * called once the filters passed), and a process leaves traced_tgids only
+ * when it dies: its storage answers without the hash lookup (about 50 ns
+ * per syscall here, bench "Where the floor goes"). */
+static __always_inline bool tgid_traced(__u32 tgid)
+{
+    if (bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0)) return true;
+    return bpf_map_lookup_elem(&traced_tgids, &tgid) != NULL;
+}
+
 /* Whether the current task passes the process filters (pid, comm, cgroup). */
 static __always_inline bool task_traced(__u64 id)
 {
     __u32 tgid = id >> 32;
     if (tgid == self_tgid) return false;
-    if (filter_tgids && !bpf_map_lookup_elem(&traced_tgids, &tgid)) return false;
+    if (filter_tgids && !tgid_traced(tgid)) return false;
     if (targ_cgroup_id && bpf_get_current_ancestor_cgroup_id(targ_cgroup_level) != targ_cgroup_id) return false;
     if (filter_comm && !comm_matches()) return false;
     return true;
@@ -345,7 +382,7 @@ static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u3
     ev.exit_ns = exit_ns;
     ev.ts_ns = ts_ns;
     ev.ret = ret;
-    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) != 0) {
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags(sizeof ev)) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         return 0;
     }
@@ -441,7 +478,8 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
             ev->total_len = total;
             ev->piece_off = 0;
             ev->copied = (__u32)len;
-            if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, rb_flags()) == 0) {
+            __u64 rec_bytes = sizeof(struct tt_socktap_event) + len;
+            if (bpf_ringbuf_output(&events, ev, rec_bytes, rb_flags(rec_bytes)) == 0) {
                 stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
                 return 0;
             }
@@ -693,7 +731,7 @@ static __always_inline void flush_lost(struct sock *sk, __u64 id, __s32 fd, __u8
     ev.exit_ns = 0;
     ev.ts_ns = now;
     ev.ret = 0;
-    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) != 0) {
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags(sizeof ev)) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         return;
     }

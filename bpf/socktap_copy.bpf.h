@@ -30,7 +30,7 @@ static __always_inline void finish_message(struct copy_state *st, struct tt_sock
     ev->copied = 0;
     ev->flags = st->base_flags | why | (st->failed ? TT_SOCKTAP_F_COPY_FAILED : 0);
     ev->lost_before = st->lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof *ev, rb_flags()) != 0) {
+    if (bpf_ringbuf_output(&events, ev, sizeof *ev, rb_flags(sizeof *ev)) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         st->rb_failed = 1;
         st->lost += missing;
@@ -110,7 +110,8 @@ static long copy_step(__u64 index, void *unused)
     ev->copied = n;
     ev->flags = st->base_flags;
     ev->lost_before = st->lost;
-    if (bpf_ringbuf_output(&events, ev, sizeof(struct tt_socktap_event) + len, rb_flags()) != 0) {
+    __u64 rec_bytes = sizeof(struct tt_socktap_event) + len;
+    if (bpf_ringbuf_output(&events, ev, rec_bytes, rb_flags(rec_bytes)) != 0) {
         stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
         stat_add(TT_SOCKTAP_STAT_RB_FAIL_BYTES, n);
         /* The rest of this message (and of the syscall) is owed as lost bytes. */

@@ -70,7 +70,7 @@ static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk
     ev.dir = TT_SOCKTAP_DIR_SEND;
     ev.lost_before = a->tls_pending_lost;
     a->tls_pending_lost = 0;
-    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags()) == 0) stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags(sizeof ev)) == 0) stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
     else stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
     return 0;
 }

@@ -24,7 +24,13 @@
 #    tracepoints (the default) and with TOKENTAP_BPF_RAW=1 (the data
 #    syscalls through tp_btf sys_enter/sys_exit). PAIRED as above,
 #    BPFBENCH_RAW_PAIRS repetitions (3; 0 skips it).
-# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
+# 1c. Where the floor goes: the one-thread TCP ping-pong off, with every
+#    program rejecting at once (none) and traced by pid, each under
+#    `perf record -e cpu-clock` of the ping-pong's CPU; per kernel or user
+#    symbol, (samples traced - samples off) x the sample period over the
+#    syscalls made: the ns per syscall each function added.
+#    BPFBENCH_PROFILE_PAIRS repetitions (3; 0 skips it; needs perf).
+# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_PROFILE_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
 # BPFBENCH_STEPS ("25 50 100 200 300 400 max"), BPFBENCH_STEP_SECONDS (3),
 # BPFBENCH_TOKENS (100), BPFBENCH_WORKERS (2: serve's --workers).
 set -eu
@@ -36,6 +42,7 @@ LOAD="$BUILD/tools/ttload"
 work=${BPFBENCH_DIR:-$BUILD/bpfbench}
 pairs=${BPFBENCH_PAIRS:-5}
 raw_pairs=${BPFBENCH_RAW_PAIRS:-3}
+profile_pairs=${BPFBENCH_PROFILE_PAIRS:-3}
 getppid_calls=${BPFBENCH_GETPPID:-1000000}
 rounds=${BPFBENCH_ROUNDS:-50000}
 bytes=${BPFBENCH_BYTES:-64}
@@ -196,6 +203,59 @@ if [ "$raw_pairs" -gt 0 ]; then
     raw_series getppid getppid.ns_per_call "none noneraw" --getppid "$getppid_calls"
 fi
 
+# ---- 1c. where the floor goes: a profile of the ping-pong's CPU ----
+profile_period_ns=100000
+perf_start() { # OUT: cpu-clock samples of the ping-pong's CPU until perf_stop
+    perf record -q -e cpu-clock -c "$profile_period_ns" -C "$pp_cpu" -o "$1" > /dev/null 2>&1 &
+    perf_pid=$!; started+=("$perf_pid")
+    sleep 0.3   # perf opens its events before the measured part starts
+}
+perf_stop() { kill -INT "$perf_pid"; wait "$perf_pid" || true; forget "$perf_pid"; }
+# profile_counts DATA PINGPONG_JSON OUT: "symbol<TAB>ns per syscall" of every
+# symbol sampled in the ping-pong (its softirq work included: loopback TCP
+# delivers on the sender's CPU), not in the idle task or anything else there
+profile_counts() {
+    perf script -F comm,ip,sym -i "$1" 2> /dev/null |
+        awk '$1 == "ttpingpong" && NF >= 3 {n[$3]++} END {for (s in n) print s "\t" n[s]}' |
+        /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["tcp"]
+calls = (d["rounds"] + json.load(open(sys.argv[1]))["warmup"]) * d["syscalls_per_round_trip"]
+with open(sys.argv[3], "w") as out:
+    for line in sys.stdin:
+        sym, n = line.rsplit("\t", 1)
+        out.write("%s\t%.2f\n" % (sym, int(n) * float(sys.argv[2]) / calls))' "$2" "$profile_period_ns" "$3"
+}
+: > "$work/profile.tsv"
+if [ "$profile_pairs" -gt 0 ] && command -v perf > /dev/null && perf record -q -e cpu-clock -o "$work/perf-probe.data" true > /dev/null 2>&1; then
+    for i in $(seq "$profile_pairs"); do
+        perf_start "$work/perf-$i-off.data"
+        pingpong off "$work/prof-$i-off.json" -t tcp --one-thread
+        perf_stop
+        for m in none pid; do
+            on_traced="perf_start $work/perf-$i-$m.data" after_traced=perf_stop pingpong "$m" "$work/prof-$i-$m.json" -t tcp --one-thread
+        done
+        for m in off none pid; do profile_counts "$work/perf-$i-$m.data" "$work/prof-$i-$m.json" "$work/prof-$i-$m.tsv"; done
+        log "profile repetition $i done"
+    done
+    # per symbol: the median over repetitions of (mode - off); rows sorted by the pid column
+    /usr/bin/python3 - "$work" "$profile_pairs" > "$work/profile.tsv" <<'PY'
+import statistics, sys
+work, pairs = sys.argv[1], int(sys.argv[2])
+def load(i, m):
+    return {s: float(v) for s, v in (l.rstrip("\n").split("\t") for l in open(f"{work}/prof-{i}-{m}.tsv"))}
+runs = {(i, m): load(i, m) for i in range(1, pairs + 1) for m in ("off", "none", "pid")}
+syms = set().union(*(r.keys() for r in runs.values()))
+def added(s, m):
+    return statistics.median(runs[(i, m)].get(s, 0) - runs[(i, "off")].get(s, 0) for i in range(1, pairs + 1))
+rows = sorted(((added(s, "pid"), added(s, "none"), s) for s in syms), reverse=True)
+total = [statistics.median(sum(runs[(i, m)].values()) - sum(runs[(i, "off")].values()) for i in range(1, pairs + 1))
+         for m in ("none", "pid")]
+print("all symbols\t%.1f\t%.1f" % (total[0], total[1]))
+for p, n, s in rows[:16]:
+    print("%s\t%.1f\t%.1f" % (s, n, p))
+PY
+fi
+
 # ---- 2. the highest token-event rate traced with no loss ----
 ulimit -n 4096 2>/dev/null || true
 # step NAME CONNS ITL_MS [untraced]: one serve + watch + ttload run; appends a row to steps.tsv
@@ -322,6 +382,27 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read",
         echo "| run | mode | ns per round trip (tcp1) or per call (getppid) | added ns per syscall |"
         echo "|---|---|---|---|"
         awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}' "$work/raw.tsv"
+    fi
+    if [ -s "$work/profile.tsv" ]; then
+        echo
+        echo "### Where the floor goes"
+        echo
+        echo "    perf record -e cpu-clock -c $profile_period_ns -C $pp_cpu   # around each tcp1 run: off, none, pid"
+        echo
+        echo "The one-thread TCP ping-pong (tcp1 above) off, with every program rejecting at once"
+        echo "(none) and traced by pid, each sampled every $((profile_period_ns / 1000)) us of the ping-pong's CPU; per"
+        echo "symbol, kernel or user, the ping-pong's samples in the traced run less those in the run off, times"
+        echo "the period, over the syscalls made (warm-up included): the ns each function added to a"
+        echo "syscall. Medians of $profile_pairs repetitions; the 16 symbols that added most under pid."
+        echo "A cpu-clock sample cannot land where interrupts are disabled: that time is charged to"
+        echo "where they are enabled again (the syscall entry's, on a paravirtualized guest its"
+        echo "irq-enable hook). bpf_prog_* rows are the programs themselves; trace_call_bpf,"
+        echo "perf_trace_buf_alloc, perf_syscall_enter/exit and syscall_trace_enter are the classic"
+        echo "syscall tracepoints' own path; bpf_trace_run* the tp_btf program's."
+        echo
+        echo "| symbol | added ns per syscall, none | added ns per syscall, pid |"
+        echo "|---|---|---|"
+        awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}' "$work/profile.tsv"
     fi
     echo
     echo "### Highest token-event rate traced with no loss"

@@ -40,7 +40,7 @@ one() {
         [ "$mode" = pid ] && filter=(--pid "$pp")
         taskset -c 0 "$tt" watch -q "${filter[@]}" > /dev/null 2> "$work/watch.err" &
         local wp=$!
-        for _ in $(seq 200); do grep -q '^tokentap watch: tracing' "$work/watch.err" && break; sleep 0.05; done
+        for _ in $(seq 600); do grep -q '^tokentap watch: tracing' "$work/watch.err" && break; sleep 0.05; done
         grep -q '^tokentap watch: tracing' "$work/watch.err" || { echo "$0: watch did not start: $(cat "$work/watch.err")" >&2; exit 1; }
         kill -USR1 "$pp"; wait "$pp"
         kill -INT "$wp"; wait "$wp" || true   # 4 (no HTTP seen) is expected

@@ -73,8 +73,7 @@ for f in h0 h1 h2; do grep -q '^data: \[DONE\]' "$work/$f.out" || fail "$f: a st
 
 # the server's TLS vantage (eBPF), when it loads
 rec=0
-rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || rc=$?
-if [ "$(id -u)" = 0 ] && { [ $rc = 0 ] || [ $rc = 4 ]; }; then
+if [ "$(id -u)" = 0 ] && bpf_loads "$work"; then
     rec=1
     "$TT" record -o "$work/rec" --pid "$spid" --duration 60 2> "$work/record.err" &
     rpid=$!

@@ -405,18 +405,22 @@ static void test_start_refuses_bad_filters(void **state)
     assert_int_equal(srv.n, 0);
 }
 
-/* The kernel wakes the poller once a quarter of the ring (at most 256 KiB)
- * waits; smaller rings wake sooner, so the overflow test's 8 KiB ring is
+/* The kernel wakes the poller once the CPUs together may have committed a
+ * quarter of the ring (at most 256 KiB) unread, each counting its own
+ * share; smaller rings wake sooner, so the overflow test's 8 KiB ring is
  * drained before it fills whenever the reader keeps up. */
 static void test_wake_bytes(void **state)
 {
-    assert_int_equal(tt_bpf_wake_bytes(0), 256u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(16u << 20), 256u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(1u << 20), 256u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(512u << 10), 128u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(8192), 2048);
-    assert_int_equal(tt_bpf_wake_bytes(4096), 1024);
-    assert_int_equal(tt_bpf_wake_bytes(1u << 31), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(0, 1), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(16u << 20, 1), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(16u << 20, 2), 128u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(1u << 20, 4), 64u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(512u << 10, 1), 128u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(8192, 2), 1024);
+    assert_int_equal(tt_bpf_wake_bytes(4096, 0), 1024);
+    assert_int_equal(tt_bpf_wake_bytes(4096, -1), 1024);
+    assert_int_equal(tt_bpf_wake_bytes(4096, 4096), 1);
+    assert_int_equal(tt_bpf_wake_bytes(1u << 31, 1), 256u << 10);
 }
 
 /* A READY record of sock: the receive sequence ends at end_seq, len bytes

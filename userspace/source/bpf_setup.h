@@ -35,7 +35,7 @@ int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *e
 
 /* Put opt's processes and every descendant alive now into the kernel's
  * traced set (and, with ready instants, their listening ports in
- * ready_ports). Returns how many went in, or -1 with err. */
+ * ready_port_on). Returns how many went in, or -1 with err. */
 int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen);
 #endif
 

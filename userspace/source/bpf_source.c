@@ -304,10 +304,12 @@ static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
     return 0;
 }
 
-uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes)
+uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes, int n_cpus)
 {
     uint64_t quarter = (ring_bytes ? ring_bytes : TT_BPF_DEFAULT_RING_BYTES) / 4;
-    return quarter < (256u << 10) ? (uint32_t)quarter : (256u << 10);
+    uint64_t all = quarter < (256u << 10) ? quarter : (256u << 10);
+    uint64_t each = all / (uint64_t)(n_cpus > 1 ? n_cpus : 1);
+    return each ? (uint32_t)each : 1;
 }
 
 int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
@@ -510,7 +512,15 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         memcpy((char *)skel->rodata->targ_comm, opt->comm, strlen(opt->comm));
     }
     if (ring) bpf_map__set_max_entries(skel->maps.events, ring);
-    skel->rodata->wake_bytes = tt_bpf_wake_bytes(ring);
+    int n_cpus = libbpf_num_possible_cpus();
+    s->n_cpus = n_cpus > 0 ? (size_t)n_cpus : 1;
+    s->unwoken_zeros = calloc(s->n_cpus, sizeof *s->unwoken_zeros);
+    if (!s->unwoken_zeros) {
+        set_err(err, errlen, "out of memory");
+        socktap__destroy(skel);
+        return -1;
+    }
+    skel->rodata->wake_bytes = tt_bpf_wake_bytes(ring, (int)s->n_cpus);
     /* Readable instants need the sock:sk_data_ready tracepoint (Linux 6.3
      * and later); without it everything else still works. */
     s->st.ready_missing = tt_bpf_kernel_has_btf_typedef("btf_trace_sk_data_ready")
@@ -532,12 +542,10 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         socktap__destroy(skel);
         return -1;
     }
-    if (s->st.ready_available && opt && opt->port) {
+    if (s->st.ready_available && opt && opt->port && skel->bss) {
         /* --port: connections accepted on it are followed from their first
          * byte, the first one included */
-        uint16_t port = opt->port;
-        uint8_t one = 1;
-        bpf_map_update_elem(bpf_map__fd(skel->maps.ready_ports), &port, &one, BPF_ANY);
+        skel->bss->ready_port_on[opt->port] = 1;
     }
     /* Attach first, then seed: a fork between the /proc walk and the
      * attach would otherwise be missed. */
@@ -615,6 +623,12 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
         set_err(err, errlen, "reading the ring buffer failed: %s", strerror(-more));
         return -1;
     }
+    if (n > 0 || more > 0) {
+        /* drained: each CPU's count of unread bytes starts again (a record
+         * committed meanwhile is forgotten: its CPU wakes the poller later) */
+        uint32_t zero = 0;
+        bpf_map_update_elem(bpf_map__fd(s->skel->maps.unwoken_bytes), &zero, s->unwoken_zeros, BPF_ANY);
+    }
     tt_bpf_look_at_execs(s);
     /* the processes attached one by one (--pid) that exited: their uprobes
      * let go, once a second (one poll() over their pidfds) */
@@ -686,6 +700,7 @@ void tt_bpf_source_free(tt_bpf_source *s)
     tt_bpf_source_finish(s);
 #ifdef TT_WITH_BPF
     ring_buffer__free(s->rb);
+    free(s->unwoken_zeros);
     tt_tls_attach_free(&s->tls);
     socktap__destroy(s->skel);
 #endif

@@ -105,10 +105,11 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
  * number of records handled, or -1 with a reason in err. */
 int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen);
 
-/* Added: the bytes that must wait in a ring of ring_bytes (0: the default
- * 16 MiB) before a record wakes the poller: a quarter of the ring, at most
- * 256 KiB (below that the kernel commits records without a wakeup). */
-uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes);
+/* Added: the bytes one CPU may commit to a ring of ring_bytes (0: the
+ * default 16 MiB) between two drains before a record wakes the poller: a
+ * quarter of the ring, at most 256 KiB, shared by n_cpus CPUs (at least 1
+ * byte each). Below that the kernel commits records without a wakeup. */
+uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes, int n_cpus);
 
 /* Handle one raw ring-buffer record (struct tt_socktap_event + data), as
  * the poller does; exposed for tests. Returns 0, or -1 for a bad record. */
