@@ -405,18 +405,20 @@ static void test_start_refuses_bad_filters(void **state)
     assert_int_equal(srv.n, 0);
 }
 
-/* The kernel wakes the poller once the CPUs together may have committed a
- * quarter of the ring (at most 256 KiB) unread, each counting its own
- * share; smaller rings wake sooner, so the overflow test's 8 KiB ring is
- * drained before it fills whenever the reader keeps up. */
+/* Each CPU wakes the poller once it has committed a quarter of the ring
+ * (at most 256 KiB) unread, and the CPUs together at most half the ring;
+ * smaller rings wake sooner, so the overflow test's 8 KiB ring is drained
+ * before it fills whenever the reader keeps up. */
 static void test_wake_bytes(void **state)
 {
     assert_int_equal(tt_bpf_wake_bytes(0, 1), 256u << 10);
     assert_int_equal(tt_bpf_wake_bytes(16u << 20, 1), 256u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(16u << 20, 2), 128u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(1u << 20, 4), 64u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(16u << 20, 2), 256u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(16u << 20, 64), 128u << 10);
+    assert_int_equal(tt_bpf_wake_bytes(1u << 20, 4), 128u << 10);
     assert_int_equal(tt_bpf_wake_bytes(512u << 10, 1), 128u << 10);
-    assert_int_equal(tt_bpf_wake_bytes(8192, 2), 1024);
+    assert_int_equal(tt_bpf_wake_bytes(8192, 2), 2048);
+    assert_int_equal(tt_bpf_wake_bytes(8192, 4), 1024);
     assert_int_equal(tt_bpf_wake_bytes(4096, 0), 1024);
     assert_int_equal(tt_bpf_wake_bytes(4096, -1), 1024);
     assert_int_equal(tt_bpf_wake_bytes(4096, 4096), 1);

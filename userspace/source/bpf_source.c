@@ -306,9 +306,10 @@ static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
 
 uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes, int n_cpus)
 {
-    uint64_t quarter = (ring_bytes ? ring_bytes : TT_BPF_DEFAULT_RING_BYTES) / 4;
-    uint64_t all = quarter < (256u << 10) ? quarter : (256u << 10);
-    uint64_t each = all / (uint64_t)(n_cpus > 1 ? n_cpus : 1);
+    uint64_t ring = ring_bytes ? ring_bytes : TT_BPF_DEFAULT_RING_BYTES;
+    uint64_t each = ring / 4 < (256u << 10) ? ring / 4 : (256u << 10);
+    uint64_t shared = ring / 2 / (uint64_t)(n_cpus > 1 ? n_cpus : 1);
+    if (shared < each) each = shared;
     return each ? (uint32_t)each : 1;
 }
 

@@ -107,8 +107,11 @@ int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errle
 
 /* Added: the bytes one CPU may commit to a ring of ring_bytes (0: the
  * default 16 MiB) between two drains before a record wakes the poller: a
- * quarter of the ring, at most 256 KiB, shared by n_cpus CPUs (at least 1
- * byte each). Below that the kernel commits records without a wakeup. */
+ * quarter of the ring, at most 256 KiB, and at most half the ring shared
+ * by n_cpus CPUs (at least 1 byte). Below that the kernel commits records
+ * without a wakeup. A wakeup is an interrupt raised inside the traced
+ * syscall, so one CPU producing everything wakes the poller no more often
+ * than once per 256 KiB. */
 uint32_t tt_bpf_wake_bytes(uint32_t ring_bytes, int n_cpus);
 
 /* Handle one raw ring-buffer record (struct tt_socktap_event + data), as
