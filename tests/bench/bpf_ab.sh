@@ -41,7 +41,13 @@ one() {
         taskset -c 0 "$tt" watch -q "${filter[@]}" > /dev/null 2> "$work/watch.err" &
         local wp=$!
         for _ in $(seq 600); do grep -q '^tokentap watch: tracing' "$work/watch.err" && break; sleep 0.05; done
-        grep -q '^tokentap watch: tracing' "$work/watch.err" || { echo "$0: watch did not start: $(cat "$work/watch.err")" >&2; exit 1; }
+        if ! grep -q '^tokentap watch: tracing' "$work/watch.err"; then
+            # this runs in a command substitution: its own children are not
+            # the main shell's jobs, so they are stopped here
+            kill "$wp" "$pp" 2>/dev/null || true
+            echo "$0: watch did not start: $(cat "$work/watch.err")" >&2
+            exit 1
+        fi
         kill -USR1 "$pp"; wait "$pp"
         kill -INT "$wp"; wait "$wp" || true   # 4 (no HTTP seen) is expected
     fi
