@@ -218,8 +218,8 @@ profile_counts() {
     perf script -F comm,ip,sym -i "$1" 2> /dev/null |
         awk '$1 == "ttpingpong" && NF >= 3 {n[$3]++} END {for (s in n) print s "\t" n[s]}' |
         /usr/bin/python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))["tcp"]
-calls = (d["rounds"] + json.load(open(sys.argv[1]))["warmup"]) * d["syscalls_per_round_trip"]
+run = json.load(open(sys.argv[1]))
+calls = (run["tcp"]["rounds"] + run["warmup"]) * run["tcp"]["syscalls_per_round_trip"]
 with open(sys.argv[3], "w") as out:
     for line in sys.stdin:
         sym, n = line.rsplit("\t", 1)

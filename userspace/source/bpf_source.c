@@ -514,14 +514,14 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     }
     if (ring) bpf_map__set_max_entries(skel->maps.events, ring);
     int n_cpus = libbpf_num_possible_cpus();
-    s->n_cpus = n_cpus > 0 ? (size_t)n_cpus : 1;
-    s->unwoken_zeros = calloc(s->n_cpus, sizeof *s->unwoken_zeros);
+    if (n_cpus < 1) n_cpus = 1;
+    s->unwoken_zeros = calloc((size_t)n_cpus, sizeof *s->unwoken_zeros);
     if (!s->unwoken_zeros) {
         set_err(err, errlen, "out of memory");
         socktap__destroy(skel);
         return -1;
     }
-    skel->rodata->wake_bytes = tt_bpf_wake_bytes(ring, (int)s->n_cpus);
+    skel->rodata->wake_bytes = tt_bpf_wake_bytes(ring, n_cpus);
     /* Readable instants need the sock:sk_data_ready tracepoint (Linux 6.3
      * and later); without it everything else still works. */
     s->st.ready_missing = tt_bpf_kernel_has_btf_typedef("btf_trace_sk_data_ready")

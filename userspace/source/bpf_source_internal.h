@@ -71,7 +71,6 @@ struct tt_bpf_source {
     struct socktap *skel;
     struct ring_buffer *rb;
     uint64_t *unwoken_zeros; /* one zero per possible CPU: written to unwoken_bytes after each drain */
-    size_t n_cpus;
     tt_tls_attach tls;     /* the uprobes on TLS libraries */
     tls_pending pending[TLS_PENDING_MAX]; /* in arrival order; the oldest is dropped (unpaired) */
     size_t n_pending;
