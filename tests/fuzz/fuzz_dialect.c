@@ -10,7 +10,10 @@
  * Golden files make good seeds (tests/fuzz/fuzz_dialect.seeds): when the
  * input holds "=== input", that section is unescaped the way golden.h
  * describes and each "data:" line in it is classified as one event too, so
- * mutations start from realistic frames of every dialect. */
+ * mutations start from realistic frames of every dialect. Every event is
+ * also classified through a memo (tt_dialect_classify_memo), with the
+ * inside of each of its first strings replaced by input bytes, and must be
+ * classified as alone. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -123,6 +126,54 @@ static void check_parser(const char *data, size_t len)
     dj_arena_free(&arena);
 }
 
+static void check_same(const tt_classified *a, const char *ta, const tt_classified *b, const char *tb)
+{
+    CHECK(a->kind == b->kind && a->has == b->has && a->json_ok == b->json_ok && a->dialect == b->dialect);
+    CHECK(a->text_bytes == b->text_bytes && a->reasoning_bytes == b->reasoning_bytes && a->text_hash == b->text_hash);
+    CHECK(a->usage_prompt_tokens == b->usage_prompt_tokens && a->usage_completion_tokens == b->usage_completion_tokens);
+    CHECK(!strcmp(a->finish_reason, b->finish_reason) && !strcmp(a->response_id, b->response_id));
+    CHECK(!strcmp(a->error_message, b->error_message));
+    if (ta) CHECK(!strcmp(ta, tb));
+}
+
+/* data through *memo gives what it gives alone. */
+static void check_memo_one(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len,
+                           const char *data, size_t n, size_t cap)
+{
+    char mt[40], at[40];
+    tt_classified m, a;
+    tt_dialect_classify_memo(memo, hint, type, type_len, data, n, &m, cap ? mt : NULL, cap);
+    tt_dialect_classify(hint, type, type_len, data, n, &a, cap ? at : NULL, cap);
+    check_same(&m, cap ? mt : NULL, &a, cap ? at : NULL);
+}
+
+/* data through a memo, then data with what follows each of its first
+ * quotes (up to the next quote) replaced by junk, and data again: each
+ * the same as alone. A string's inside so replaced is what the memo reads
+ * without parsing. */
+static void check_memo(tt_dialect hint, const char *type, size_t type_len, const char *data, size_t n,
+                       const uint8_t *junk, size_t junk_len, size_t cap)
+{
+    tt_classify_memo *memo = NULL;
+    check_memo_one(&memo, hint, type, type_len, data, n, cap);
+    if (junk_len > 64) junk_len = 64;
+    char *variant = malloc(n + junk_len + 1);
+    int quotes = 0;
+    for (size_t q = 0; q < n && quotes < 8; q++) {
+        if (data[q] != '"') continue;
+        quotes++;
+        const char *next = memchr(data + q + 1, '"', n - q - 1);
+        size_t rest = next ? (size_t)(data + n - next) : 0;
+        memcpy(variant, data, q + 1);
+        memcpy(variant + q + 1, junk, junk_len);
+        if (rest) memcpy(variant + q + 1 + junk_len, next, rest);
+        check_memo_one(&memo, hint, type, type_len, variant, q + 1 + junk_len + rest, cap);
+        check_memo_one(&memo, hint, type, type_len, data, n, cap);
+    }
+    free(variant);
+    tt_classify_memo_free(memo);
+}
+
 /* Unescape a golden input section (\\n \\r \\t \\\\ \\0 \\xHH; raw newlines
  * dropped) and classify the payload of every data: line. */
 static void classify_golden_lines(tt_dialect hint, const uint8_t *in, size_t n)
@@ -143,6 +194,7 @@ static void classify_golden_lines(tt_dialect hint, const uint8_t *in, size_t n)
         char e = *++p;
         buf[k++] = e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e == '0' ? 0 : e;
     }
+    tt_classify_memo *memo = NULL; /* the lines in order through one memo */
     for (size_t i = 0; i < k;) {
         char *eol = memchr(buf + i, '\n', k - i);
         size_t len = eol ? (size_t)(eol - (buf + i)) : k - i;
@@ -155,10 +207,12 @@ static void classify_golden_lines(tt_dialect hint, const uint8_t *in, size_t n)
             tt_dialect_classify(hint, NULL, 0, data, len - skip, &c, text, sizeof text);
             check_result(&c, text, sizeof text);
             check_parser(data, len - skip);
+            check_memo_one(&memo, hint, NULL, 0, data, len - skip, sizeof text);
             free(data);
         }
         i += len + 1;
     }
+    tt_classify_memo_free(memo);
     free(buf);
 }
 
@@ -198,6 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size)
     free(prefix);
 
     check_parser(data, n);
+    check_memo(hint, type, type_len, data, n, (const uint8_t *)data + n / 2, n - n / 2, cap);
     classify_golden_lines(hint, input, size);
     free(text);
     free(data);

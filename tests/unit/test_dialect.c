@@ -160,6 +160,18 @@ static void classify_guarded(tt_dialect hint, const golden_event *e, size_t len,
     tt_guard_free(copy, len);
 }
 
+/* a and b are the same result, their texts (cap bytes) the same. */
+static void assert_same_result(const tt_classified *a, const char *ta, const tt_classified *b, const char *tb,
+                               const char *path, size_t index)
+{
+    if (a->kind != b->kind || a->has != b->has || a->json_ok != b->json_ok || a->dialect != b->dialect ||
+        a->text_bytes != b->text_bytes || a->reasoning_bytes != b->reasoning_bytes || a->text_hash != b->text_hash ||
+        a->usage_prompt_tokens != b->usage_prompt_tokens || a->usage_completion_tokens != b->usage_completion_tokens ||
+        strcmp(a->finish_reason, b->finish_reason) || strcmp(a->response_id, b->response_id) ||
+        strcmp(a->error_message, b->error_message) || strcmp(ta, tb))
+        fail_msg("%s: event %zu classified through the memo differs from its own classification", path, index);
+}
+
 static bool type_named(const golden_event *e, const char *name)
 {
     return e->type && e->type_len == strlen(name) && !memcmp(e->type, name, e->type_len);
@@ -205,10 +217,16 @@ static void run_golden(const char *path)
     golden_event ev[256];
     size_t n = split_events(&g, ndjson, ev, 256);
     tt_strbuf trace = { 0 }, bare = { 0 }, detected = { 0 };
-    static char text[1 << 16];
+    static char text[1 << 16], memo_text[1 << 16];
+    tt_classify_memo *memo = NULL; /* the stream's events in order through one memo: the same results */
     for (size_t i = 0; i < n; i++) {
-        tt_classified c;
+        tt_classified c, m;
         classify_guarded(hint, &ev[i], ev[i].data_len, &c, text, sizeof text);
+        uint8_t *copy = tt_guard_copy(ev[i].data, ev[i].data_len);
+        tt_dialect_classify_memo(&memo, hint, ev[i].type, ev[i].type_len, (const char *)copy, ev[i].data_len, &m,
+                                 memo_text, sizeof memo_text);
+        tt_guard_free(copy, ev[i].data_len);
+        assert_same_result(&m, memo_text, &c, text, path, i);
         append_trace(&trace, &c, text, true);
         append_trace(&bare, &c, text, false);
         check_event_edges(hint, &ev[i], &c, text, path);
@@ -217,6 +235,7 @@ static void run_golden(const char *path)
             append_trace(&detected, &c, text, false);
         }
     }
+    tt_classify_memo_free(memo);
     tt_sb_printf(&trace, "%s", "");
     if (getenv("TT_DIALECT_DUMP")) printf("##### %s\n%s", path, trace.s ? trace.s : "");
     else assert_int_equal(tt_golden_compare(&g, trace.s ? trace.s : "", "whole"), 0);

@@ -16,11 +16,13 @@ enum { STACK_ARENA_BYTES = 8 * 1024 };
 
 /* ---- helpers shared by the readers ---- */
 
-enum { FNV_OFFSET = 0xcbf29ce484222325ull, FNV_PRIME = 0x100000001b3ull };
-
 void sink_add(text_sink *sink, const char *piece, size_t len, uint32_t flags)
 {
     if (!piece || len == 0) return;
+    if (sink->pieces++ == 0) {
+        sink->first_piece = piece;
+        sink->first_flags = flags;
+    }
     tt_classified *out = sink->out;
     out->has |= TT_HAS_TEXT | flags;
     uint64_t total = (uint64_t)out->text_bytes + len;
@@ -29,12 +31,7 @@ void sink_add(text_sink *sink, const char *piece, size_t len, uint32_t flags)
         uint64_t r = (uint64_t)out->reasoning_bytes + len;
         out->reasoning_bytes = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
     }
-    uint64_t h = sink->hash;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)piece[i];
-        h *= FNV_PRIME;
-    }
-    sink->hash = h;
+    sink->hash = dj_fnv_add(sink->hash, piece, len);
     if (sink->text_out && sink->text_len + 1 < sink->text_cap) {
         size_t room = sink->text_cap - 1 - sink->text_len;
         size_t n = len < room ? len : room;
@@ -225,7 +222,9 @@ static void reset_result(tt_classified *out, text_sink *sink, tt_dialect d)
     out->error_message[0] = 0;
     sink->out = out;
     sink->text_len = 0;
-    sink->hash = FNV_OFFSET;
+    sink->hash = DJ_FNV_OFFSET;
+    sink->pieces = 0;
+    sink->first_piece = NULL;
     if (sink->text_out && sink->text_cap) sink->text_out[0] = 0;
 }
 
@@ -295,21 +294,12 @@ static void classify_json(tt_dialect hint, const cJSON *root, const char *sse_ty
     }
 }
 
-void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, const char *data,
-                         size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
+void dialect_classify_json(tt_dialect hint, const char *type, size_t type_len, const char *data, size_t data_len,
+                           tt_classified *out, char *text_out, size_t text_cap, dialect_piece *piece)
 {
-    if ((unsigned)hint >= TT_DIALECT_COUNT) hint = TT_DIALECT_UNKNOWN;
-    tt_grpc_api api = tt_grpc_api_of(hint);
-    if (api != TT_GRPC_API_COUNT) {
-        tt_grpc_classify(api, (const uint8_t *)data, data ? data_len : 0, out, text_out, text_cap, NULL);
-        out->dialect = hint;
-        return;
-    }
     text_sink sink = { .text_out = text_out, .text_cap = text_cap };
     reset_result(out, &sink, hint);
-    if (!data) data_len = 0;
-    if (!type) type_len = 0;
-    if (type_is(type, type_len, "message")) type = NULL, type_len = 0;
+    if (piece) piece->offset = SIZE_MAX;
     bool sse_error = type_is(type, type_len, "error");
 
     if (!sse_error && data_len == 6 && memcmp(data, "[DONE]", 6) == 0) {
@@ -335,9 +325,30 @@ void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, con
         out->kind = TT_EV_KEEPALIVE;
     } else if (root) {
         classify_json(hint, root, type, type_len, out, &sink);
+        /* the one piece of text, when it is a string value of the data */
+        const unsigned char *copy = arena.last_copy, *at = (const unsigned char *)sink.first_piece;
+        if (piece && sink.pieces == 1 && copy && at > copy && at < copy + data_len) {
+            piece->offset = (size_t)(at - copy);
+            piece->flags = sink.first_flags;
+        }
     }
     dj_arena_free(&arena);
     if (out->text_bytes) out->text_hash = sink.hash;
+}
+
+void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, const char *data,
+                         size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
+{
+    if ((unsigned)hint >= TT_DIALECT_COUNT) hint = TT_DIALECT_UNKNOWN;
+    tt_grpc_api api = tt_grpc_api_of(hint);
+    if (api != TT_GRPC_API_COUNT) {
+        tt_grpc_classify(api, (const uint8_t *)data, data ? data_len : 0, out, text_out, text_cap, NULL);
+        out->dialect = hint;
+        return;
+    }
+    if (!data) data_len = 0;
+    dialect_normalize_type(&type, &type_len);
+    dialect_classify_json(hint, type, type_len, data, data_len, out, text_out, text_cap, NULL);
 }
 
 /* ---- paths and names ---- */

@@ -113,6 +113,28 @@ void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len,
                          const char *data, size_t data_len, tt_classified *out,
                          char *text_out, size_t text_cap);
 
+/* What one stream's events looked like, for tt_dialect_classify_memo:
+ * the bytes around the text string of an earlier event, and what that
+ * event was. Owned by the caller (one per stream), NULL until the first
+ * event that makes one; free with tt_classify_memo_free. */
+typedef struct tt_classify_memo tt_classify_memo;
+
+/* tt_dialect_classify, for the events of one stream in order: the same
+ * result for every input. An event whose bytes are those of the memo's
+ * event except for the inside of its one text string (a token chunk after
+ * a token chunk: the same id, model, choice and nulls, another piece of
+ * text) is classified from the memo, without parsing it again; any other
+ * is parsed, and when its text is one string value of it, *memo is made
+ * from it (allocated the first time; left NULL when memory is short). */
+void tt_dialect_classify_memo(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len,
+                              const char *data, size_t data_len, tt_classified *out, char *text_out,
+                              size_t text_cap);
+
+void tt_classify_memo_free(tt_classify_memo *memo);
+
+/* The events classified from memo so far (0 for NULL): for tests. */
+uint64_t tt_classify_memo_hits(const tt_classify_memo *memo);
+
 const char *tt_dialect_name(tt_dialect d);      /* "openai-chat", "anthropic", ... */
 const char *tt_event_kind_name(tt_event_kind k); /* "TOKEN", "ROLE", ... */
 

@@ -38,7 +38,6 @@
 #include "dialect/dialect_internal.h"
 #include "dialect/protobuf_wire.h"
 
-enum { FNV_OFFSET64 = 0xcbf29ce484222325ull };
 
 typedef struct slice {
     const uint8_t *p;
@@ -465,7 +464,7 @@ bool tt_grpc_classify(tt_grpc_api api, const uint8_t *msg, size_t len, tt_classi
         detail->text_output_index = -1;
     }
     if (!msg && len) return false;
-    text_sink sink = {out, text_out, text_cap, 0, FNV_OFFSET64};
+    text_sink sink = {.out = out, .text_out = text_out, .text_cap = text_cap, .hash = DJ_FNV_OFFSET};
     bool ok = false;
     switch (api) {
     case TT_GRPC_TRITON: ok = read_triton(msg, len, out, &sink, detail); break;

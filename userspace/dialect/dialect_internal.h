@@ -103,6 +103,11 @@ typedef struct text_sink {
     size_t text_cap;
     size_t text_len;
     uint64_t hash;
+    /* the pieces added (non-empty), and the first one's text and flags:
+     * what tt_dialect_classify_memo needs to make a template */
+    unsigned pieces;
+    const char *first_piece;
+    uint32_t first_flags;
 } text_sink;
 
 /* Count one piece of generated text; flags adds TT_HAS_REASONING or
@@ -148,6 +153,10 @@ typedef struct dj_arena {
     unsigned char *cur;
     size_t left;
     struct dj_block *blocks;
+    /* the copy of the data the last parse read (strings are decoded in
+     * place there, so a string value's text starts at its offset in the
+     * data plus one); NULL before any */
+    const unsigned char *last_copy;
 } dj_arena;
 
 void dj_arena_init(dj_arena *a, void *buf, size_t cap); /* buf 16-byte aligned */
@@ -167,6 +176,48 @@ cJSON *dj_parse(dj_arena *arena, const char *data, size_t len);
  * member, which is kept whole (Ollama tool arguments are printed back). So
  * the tree is dj_parse's minus members no reader can ask for. */
 cJSON *dj_parse_known(dj_arena *arena, const char *data, size_t len);
+
+/* Whether [s, s + len) is the inside of a JSON string (between its
+ * quotes) by the parser's rules: no raw quote or control character, every
+ * escape valid, surrogates paired. When it is, its decoded text (never
+ * longer) is written to out, which has room for len + 1 bytes, NUL-
+ * terminated, and to *out_len the length the readers count: up to the
+ * first NUL (an escaped \u0000 ends it, as strlen does). */
+bool dj_decode_string_body(const unsigned char *s, size_t len, unsigned char *out, size_t *out_len);
+
+/* FNV-1a 64 of the text pieces (text_hash), continued over [p, p + len). */
+enum { DJ_FNV_OFFSET = 0xcbf29ce484222325ull, DJ_FNV_PRIME = 0x100000001b3ull };
+static inline uint64_t dj_fnv_add(uint64_t h, const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)p[i];
+        h *= DJ_FNV_PRIME;
+    }
+    return h;
+}
+
+/* Where the one piece of an event's text came from: the offset in the
+ * data of its string's first byte (after the opening quote; SIZE_MAX when
+ * the text was not exactly one non-empty string value of the data), and
+ * the TT_HAS_* flags it was added with. */
+typedef struct dialect_piece {
+    size_t offset;
+    uint32_t flags;
+} dialect_piece;
+
+/* The SSE type as the classifier reads it: "message" (the default) is
+ * none, and none has length 0. */
+static inline void dialect_normalize_type(const char **type, size_t *type_len)
+{
+    if (!*type) *type_len = 0;
+    if (*type && *type_len == 7 && memcmp(*type, "message", 7) == 0) *type = NULL, *type_len = 0;
+}
+
+/* tt_dialect_classify for a JSON (non-gRPC) hint, type already normalized
+ * ("message" is none, NULL has length 0), data_len 0 when data is NULL;
+ * fills *piece when piece is not NULL. */
+void dialect_classify_json(tt_dialect hint, const char *type, size_t type_len, const char *data, size_t data_len,
+                           tt_classified *out, char *text_out, size_t text_cap, dialect_piece *piece);
 
 /* Readers: true when the event had a shape of that dialect. */
 int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *sink);

@@ -44,6 +44,7 @@ void dj_arena_init(dj_arena *a, void *buf, size_t cap)
     a->cur = buf;
     a->left = cap;
     a->blocks = NULL;
+    a->last_copy = NULL;
 }
 
 void dj_arena_free(dj_arena *a)
@@ -536,6 +537,7 @@ static cJSON *parse(dj_arena *arena, const char *data, size_t len, bool keep_all
     if (!copy) return NULL;
     memcpy(copy, data, len);
     memset(copy + len, 0, 1 + PAD_BYTES);
+    arena->last_copy = copy;
     json_reader r = { copy + len, arena, 0, keep_all };
     cJSON *root;
     unsigned char *p = read_value(&r, copy, &root);
@@ -550,4 +552,17 @@ cJSON *dj_parse(dj_arena *arena, const char *data, size_t len)
 cJSON *dj_parse_known(dj_arena *arena, const char *data, size_t len)
 {
     return parse(arena, data, len, false);
+}
+
+bool dj_decode_string_body(const unsigned char *s, size_t len, unsigned char *out, size_t *out_len)
+{
+    /* what scan_raw_string checks while finding the closing quote ... */
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < 0x20 || s[i] == '"') return false;
+        if (s[i] == '\\' && ++i == len) return false; /* the escaped byte is checked by unescape */
+    }
+    /* ... then what string_text checks while decoding */
+    if (!unescape(s, s + len, out)) return false;
+    *out_len = strlen((const char *)out);
+    return true;
 }

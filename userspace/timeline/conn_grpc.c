@@ -155,7 +155,7 @@ void tt_grpc_calls_response_event(tt_grpc_calls *g, const tt_event_frame *ev, ui
     tt_classified cl;
     memset(&cl, 0, sizeof cl);
     bool cut = ev->flags & TT_FRAME_UNTERMINATED;
-    if (!cut) tt_conn_classify_event(g->c, &g->stream, ev, &cl);
+    if (!cut) tt_conn_classify_event(g->c, &g->stream, NULL, ev, &cl);
     long i = route(g, cut ? "" : cl.response_id);
     if (i < 0) {
         /* an answer to no request seen (lost client bytes, or a capture

@@ -103,6 +103,7 @@ void tt_conn_file_request(tt_tracker *t, pending *p)
     t->reqs = tt_conn_grow(t->reqs, &t->cap_reqs, t->n_reqs + 1, sizeof *t->reqs);
     t->reqs[t->n_reqs++] = *r;
     t->in_flight--;
+    tt_classify_memo_free(p->memo);
     free(p);
     if (t->opt.on_file) t->opt.on_file(t->opt.on_file_ctx, &t->reqs[t->n_reqs - 1]);
 }
@@ -171,7 +172,8 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch)
     }
 }
 
-void tt_conn_classify_event(const conn_state *c, const tt_request *r, const tt_event_frame *ev, tt_classified *cl)
+void tt_conn_classify_event(const conn_state *c, const tt_request *r, tt_classify_memo **memo, const tt_event_frame *ev,
+                            tt_classified *cl)
 {
     char *text = c->t->opt.keep_text ? c->t->text_scratch : NULL;
     if (ev->flags & (TT_FRAME_COMPRESSED | TT_FRAME_BAD_PREFIX)) {
@@ -180,8 +182,8 @@ void tt_conn_classify_event(const conn_state *c, const tt_request *r, const tt_e
         cl->json_ok = false;
         return;
     }
-    tt_dialect_classify(r->dialect, ev->type, ev->type_len, ev->data, ev->data_len, cl, text,
-                        text ? TEXT_SCRATCH : 0);
+    tt_dialect_classify_memo(memo, r->dialect, ev->type, ev->type_len, ev->data, ev->data_len, cl, text,
+                             text ? TEXT_SCRATCH : 0);
 }
 
 void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off)
@@ -199,7 +201,7 @@ void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uin
         return;
     }
     tt_classified cl;
-    tt_conn_classify_event(c, r, ev, &cl);
+    tt_conn_classify_event(c, r, &p->memo, ev, &cl);
     tt_conn_record_event(c, p, ev, stream_off, &cl);
 }
 

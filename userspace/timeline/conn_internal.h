@@ -38,6 +38,7 @@ struct held_chunk {
 typedef struct pending {
     tt_request req;
     bool request_done, response_done, response_started;
+    tt_classify_memo *memo; /* its events' classifier memo (dialect.h), NULL until one */
 } pending;
 
 struct conn_state {
@@ -178,8 +179,10 @@ pending *tt_conn_pending_new(conn_state *c);
  * recorded (the two steps below). */
 void tt_conn_take_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off);
 /* What ev means in r's dialect (a compressed gRPC message: OTHER, not
- * decoded); the text, when the tracker keeps it, in its scratch buffer. */
-void tt_conn_classify_event(const conn_state *c, const tt_request *r, const tt_event_frame *ev, tt_classified *cl);
+ * decoded); the text, when the tracker keeps it, in its scratch buffer.
+ * memo: the stream's classifier memo (tt_dialect_classify_memo), or NULL. */
+void tt_conn_classify_event(const conn_state *c, const tt_request *r, tt_classify_memo **memo, const tt_event_frame *ev,
+                            tt_classified *cl);
 /* Record ev, classified as cl by the call just before, among p's events. */
 void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, uint64_t stream_off,
                           const tt_classified *cl);
