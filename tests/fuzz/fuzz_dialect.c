@@ -128,11 +128,7 @@ static void check_parser(const char *data, size_t len)
 
 static void check_same(const tt_classified *a, const char *ta, const tt_classified *b, const char *tb)
 {
-    CHECK(a->kind == b->kind && a->has == b->has && a->json_ok == b->json_ok && a->dialect == b->dialect);
-    CHECK(a->text_bytes == b->text_bytes && a->reasoning_bytes == b->reasoning_bytes && a->text_hash == b->text_hash);
-    CHECK(a->usage_prompt_tokens == b->usage_prompt_tokens && a->usage_completion_tokens == b->usage_completion_tokens);
-    CHECK(!strcmp(a->finish_reason, b->finish_reason) && !strcmp(a->response_id, b->response_id));
-    CHECK(!strcmp(a->error_message, b->error_message));
+    CHECK(tt_classified_same(a, b));
     if (ta) CHECK(!strcmp(ta, tb));
 }
 

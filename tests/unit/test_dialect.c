@@ -164,11 +164,7 @@ static void classify_guarded(tt_dialect hint, const golden_event *e, size_t len,
 static void assert_same_result(const tt_classified *a, const char *ta, const tt_classified *b, const char *tb,
                                const char *path, size_t index)
 {
-    if (a->kind != b->kind || a->has != b->has || a->json_ok != b->json_ok || a->dialect != b->dialect ||
-        a->text_bytes != b->text_bytes || a->reasoning_bytes != b->reasoning_bytes || a->text_hash != b->text_hash ||
-        a->usage_prompt_tokens != b->usage_prompt_tokens || a->usage_completion_tokens != b->usage_completion_tokens ||
-        strcmp(a->finish_reason, b->finish_reason) || strcmp(a->response_id, b->response_id) ||
-        strcmp(a->error_message, b->error_message) || strcmp(ta, tb))
+    if (!tt_classified_same(a, b) || strcmp(ta, tb))
         fail_msg("%s: event %zu classified through the memo differs from its own classification", path, index);
 }
 

@@ -76,11 +76,7 @@ static char *event_data(const template_event *t, const char *inside, size_t insi
 static void assert_same(const tt_classified *a, const char *ta, const tt_classified *b, const char *tb,
                         const char *what)
 {
-    if (a->kind != b->kind || a->has != b->has || a->json_ok != b->json_ok || a->dialect != b->dialect ||
-        a->text_bytes != b->text_bytes || a->reasoning_bytes != b->reasoning_bytes || a->text_hash != b->text_hash ||
-        a->usage_prompt_tokens != b->usage_prompt_tokens || a->usage_completion_tokens != b->usage_completion_tokens ||
-        strcmp(a->finish_reason, b->finish_reason) || strcmp(a->response_id, b->response_id) ||
-        strcmp(a->error_message, b->error_message) || strcmp(ta, tb))
+    if (!tt_classified_same(a, b) || strcmp(ta, tb))
         fail_msg("%s: through the memo %s/%u bytes/\"%s\", alone %s/%u bytes/\"%s\"", what,
                  tt_event_kind_name(a->kind), a->text_bytes, ta, tt_event_kind_name(b->kind), b->text_bytes, tb);
 }
@@ -233,9 +229,39 @@ static void test_random_insides(void **state)
     }
 }
 
+/* tt_classified_same, which every comparison here rests on, sees each field. */
+static void test_same_sees_each_field(void **state)
+{
+    const char *data = "{\"id\":\"r\",\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}],"
+                       "\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}";
+    tt_classified a, b;
+    tt_dialect_classify(TT_DIALECT_OPENAI_CHAT, NULL, 0, data, strlen(data), &a, NULL, 0);
+    b = a;
+    assert_true(tt_classified_same(&a, &b));
+    for (int field = 0; field < 12; field++) {
+        b = a;
+        switch (field) {
+        case 0: b.kind = TT_EV_ROLE; break;
+        case 1: b.has ^= TT_HAS_ROLE; break;
+        case 2: b.json_ok = !b.json_ok; break;
+        case 3: b.dialect = TT_DIALECT_TGI; break;
+        case 4: b.text_bytes++; break;
+        case 5: b.reasoning_bytes++; break;
+        case 6: b.text_hash ^= 1; break;
+        case 7: b.usage_prompt_tokens++; break;
+        case 8: b.usage_completion_tokens++; break;
+        case 9: b.finish_reason[0] = 'x'; break;
+        case 10: b.response_id[0] = 'x'; break;
+        case 11: strcpy(b.error_message, "x"); break;
+        }
+        if (tt_classified_same(&a, &b)) fail_msg("field %d changed, still the same", field);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_sees_each_field),
         cmocka_unit_test(test_hand_picked_insides),
         cmocka_unit_test(test_too_long_inside),
         cmocka_unit_test(test_other_differences),

@@ -132,6 +132,9 @@ void tt_dialect_classify_memo(tt_classify_memo **memo, tt_dialect hint, const ch
 
 void tt_classify_memo_free(tt_classify_memo *memo);
 
+/* Whether a and b say the same: every field, the strings up to their NUL. */
+bool tt_classified_same(const tt_classified *a, const tt_classified *b);
+
 /* The events classified from memo so far (0 for NULL): for tests. */
 uint64_t tt_classify_memo_hits(const tt_classify_memo *memo);
 

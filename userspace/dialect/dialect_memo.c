@@ -43,6 +43,15 @@ void tt_classify_memo_free(tt_classify_memo *memo)
     free(memo);
 }
 
+bool tt_classified_same(const tt_classified *a, const tt_classified *b)
+{
+    return a->kind == b->kind && a->has == b->has && a->json_ok == b->json_ok && a->dialect == b->dialect &&
+           a->text_bytes == b->text_bytes && a->reasoning_bytes == b->reasoning_bytes &&
+           a->text_hash == b->text_hash && a->usage_prompt_tokens == b->usage_prompt_tokens &&
+           a->usage_completion_tokens == b->usage_completion_tokens && !strcmp(a->finish_reason, b->finish_reason) &&
+           !strcmp(a->response_id, b->response_id) && !strcmp(a->error_message, b->error_message);
+}
+
 uint64_t tt_classify_memo_hits(const tt_classify_memo *memo)
 {
     return memo ? memo->hits : 0;
