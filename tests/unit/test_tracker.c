@@ -693,10 +693,48 @@ static void test_ready_marks_bound(void **state)
     tt_ready_marks_free(&m);
 }
 
+/* Late marks on a long stream, one per event as the TLS vantage sends
+ * them: every event gets its own instant, and the request's first and
+ * last token ready instants are those of its first and last TOKEN events
+ * (a ROLE before them, a FINISH and a TERMINAL after, none without
+ * tokens). The bench's TLS flood (tests/bench/tls.sh) is what shows that
+ * a mark costs the events near the ends, not the whole stream. */
+static void test_late_marks_long_stream(void **state)
+{
+    enum { N = 20000 };
+    tt_request r = {0};
+    r.events = calloc(N, sizeof *r.events);
+    r.n_events = N;
+    r.first_token_ready_ns = r.last_token_ready_ns = TT_NS_NONE;
+    for (uint32_t i = 0; i < N; i++) {
+        r.events[i].kind = i == 0 ? TT_EV_ROLE : i == N - 2 ? TT_EV_FINISH : i == N - 1 ? TT_EV_TERMINAL : TT_EV_TOKEN;
+        r.events[i].dispatch_stream_off = 100 * (uint64_t)i + 99;
+        r.events[i].ready_ns = TT_NS_NONE;
+    }
+    r.token_events = N - 3;
+    for (uint32_t i = 0; i < N; i++) {
+        tt_request_ready_fill_late(&r, TT_DIR_S2C, 100 * (uint64_t)i, 100 * (uint64_t)i + 100, 5000 + i);
+        assert_int_equal(r.events[i].ready_ns, 5000 + i);
+        assert_int_equal(r.first_token_ready_ns, i >= 1 ? 5001 : TT_NS_NONE);
+        assert_int_equal(r.last_token_ready_ns, i >= N - 3 ? 5000 + N - 3 : TT_NS_NONE); /* its last TOKEN's */
+    }
+    /* a mark again on marked bytes changes nothing */
+    tt_request_ready_fill_late(&r, TT_DIR_S2C, 0, 100 * (uint64_t)N, 1);
+    assert_int_equal(r.events[7].ready_ns, 5007);
+    /* no token events: no token ready instants */
+    for (uint32_t i = 0; i < N; i++) r.events[i].kind = TT_EV_ROLE, r.events[i].ready_ns = TT_NS_NONE;
+    r.token_events = 0;
+    tt_request_ready_fill_late(&r, TT_DIR_S2C, 0, 100, 9);
+    assert_int_equal(r.events[0].ready_ns, 9);
+    assert_true(r.first_token_ready_ns == TT_NS_NONE && r.last_token_ready_ns == TT_NS_NONE);
+    free(r.events);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ready_marks_bound),
+        cmocka_unit_test(test_late_marks_long_stream),
         cmocka_unit_test(test_ready_instants),
         cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),

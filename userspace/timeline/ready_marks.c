@@ -38,17 +38,20 @@ void tt_ready_marks_free(tt_ready_marks *m)
 
 /* ---- a request's ready instants ---- */
 
-/* A request's first and last token events' ready instants, from its events. */
+/* A request's first and last token events' ready instants, from its
+ * events: each found from its end of the array, so that a late mark on a
+ * long stream (one per TLS record) costs the few events before its first
+ * token and after its last, not the whole stream. */
 void tt_request_token_ready_instants(tt_request *r)
 {
     r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
-    bool first = true;
-    for (uint32_t i = 0; i < r->n_events; i++) {
-        if (r->events[i].kind != TT_EV_TOKEN) continue;
-        if (first) r->first_token_ready_ns = r->events[i].ready_ns;
-        first = false;
-        r->last_token_ready_ns = r->events[i].ready_ns;
-    }
+    uint32_t first = 0;
+    while (first < r->n_events && r->events[first].kind != TT_EV_TOKEN) first++;
+    if (first == r->n_events) return;
+    uint32_t last = r->n_events - 1;
+    while (r->events[last].kind != TT_EV_TOKEN) last--;
+    r->first_token_ready_ns = r->events[first].ready_ns;
+    r->last_token_ready_ns = r->events[last].ready_ns;
 }
 
 /* A READY mark that came after the bytes it covers were parsed (another
