@@ -173,14 +173,17 @@ assert body.count(b"data: ") == 8 and body.endswith(b"data: [DONE]\r\n\r\n"), bo
 groups = [[i for i, _ in w["events"]] for w in writes("coalesce", "coalesce10") if w["len"]]
 assert groups == [[0, 1, 2], [3, 4, 5], [6, 7]], groups
 
-# --keepalive-ms 7 with 25 ms between tokens: comments between events, each logged
+# --keepalive-ms 7 with 25 ms between tokens: comments between events, each logged.
+# About 3 fit in each gap; how many serve writes depends on how late its timers
+# fire (3 in all once, under ASan on a loaded machine), so only "more than one"
+# is asked of the count: that each is in the body and in the log is the check.
 for name, pat in (("keepalive", b": ping - "), ("kanth", b"event: ping\ndata: {\"type\": \"ping\"}\n\n")):
     body, whole, rc, code = stream(name)
     assert rc == 0 and whole
     body_matches_log(name, name, body)
     logged = sum(w.get("keepalive", 0) for w in writes(name, name))
     seen = body.count(pat) - (1 if name == "kanth" else 0)    # Anthropic's own ping event is in the plan
-    assert logged >= 5 and seen == logged, (name, logged, seen)
+    assert logged >= 2 and seen == logged, (name, logged, seen)
     if name == "keepalive":
         for line in body.split(b"\r\n\r\n"):
             if line.startswith(b":"):
