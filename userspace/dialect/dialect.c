@@ -294,8 +294,10 @@ static void classify_json(tt_dialect hint, const cJSON *root, const char *sse_ty
     }
 }
 
-void dialect_classify_json(tt_dialect hint, const char *type, size_t type_len, const char *data, size_t data_len,
-                           tt_classified *out, char *text_out, size_t text_cap, dialect_piece *piece)
+/* Classify a JSON (non-gRPC) event: type already normalized, data_len 0
+ * when data is NULL; fills *piece when piece is not NULL. */
+static void classify_json_event(tt_dialect hint, const char *type, size_t type_len, const char *data, size_t data_len,
+                                tt_classified *out, char *text_out, size_t text_cap, dialect_piece *piece)
 {
     text_sink sink = { .text_out = text_out, .text_cap = text_cap };
     reset_result(out, &sink, hint);
@@ -336,19 +338,40 @@ void dialect_classify_json(tt_dialect hint, const char *type, size_t type_len, c
     if (out->text_bytes) out->text_hash = sink.hash;
 }
 
-void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, const char *data,
-                         size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
+void tt_dialect_classify_memo(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len,
+                              const char *data, size_t data_len, tt_classified *out, char *text_out,
+                              size_t text_cap)
 {
     if ((unsigned)hint >= TT_DIALECT_COUNT) hint = TT_DIALECT_UNKNOWN;
     tt_grpc_api api = tt_grpc_api_of(hint);
-    if (api != TT_GRPC_API_COUNT) {
+    if (api != TT_GRPC_API_COUNT) { /* a gRPC message: no memo */
         tt_grpc_classify(api, (const uint8_t *)data, data ? data_len : 0, out, text_out, text_cap, NULL);
         out->dialect = hint;
         return;
     }
     if (!data) data_len = 0;
-    dialect_normalize_type(&type, &type_len);
-    dialect_classify_json(hint, type, type_len, data, data_len, out, text_out, text_cap, NULL);
+    if (!type) type_len = 0;
+    if (type_is(type, type_len, "message")) type = NULL, type_len = 0; /* the SSE default is none */
+    if (memo && *memo && dialect_memo_classify(*memo, hint, type, type_len, data, data_len, out, text_out, text_cap))
+        return;
+    dialect_piece piece;
+    classify_json_event(hint, type, type_len, data, data_len, out, text_out, text_cap, memo ? &piece : NULL);
+    if (memo) dialect_memo_remember(memo, hint, type, type_len, data, data_len, out, &piece);
+}
+
+void tt_dialect_classify(tt_dialect hint, const char *type, size_t type_len, const char *data,
+                         size_t data_len, tt_classified *out, char *text_out, size_t text_cap)
+{
+    tt_dialect_classify_memo(NULL, hint, type, type_len, data, data_len, out, text_out, text_cap);
+}
+
+bool tt_classified_same(const tt_classified *a, const tt_classified *b)
+{
+    return a->kind == b->kind && a->has == b->has && a->json_ok == b->json_ok && a->dialect == b->dialect &&
+           a->text_bytes == b->text_bytes && a->reasoning_bytes == b->reasoning_bytes &&
+           a->text_hash == b->text_hash && a->usage_prompt_tokens == b->usage_prompt_tokens &&
+           a->usage_completion_tokens == b->usage_completion_tokens && !strcmp(a->finish_reason, b->finish_reason) &&
+           !strcmp(a->response_id, b->response_id) && !strcmp(a->error_message, b->error_message);
 }
 
 /* ---- paths and names ---- */

@@ -38,7 +38,6 @@
 #include "dialect/dialect_internal.h"
 #include "dialect/protobuf_wire.h"
 
-
 typedef struct slice {
     const uint8_t *p;
     size_t n;

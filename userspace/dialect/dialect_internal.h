@@ -205,19 +205,20 @@ typedef struct dialect_piece {
     uint32_t flags;
 } dialect_piece;
 
-/* The SSE type as the classifier reads it: "message" (the default) is
- * none, and none has length 0. */
-static inline void dialect_normalize_type(const char **type, size_t *type_len)
-{
-    if (!*type) *type_len = 0;
-    if (*type && *type_len == 7 && memcmp(*type, "message", 7) == 0) *type = NULL, *type_len = 0;
-}
-
-/* tt_dialect_classify for a JSON (non-gRPC) hint, type already normalized
- * ("message" is none, NULL has length 0), data_len 0 when data is NULL;
- * fills *piece when piece is not NULL. */
-void dialect_classify_json(tt_dialect hint, const char *type, size_t type_len, const char *data, size_t data_len,
-                           tt_classified *out, char *text_out, size_t text_cap, dialect_piece *piece);
+/* The memo's side of tt_dialect_classify_memo (dialect_memo.c); the
+ * type is normalized ("message" is none, NULL has length 0) and data_len is
+ * 0 when data is NULL. dialect_memo_classify classifies data from memo when
+ * it is memo's event with another text string, and counts the hit; false
+ * when it is not (then nothing was written). dialect_memo_remember makes
+ * *memo from a fully classified event whose one text string starts at
+ * piece->offset (allocating it the first time; nothing when there is no
+ * such string or it does not fit). */
+bool dialect_memo_classify(tt_classify_memo *memo, tt_dialect hint, const char *type, size_t type_len,
+                           const char *data, size_t data_len, tt_classified *out, char *text_out,
+                           size_t text_cap);
+void dialect_memo_remember(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len,
+                           const char *data, size_t data_len, const tt_classified *out,
+                           const dialect_piece *piece);
 
 /* Readers: true when the event had a shape of that dialect. */
 int dialect_read_openai(const dialect_top *top, tt_classified *out, text_sink *sink);

@@ -14,7 +14,6 @@
  * would give, without the parse. The strict parser's rules hold, because
  * the prefix and suffix passed it once and the string inside is checked by
  * the same rules (dj_decode_string_body). */
-#include "dialect/dialect_grpc.h"
 #include "dialect/dialect_internal.h"
 
 #include <stdlib.h>
@@ -27,7 +26,6 @@ enum {
 };
 
 struct tt_classify_memo {
-    bool valid;
     uint64_t hits; /* events classified from it */
     tt_dialect hint;
     size_t type_len;
@@ -43,28 +41,16 @@ void tt_classify_memo_free(tt_classify_memo *memo)
     free(memo);
 }
 
-bool tt_classified_same(const tt_classified *a, const tt_classified *b)
-{
-    return a->kind == b->kind && a->has == b->has && a->json_ok == b->json_ok && a->dialect == b->dialect &&
-           a->text_bytes == b->text_bytes && a->reasoning_bytes == b->reasoning_bytes &&
-           a->text_hash == b->text_hash && a->usage_prompt_tokens == b->usage_prompt_tokens &&
-           a->usage_completion_tokens == b->usage_completion_tokens && !strcmp(a->finish_reason, b->finish_reason) &&
-           !strcmp(a->response_id, b->response_id) && !strcmp(a->error_message, b->error_message);
-}
-
 uint64_t tt_classify_memo_hits(const tt_classify_memo *memo)
 {
     return memo ? memo->hits : 0;
 }
 
-/* Classify data from m when it is m's event with another text string;
- * false when it is not (then nothing was written). */
-static bool classify_from_memo(const tt_classify_memo *m, tt_dialect hint, const char *type, size_t type_len,
-                               const char *data, size_t data_len, tt_classified *out, char *text_out,
-                               size_t text_cap)
+bool dialect_memo_classify(tt_classify_memo *m, tt_dialect hint, const char *type, size_t type_len,
+                           const char *data, size_t data_len, tt_classified *out, char *text_out,
+                           size_t text_cap)
 {
-    if (!m->valid || m->hint != hint || m->type_len != type_len || (type_len && memcmp(m->type, type, type_len)))
-        return false;
+    if (m->hint != hint || m->type_len != type_len || (type_len && memcmp(m->type, type, type_len))) return false;
     if (data_len <= m->prefix_len + m->suffix_len) return false;
     size_t inside = data_len - m->prefix_len - m->suffix_len;
     if (inside > MEMO_TEXT_MAX || memcmp(data, m->around, m->prefix_len) != 0 ||
@@ -74,15 +60,16 @@ static bool classify_from_memo(const tt_classify_memo *m, tt_dialect hint, const
     size_t n;
     if (!dj_decode_string_body((const unsigned char *)data + m->prefix_len, inside, text, &n) || n == 0)
         return false; /* an empty text would make another kind: the full parse says which */
+    /* the memo's result with its one piece of text replaced, counted as
+     * the readers count it */
     *out = m->result;
-    out->text_bytes = (uint32_t)n;
-    out->reasoning_bytes = m->piece_flags & TT_HAS_REASONING ? (uint32_t)n : 0;
-    out->text_hash = dj_fnv_add(DJ_FNV_OFFSET, (const char *)text, n);
-    if (text_out && text_cap) {
-        size_t k = n < text_cap - 1 ? n : text_cap - 1;
-        memcpy(text_out, text, k);
-        text_out[k] = 0;
-    }
+    out->text_bytes = 0;
+    out->reasoning_bytes = 0;
+    text_sink sink = { .out = out, .text_out = text_out, .text_cap = text_cap, .hash = DJ_FNV_OFFSET };
+    if (text_out && text_cap) text_out[0] = 0;
+    sink_add(&sink, (const char *)text, n, m->piece_flags);
+    out->text_hash = sink.hash;
+    m->hits++;
     return true;
 }
 
@@ -95,9 +82,9 @@ static size_t closing_quote(const char *data, size_t data_len, size_t start)
     return i;
 }
 
-/* Make *memo from an event whose one text string starts at piece->offset. */
-static void remember(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len, const char *data,
-                     size_t data_len, const tt_classified *out, const dialect_piece *piece)
+void dialect_memo_remember(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len,
+                           const char *data, size_t data_len, const tt_classified *out,
+                           const dialect_piece *piece)
 {
     if (piece->offset == SIZE_MAX || type_len > MEMO_TYPE_MAX) return;
     size_t close = closing_quote(data, data_len, piece->offset);
@@ -107,7 +94,6 @@ static void remember(tt_classify_memo **memo, tt_dialect hint, const char *type,
         if (!(m = *memo = malloc(sizeof *m))) return;
         m->hits = 0;
     }
-    m->valid = true;
     m->hint = hint;
     m->type_len = type_len;
     if (type_len) memcpy(m->type, type, type_len);
@@ -117,24 +103,4 @@ static void remember(tt_classify_memo **memo, tt_dialect hint, const char *type,
     memcpy(m->around, data, m->prefix_len);
     memcpy(m->around + m->prefix_len, data + close, m->suffix_len);
     m->result = *out;
-}
-
-void tt_dialect_classify_memo(tt_classify_memo **memo, tt_dialect hint, const char *type, size_t type_len,
-                              const char *data, size_t data_len, tt_classified *out, char *text_out,
-                              size_t text_cap)
-{
-    if ((unsigned)hint >= TT_DIALECT_COUNT) hint = TT_DIALECT_UNKNOWN;
-    if (!memo || tt_grpc_api_of(hint) != TT_GRPC_API_COUNT) {
-        tt_dialect_classify(hint, type, type_len, data, data_len, out, text_out, text_cap);
-        return;
-    }
-    if (!data) data_len = 0;
-    dialect_normalize_type(&type, &type_len);
-    if (*memo && classify_from_memo(*memo, hint, type, type_len, data, data_len, out, text_out, text_cap)) {
-        (*memo)->hits++;
-        return;
-    }
-    dialect_piece piece;
-    dialect_classify_json(hint, type, type_len, data, data_len, out, text_out, text_cap, &piece);
-    remember(memo, hint, type, type_len, data, data_len, out, &piece);
 }
