@@ -31,6 +31,8 @@ _Static_assert(sizeof(struct tt_probe_ring) <= TT_PROBE_HEADER_SIZE, "ring heade
 struct probe_reals real;
 int reals_state;
 bool probe_active;
+bool ssl_seen;
+bool stamp_tsc;
 tt_probe_producer producer;
 pid_t owner_pid;
 size_t ring_map_len;
@@ -52,7 +54,7 @@ __thread int *thread_errno __attribute__((tls_model("initial-exec")));
  * libc's wrapper around it costs a few ns more per read. */
 static int (*vdso_clock_gettime)(clockid_t, struct timespec *);
 
-HOT uint64_t now_ns(void)
+uint64_t mono_ns(void)
 {
     struct timespec ts;
     int (*direct)(clockid_t, struct timespec *) = __atomic_load_n(&vdso_clock_gettime, __ATOMIC_RELAXED);
@@ -146,7 +148,7 @@ HOT fd_slot *slot_for(int fd)
 {
     if (UNLIKELY(fd < 0)) return NULL;
     if (UNLIKELY((size_t)fd >= fd_table_len)) {
-        if (__atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) == TT_PRODUCER_READY)
+        if (!in_probe && __atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) == TT_PRODUCER_READY)
             __atomic_fetch_add(&producer.head->untracked_fds, 1, __ATOMIC_RELAXED);
         return NULL;
     }
@@ -233,7 +235,7 @@ static void rec_fill(struct tt_probe_rec *r, const fd_slot *s, int fd, uint8_t k
     r->kind = kind;
     r->dir = dir;
     r->call = call;
-    r->flags = s->v6 ? TT_PROBE_F_IPV6 : 0;
+    r->flags = (uint8_t)((s->v6 ? TT_PROBE_F_IPV6 : 0) | (stamp_tsc ? TT_PROBE_F_TSC : 0));
     r->ts_ns = ts;
     r->enter_ns = enter;
     r->sock_id = s->sock_id;
@@ -326,19 +328,55 @@ void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t dir, uint8_t call,
     tt_producer_commit(r, pos);
 }
 
+/* Which socket a TLS library inside an SSL call on this thread used, and
+ * which one this thread last read outside them (probe_tls.c: ssl_socket).
+ * Thread-local, so only once the process has made an SSL object: a
+ * program without TLS touches no thread-local page after its calls. */
+static inline void note_ssl_socket(int fd, uint8_t dir)
+{
+    if (LIKELY(!__atomic_load_n(&ssl_seen, __ATOMIC_RELAXED))) return;
+    if (ssl_depth) ssl_last_fd = fd;
+    else if (dir == TT_PROBE_DIR_RECV) thread_recv_fd1 = fd + 1;
+}
+
+/* note_data when the fd is not yet known to be a TCP socket, or the ring
+ * is not ready: the probe's own calls are left alone (in_probe: making
+ * the ring, a fork child's set-up, or a signal handler interrupting
+ * them), and errno is kept across the classification and the ring's
+ * making, the only steps that can change it. */
+static void note_data_slow(fd_slot *s, int state, int fd, uint8_t dir, uint8_t call, const struct iovec *iov,
+                           int iovcnt, uint64_t moved, uint64_t ts, uint64_t enter, int64_t ret)
+{
+    if (in_probe) return;
+    int *errno_p = errno_slot(), e = *errno_p;
+    if (state == SLOT_TCP || slot_classify(fd, s) == SLOT_TCP) {
+        note_ssl_socket(fd, dir);
+        record_data(s, fd, dir, call, TT_PROBE_LAYER_SOCKET, ts, enter, iov, iovcnt, moved, ret);
+    }
+    *errno_p = e;
+}
+
 /* Bytes moved on fd by a call that returned `moved` > 0 (or a sum of
  * them); enter is the entry instant for sends, 0 otherwise. A send's record
  * is stamped with its entry instant only (ts_ns = enter_ns): the instant of
- * its bytes, and one clock read per call instead of two (docs/probe.md). */
+ * its bytes, and one clock read per call instead of two (docs/probe.md).
+ * Leaves errno as it was. Its common path (a known TCP socket, the ring
+ * made) reads no thread-local variable: each page touched after a system
+ * call costs a TLB walk here (probe_internal.h: HOT). */
 HOT static void note_data(int fd, uint8_t dir, uint8_t call, const struct iovec *iov, int iovcnt, uint64_t moved,
-                      uint64_t enter, int64_t ret)
+                          uint64_t enter, int64_t ret)
 {
     fd_slot *s = slot_for(fd);
-    if (!s || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_OTHER) return;
-    uint64_t ts = enter ? enter : now_ns();
-    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_TCP && slot_classify(fd, s) != SLOT_TCP) return;
-    if (UNLIKELY(ssl_depth)) ssl_last_fd = fd;
-    else if (dir == TT_PROBE_DIR_RECV) thread_recv_fd1 = fd + 1;
+    if (!s) return;
+    int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+    if (state == SLOT_OTHER) return;
+    uint64_t ts = enter ? enter : stamp_now();
+    if (UNLIKELY(state != SLOT_TCP ||
+                 __atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) != TT_PRODUCER_READY)) {
+        note_data_slow(s, state, fd, dir, call, iov, iovcnt, moved, ts, enter, ret);
+        return;
+    }
+    note_ssl_socket(fd, dir);
     record_data(s, fd, dir, call, TT_PROBE_LAYER_SOCKET, ts, enter, iov, iovcnt, moved, ret);
 }
 
@@ -352,7 +390,7 @@ static void note_eof(int fd, uint8_t call)
         ssl_last_fd = fd;
         ssl_saw_eof = 1;
     }
-    record_control(s, fd, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, call, TT_PROBE_LAYER_SOCKET, now_ns());
+    record_control(s, fd, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, call, TT_PROBE_LAYER_SOCKET, stamp_now());
 }
 
 static uint64_t iov_bytes(const struct iovec *iov, int iovcnt)
@@ -368,11 +406,9 @@ HOOK HOT ssize_t read(int fd, void *buf, size_t n)
 {
     if (!READY()) return syscall(SYS_read, fd, buf, n);
     ssize_t r = real.read(fd, buf, n);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
-        *errno_p = e;
     } else if (r == 0 && n && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_READ);
@@ -385,11 +421,9 @@ HOOK HOT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     if (!READY() || !real.read_chk) return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_read, fd, buf, n);
     ssize_t r = real.read_chk(fd, buf, n, buflen);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READ, &v, 1, (uint64_t)r, 0, r);
-        *errno_p = e;
     } else if (r == 0 && n && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_READ);
@@ -402,10 +436,8 @@ HOOK HOT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
     if (!READY()) return syscall(SYS_readv, fd, iov, iovcnt);
     ssize_t r = real.readv(fd, iov, iovcnt);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         note_data(fd, TT_PROBE_DIR_RECV, TT_PROBE_CALL_READV, iov, iovcnt, (uint64_t)r, 0, r);
-        *errno_p = e;
     } else if (r == 0 && iov_bytes(iov, iovcnt) && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_READV);
@@ -426,11 +458,9 @@ HOOK HOT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     if (!READY()) return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
     ssize_t r = real.recv(fd, buf, n, flags);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
-        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECV);
@@ -444,11 +474,9 @@ HOOK HOT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flag
     if (!READY() || !real.recv_chk)
         return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
     ssize_t r = real.recv_chk(fd, buf, n, buflen, flags);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECV, flags, &v, 1, r);
-        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECV);
@@ -461,11 +489,9 @@ HOOK HOT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockadd
 {
     if (!READY()) return syscall(SYS_recvfrom, fd, buf, n, flags, addr, alen);
     ssize_t r = real.recvfrom(fd, buf, n, flags, addr, alen);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
-        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECVFROM);
@@ -480,11 +506,9 @@ HOOK HOT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int 
     if (!READY() || !real.recvfrom_chk)
         return n > buflen ? (errno = EFAULT, -1) : syscall(SYS_recvfrom, fd, buf, n, flags, addr, alen);
     ssize_t r = real.recvfrom_chk(fd, buf, n, buflen, flags, addr, alen);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {buf, (size_t)r};
         note_recv(fd, TT_PROBE_CALL_RECVFROM, flags, &v, 1, r);
-        *errno_p = e;
     } else if (r == 0 && n && !(flags & MSG_PEEK) && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECVFROM);
@@ -497,10 +521,8 @@ HOOK HOT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     if (!READY()) return syscall(SYS_recvmsg, fd, msg, flags);
     ssize_t r = real.recvmsg(fd, msg, flags);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         note_recv(fd, TT_PROBE_CALL_RECVMSG, flags, msg->msg_iov, (int)msg->msg_iovlen, r);
-        *errno_p = e;
     } else if (r == 0 && !(flags & MSG_PEEK) && iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) && ACTIVE()) {
         int *errno_p = errno_slot(), e = *errno_p;
         note_eof(fd, TT_PROBE_CALL_RECVMSG);
@@ -513,13 +535,11 @@ HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, str
 {
     if (!READY() || !real.recvmmsg) return (int)syscall(SYS_recvmmsg, fd, vec, vlen, flags, timeout);
     int r = real.recvmmsg(fd, vec, vlen, flags, timeout);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         for (int i = 0; i < r; i++)
             if (vec[i].msg_len)
                 note_recv(fd, TT_PROBE_CALL_RECVMMSG, flags, vec[i].msg_hdr.msg_iov, (int)vec[i].msg_hdr.msg_iovlen,
                           (ssize_t)vec[i].msg_len);
-        *errno_p = e;
     }
     return r;
 }
@@ -529,10 +549,10 @@ HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, str
  * so writes to files and pipes pay no clock read. */
 HOT static uint64_t send_enter(int fd)
 {
-    if (!ACTIVE() || fd < 0 || (size_t)fd >= fd_table_len ||
+    if (!RECORDING() || fd < 0 || (size_t)fd >= fd_table_len ||
         __atomic_load_n(&fd_table[fd].state, __ATOMIC_RELAXED) == SLOT_OTHER)
         return 0;
-    return now_ns();
+    return stamp_now();
 }
 
 /* A send with MSG_FASTOPEN connects an unconnected socket: the client end. */
@@ -548,11 +568,9 @@ HOOK HOT ssize_t write(int fd, const void *buf, size_t n)
     if (!READY()) return syscall(SYS_write, fd, buf, n);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.write(fd, buf, n);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {(void *)buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_WRITE, &v, 1, (uint64_t)r, enter, r);
-        *errno_p = e;
     }
     return r;
 }
@@ -562,10 +580,8 @@ HOOK HOT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     if (!READY()) return syscall(SYS_writev, fd, iov, iovcnt);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.writev(fd, iov, iovcnt);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_WRITEV, iov, iovcnt, (uint64_t)r, enter, r);
-        *errno_p = e;
     }
     return r;
 }
@@ -575,11 +591,9 @@ HOOK HOT ssize_t send(int fd, const void *buf, size_t n, int flags)
     if (!READY()) return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.send(fd, buf, n, flags);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         struct iovec v = {(void *)buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SEND, &v, 1, (uint64_t)r, enter, r);
-        *errno_p = e;
     }
     return r;
 }
@@ -589,12 +603,10 @@ HOOK HOT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const stru
     if (!READY()) return syscall(SYS_sendto, fd, buf, n, flags, addr, alen);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.sendto(fd, buf, n, flags, addr, alen);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         note_fastopen(fd, flags);
         struct iovec v = {(void *)buf, (size_t)r};
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDTO, &v, 1, (uint64_t)r, enter, r);
-        *errno_p = e;
     }
     return r;
 }
@@ -604,12 +616,10 @@ HOOK HOT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
     if (!READY()) return syscall(SYS_sendmsg, fd, msg, flags);
     uint64_t enter = send_enter(fd);
     ssize_t r = real.sendmsg(fd, msg, flags);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         note_fastopen(fd, flags);
         note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDMSG, msg->msg_iov, (int)msg->msg_iovlen, (uint64_t)r,
                   enter, r);
-        *errno_p = e;
     }
     return r;
 }
@@ -619,13 +629,11 @@ HOOK int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
     if (!READY() || !real.sendmmsg) return (int)syscall(SYS_sendmmsg, fd, vec, vlen, flags);
     uint64_t enter = send_enter(fd);
     int r = real.sendmmsg(fd, vec, vlen, flags);
-    if (r > 0 && ACTIVE()) {
-        int *errno_p = errno_slot(), e = *errno_p;
+    if (r > 0 && RECORDING()) {
         for (int i = 0; i < r; i++)
             if (vec[i].msg_len)
                 note_data(fd, TT_PROBE_DIR_SEND, TT_PROBE_CALL_SENDMMSG, vec[i].msg_hdr.msg_iov,
                           (int)vec[i].msg_hdr.msg_iovlen, vec[i].msg_len, enter, (int64_t)vec[i].msg_len);
-        *errno_p = e;
     }
     return r;
 }

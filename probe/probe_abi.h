@@ -39,6 +39,11 @@
 #define TT_PROBE_DIR_ENV "TOKENTAP_PROBE_DIR"
 #define TT_PROBE_RING_ENV "TOKENTAP_PROBE_RING_KB"  /* ring size in KiB (rounded to a power of two) */
 #define TT_PROBE_PREFAULT_ENV "TOKENTAP_PROBE_PREFAULT" /* "1": the ring's pages prefaulted when it is made */
+/* "tsc": stamp records with the TSC (rdtsc), flagged TT_PROBE_F_TSC; set by
+ * `tokentap run` only where the TSC can stand in for CLOCK_MONOTONIC and
+ * the collector converts it (userspace/clocks/tsc_clock.h). Else, or on a
+ * CPU other than x86-64, records carry CLOCK_MONOTONIC ns. */
+#define TT_PROBE_CLOCK_ENV "TOKENTAP_PROBE_CLOCK"
 #define TT_PROBE_MARKER ".tokentap-run"             /* present in a directory `tokentap run` made */
 #define TT_PROBE_SPARE_PREFIX "spare.ring."         /* + 0 .. TT_PROBE_SPARES - 1: rings made ahead */
 #define TT_PROBE_SPARES 4
@@ -80,6 +85,7 @@ enum tt_probe_role {
 enum tt_probe_flags {
     TT_PROBE_F_TRUNCATED = 1u << 0, /* total_len - len bytes moved by the call were not copied */
     TT_PROBE_F_IPV6 = 1u << 1,      /* addresses are IPv6 (else IPv4 in the first 4 bytes) */
+    TT_PROBE_F_TSC = 1u << 2,       /* ts_ns and enter_ns are x86 TSC ticks, not ns (TT_PROBE_CLOCK_ENV) */
 };
 
 /* The function a record came from. */
@@ -116,9 +122,11 @@ struct tt_probe_rec {
     uint32_t size;        /* bytes of the whole record, head and padding included */
     uint8_t kind, dir, call, flags;
     uint64_t ts_ns;       /* CLOCK_MONOTONIC when the real call returned; for DATA, dir SEND,
-                             when it was entered (= enter_ns: one clock read per call) */
+                             when it was entered (= enter_ns: one clock read per call); TSC
+                             ticks instead with TT_PROBE_F_TSC */
     uint64_t enter_ns;    /* CLOCK_MONOTONIC when the call was entered (DATA, dir SEND; else 0);
-                             at most ts_ns; the instant of the bytes sent (as eBPF stamps writes) */
+                             at most ts_ns; the instant of the bytes sent (as eBPF stamps writes);
+                             TSC ticks with TT_PROBE_F_TSC */
     uint64_t sock_id;     /* the socket's inode number: identity while it lives */
     uint64_t lost[2];     /* bytes of this socket lost before this record, per tt_probe_dir */
     int64_t ret;          /* the call's return value */

@@ -24,7 +24,7 @@ void note_fd_gone(int fd, uint8_t call)
     if (!slot_in_use(s)) return;
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_TCP) {
         if (getpid() != owner_pid) return;
-        record_control(s, fd, TT_PROBE_KIND_CLOSE, 0, call, TT_PROBE_LAYER_SOCKET, now_ns());
+        record_control(s, fd, TT_PROBE_KIND_CLOSE, 0, call, TT_PROBE_LAYER_SOCKET, stamp_now());
     }
     slot_reset(fd, TT_PROBE_ROLE_UNKNOWN);
 }

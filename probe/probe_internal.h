@@ -83,6 +83,8 @@ extern struct probe_reals real;
  * nothing in it is per stream. */
 extern int reals_state;           /* 0 unbound, 1 binding, 2 bound */
 extern bool probe_active;         /* recording: the directory checked, the fd table mapped */
+extern bool stamp_tsc;            /* records are stamped with the TSC (stamp_now) */
+extern bool ssl_seen;             /* the process made an SSL object: note_data tracks sockets for probe_tls.c */
 extern tt_probe_producer producer; /* this process's ring, made at its first record */
 extern pid_t owner_pid;           /* the process the ring belongs to */
 extern size_t ring_map_len;
@@ -124,9 +126,24 @@ bool bind_reals(void);
 
 #define READY() (LIKELY(__atomic_load_n(&reals_state, __ATOMIC_ACQUIRE) == 2) || bind_reals())
 #define ACTIVE() LIKELY(__atomic_load_n(&probe_active, __ATOMIC_RELAXED) && !in_probe)
+/* ACTIVE without its thread-local read, for the data hooks: note_data
+ * leaves the probe's own calls alone where they can reach it (note_data_slow). */
+#define RECORDING() LIKELY(__atomic_load_n(&probe_active, __ATOMIC_RELAXED))
 
 /* CLOCK_MONOTONIC in ns, through the vDSO directly (probe.c). */
-uint64_t now_ns(void);
+uint64_t mono_ns(void);
+
+/* A record's instant: the TSC when stamp_tsc (`tokentap run` asked for it,
+ * TT_PROBE_CLOCK_ENV; the records say so with TT_PROBE_F_TSC), else
+ * mono_ns. The TSC is read in the core, where the vDSO's clock touches
+ * three pages, each a TLB walk after a system call here (HOT). */
+static inline uint64_t stamp_now(void)
+{
+#if defined(__x86_64__)
+    if (LIKELY(stamp_tsc)) return __builtin_ia32_rdtsc();
+#endif
+    return mono_ns();
+}
 
 /* This process's ring, made now when it is the first record; waits
  * (bounded) while another thread makes it. False when there is none

@@ -82,7 +82,7 @@ static bool ring_create(void)
     memcpy(p, "/ring.", 6);
     p = put_u64(p + 6, (uint64_t)owner_pid);
     *p++ = '.';
-    uint64_t created = now_ns();
+    uint64_t created = mono_ns();
     p = put_u64(p, created);
     *p = 0;
     size_t len = TT_PROBE_HEADER_SIZE + ring_bytes;
@@ -146,7 +146,7 @@ static bool ring_wait_made(void)
     for (;;) {
         int state = __atomic_load_n(&producer.state, __ATOMIC_ACQUIRE);
         if (state != TT_PRODUCER_CREATING) return state == TT_PRODUCER_READY;
-        uint64_t t = now_ns();
+        uint64_t t = mono_ns();
         if (!deadline) deadline = t + RING_MAKING_WAIT_NS;
         else if (t > deadline) return false;
         syscall(SYS_sched_yield);
@@ -227,6 +227,10 @@ __attribute__((constructor)) static void probe_init(void)
         ring_bytes = tt_probe_ring_bytes(getenv(TT_PROBE_RING_ENV));
         const char *pf = getenv(TT_PROBE_PREFAULT_ENV);
         prefault_ring = pf && strcmp(pf, "1") == 0;
+#if defined(__x86_64__)
+        const char *clock = getenv(TT_PROBE_CLOCK_ENV);
+        stamp_tsc = clock && strcmp(clock, "tsc") == 0;
+#endif
         struct rlimit rl;
         size_t n = 65536;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > n) n = rl.rlim_cur;

@@ -25,6 +25,7 @@ static struct {
     int (*write_ex)(SSL *, const void *, size_t, size_t *);
     int (*get_fd)(const SSL *);
     int (*get_error)(const SSL *, int);
+    SSL *(*new_)(void *);
 } real_ssl;
 
 static void *find_ssl(const char *name)
@@ -50,6 +51,7 @@ static void *find_ssl(const char *name)
 /* Around the real SSL call: note which socket it used. */
 static void ssl_enter(void)
 {
+    if (UNLIKELY(!__atomic_load_n(&ssl_seen, __ATOMIC_RELAXED))) __atomic_store_n(&ssl_seen, true, __ATOMIC_RELAXED);
     if (ssl_depth++ == 0) {
         ssl_last_fd = -1;
         ssl_saw_eof = 0;
@@ -80,7 +82,7 @@ static int ssl_socket(SSL *ssl)
 /* Plaintext moved through an SSL object: keyed by the socket under it. */
 static void note_tls(SSL *ssl, uint8_t dir, uint8_t call, const void *buf, uint64_t n, uint64_t enter)
 {
-    uint64_t ts = enter ? enter : now_ns();
+    uint64_t ts = enter ? enter : stamp_now();
     int fd = ssl_socket(ssl);
     fd_slot *s = tcp_slot(fd);
     if (!s) return;
@@ -99,7 +101,22 @@ static void note_tls_failure(SSL *ssl, int ret)
     int fd = ssl_socket(ssl);
     fd_slot *s = tcp_slot(fd);
     if (s) record_control(s, fd, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_CALL_SSL_READ, TT_PROBE_LAYER_TLS,
-                          now_ns());
+                          stamp_now());
+}
+
+/* The process makes an SSL object: from now on the socket calls note which
+ * socket each thread used (note_data: note_ssl_socket), so that ssl_socket
+ * finds the one under an object on memory BIOs, whose handshake reads come
+ * before any SSL_read or SSL_write. */
+HOOK SSL *SSL_new(void *ctx)
+{
+    __atomic_store_n(&ssl_seen, true, __ATOMIC_RELAXED);
+    SSL *(*f)(void *) = SSL_REAL(new_, "SSL_new");
+    if (!f) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    return f(ctx);
 }
 
 HOOK int SSL_read(SSL *ssl, void *buf, int num)
@@ -153,7 +170,7 @@ HOOK int SSL_write(SSL *ssl, const void *buf, int num)
         errno = ENOSYS;
         return -1;
     }
-    uint64_t enter = ACTIVE() ? now_ns() : 0;
+    uint64_t enter = ACTIVE() ? stamp_now() : 0;
     ssl_enter();
     int r = f(ssl, buf, num);
     ssl_leave();
@@ -172,7 +189,7 @@ HOOK int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *put)
         errno = ENOSYS;
         return 0;
     }
-    uint64_t enter = ACTIVE() ? now_ns() : 0;
+    uint64_t enter = ACTIVE() ? stamp_now() : 0;
     ssl_enter();
     int r = f(ssl, buf, num, put);
     ssl_leave();

@@ -54,9 +54,12 @@ f=$(faults_of huge)
 spares=na
 if command -v strace > /dev/null; then
     b="'$BUILD/tools/ttprobe_bench' 2 100 > /dev/null"
-    "$TT" run --report /dev/null -- strace -f -qq -o "$work/strace" -e trace=renameat2,ftruncate sh -c \
+    # -ff: a file per process, so that two renames at once are not split
+    # into strace's "<unfinished ...>" and "resumed" lines
+    "$TT" run --report /dev/null -- strace -ff -qq -o "$work/strace" -e trace=renameat2,ftruncate sh -c \
         "$b & $b & $b & wait; $b && $b" \
         2> "$work/spares.err" || fail "five processes under run: exit $?: $(cat "$work/spares.err")"
+    cat "$work"/strace.* > "$work/strace"
     spares=$(grep -c 'spare\.ring\.[0-3]", .*ring\.[0-9]*\.[0-9]*", RENAME_NOREPLACE) = 0' "$work/strace" || true)
     [ "$spares" = 5 ] || fail "want each of the five processes to take a spare ring, saw $spares: $(cat "$work/strace")"
     ! grep -q 'ftruncate(' "$work/strace" || fail "a process sized a ring of its own: $(cat "$work/strace")"

@@ -20,9 +20,14 @@
 
 #include <cmocka.h>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #include "../../probe/probe_abi.h"
 #include "../../probe/probe_ring.h"
 #include "golden.h"
+#include "clocks/tsc_clock.h"
 #include "source/probe_source.h"
 
 static const char *vname(tt_vantage v)
@@ -243,6 +248,67 @@ static void test_eof_and_close_end_cleanly(void **state)
 /* Sent bytes are stamped with the call's entry instant (enter_ns), received
  * ones with its return (ts_ns); an entry after the return, or an entry
  * instant on anything but sent data, is a bad record. */
+/* The instant of every chunk delivered, in order. */
+typedef struct instants {
+    uint64_t ns[8];
+    int n;
+} instants;
+
+static void keep_instant(void *ctx, const tt_chunk *c)
+{
+    instants *in = ctx;
+    if (in->n < 8) in->ns[in->n++] = c->mono_ns;
+}
+
+static uint64_t mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Records stamped with the TSC (TT_PROBE_F_TSC) are refused until the
+ * source converts them; then a chunk's instant is the CLOCK_MONOTONIC read
+ * around the tick (a send's entry tick; a receive's return tick), within
+ * the converter's few us. */
+static void test_tsc_stamps(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    if (!tt_tsc_usable()) skip();
+    instants in = {0};
+    tt_probe_source *s = tt_probe_source_new(keep_instant, &in, NULL, NULL, NULL, NULL, NULL, NULL);
+    uint8_t rec[512];
+    struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
+    r->flags |= TT_PROBE_F_TSC;
+    assert_int_equal(feed(s, 1, rec, n), -1);
+    assert_true(tt_probe_source_use_tsc(s));
+    uint64_t lo[2], hi[2];
+    lo[0] = mono_now();
+    uint64_t enter = __rdtsc();
+    hi[0] = mono_now();
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
+    r->enter_ns = enter;
+    r->flags |= TT_PROBE_F_TSC;
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    lo[1] = mono_now();
+    uint64_t ret = __rdtsc();
+    hi[1] = mono_now();
+    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, ret, "resp", 0);
+    r->flags |= TT_PROBE_F_TSC;
+    assert_int_equal(feed(s, 1, rec, n), 0);
+    assert_int_equal(in.n, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_true(in.ns[i] + 5000 >= lo[i]);
+        assert_true(in.ns[i] <= hi[i] + 5000);
+    }
+    tt_probe_source_free(s);
+#else
+    skip();
+#endif
+}
+
 static void test_send_enter_instant(void **state)
 {
     tt_strbuf b = {0};
@@ -759,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_roles_layers_and_processes),
         cmocka_unit_test(test_eof_and_close_end_cleanly),
         cmocka_unit_test(test_send_enter_instant),
+        cmocka_unit_test(test_tsc_stamps),
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_ring_wraps),
         cmocka_unit_test(test_ring_unfinished_and_damaged),

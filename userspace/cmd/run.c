@@ -94,6 +94,9 @@ static void usage(FILE *out)
             "The rings are in a fresh directory in /dev/shm; as root a tmpfs with huge pages is\n"
             "mounted on it for the run (fewer page faults in CMD; TOKENTAP_HUGE_RINGS=0: not),\n"
             "with spare rings made ahead for the next processes that record (docs/probe.md).\n"
+            "Where the CPU's time-stamp counter is invariant, the probe stamps its records with\n"
+            "it and run converts them to CLOCK_MONOTONIC (TOKENTAP_PROBE_CLOCK=monotonic: the\n"
+            "probe reads CLOCK_MONOTONIC itself, as it does elsewhere).\n"
             "\n"
             "exit status: CMD's own (128+N when a signal N killed it; 127 when it could not be\n"
             "started); 2 bad usage and 3 the probe or its directory could not be set up, both\n"
@@ -406,12 +409,14 @@ static int parse_args(int argc, char **argv, run_options *o, int *cmd_index)
 }
 
 /* The exec side of the fork: never returns. */
-static void exec_command(char **cmd_argv, const char *preload, const char *ring_dir, uint32_t ring_kb)
+static void exec_command(char **cmd_argv, const char *preload, const char *ring_dir, uint32_t ring_kb,
+                         bool stamp_tsc)
 {
     char kb[32];
     snprintf(kb, sizeof kb, "%u", ring_kb);
     if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv(TT_PROBE_DIR_ENV, ring_dir, 1) < 0 ||
-        (ring_kb && setenv(TT_PROBE_RING_ENV, kb, 1) < 0)) {
+        (ring_kb && setenv(TT_PROBE_RING_ENV, kb, 1) < 0) ||
+        (stamp_tsc ? setenv(TT_PROBE_CLOCK_ENV, "tsc", 1) : unsetenv(TT_PROBE_CLOCK_ENV)) < 0) {
         fprintf(stderr, "tokentap run: cannot set the environment: %s\n", strerror(errno));
         _exit(126);
     }
@@ -711,6 +716,9 @@ int tt_cmd_run(int argc, char **argv)
         return TT_EXIT_INTERNAL;
     }
 
+    /* TSC stamps unless the user asked for CLOCK_MONOTONIC (any other value) */
+    const char *clock_wanted = getenv(TT_PROBE_CLOCK_ENV);
+    bool stamp_tsc = (!clock_wanted || !strcmp(clock_wanted, "tsc")) && tt_probe_source_use_tsc(st.probe);
     uint64_t ring_bytes = ring_bytes_of(&o);
     (void)tt_ring_dir_keep_spare(&rings, ring_bytes); /* for CMD's first process that records */
     tt_recdir_clock clock;
@@ -733,7 +741,7 @@ int tt_cmd_run(int argc, char **argv)
         sigaction(SIGQUIT, &old_quit, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         sigaction(SIGHUP, &old_hup, NULL);
-        exec_command(cmd_argv, preload, ring_dir, o.ring_kb);
+        exec_command(cmd_argv, preload, ring_dir, o.ring_kb, stamp_tsc);
     }
     run_child_pid = child;
     free(preload);

@@ -1,5 +1,7 @@
 /* probe_source.c - probe ring files -> tt_chunk (see probe_source.h). */
 #include "source/probe_source.h"
+
+#include "clocks/tsc_clock.h"
 #include "source/chunk_conn.h"
 
 #include <dirent.h>
@@ -105,6 +107,7 @@ struct tt_probe_source {
     size_t held_bytes;
     held_block *held_first, *held_last;
     bool drain_all;              /* finish: every ring drained, whatever its fill */
+    tt_tsc_clock *tsc;           /* TT_PROBE_F_TSC records' ticks to ns (tt_probe_source_use_tsc); NULL: none */
 };
 
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
@@ -269,6 +272,14 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
         (r.kind == TT_PROBE_KIND_EOF && r.dir != TT_PROBE_DIR_RECV)) {
         s->st.bad_records++;
         return -1;
+    }
+    if (r.flags & TT_PROBE_F_TSC) { /* ticks: as CLOCK_MONOTONIC, or refused without a converter */
+        if (!s->tsc) {
+            s->st.bad_records++;
+            return -1;
+        }
+        r.ts_ns = tt_tsc_clock_to_mono(s->tsc, r.ts_ns);
+        if (r.enter_ns) r.enter_ns = tt_tsc_clock_to_mono(s->tsc, r.enter_ns);
     }
     s->st.records++;
     if (r.kind == TT_PROBE_KIND_PAD) return 0;
@@ -623,6 +634,7 @@ static bool ring_left_for_later(tt_probe_source *s, probe_ring *r, unsigned *fil
 size_t tt_probe_source_poll(tt_probe_source *s)
 {
     if (!s->have_dir || s->finished) return 0;
+    if (s->tsc) tt_tsc_clock_sample(s->tsc); /* before the records it converts: most fall between two pairs */
     uint64_t now = coarse_now_ns();
     if (!s->last_scan_ns || now - s->last_scan_ns >= SCAN_EVERY_NS) {
         scan_dir(s);
@@ -702,5 +714,12 @@ void tt_probe_source_free(tt_probe_source *s)
         free(p);
         p = next;
     }
+    tt_tsc_clock_free(s->tsc);
     free(s);
+}
+
+bool tt_probe_source_use_tsc(tt_probe_source *s)
+{
+    if (!s->tsc && tt_tsc_usable()) s->tsc = tt_tsc_clock_new(true);
+    return s->tsc != NULL;
 }

@@ -82,6 +82,14 @@ size_t tt_probe_source_poll(tt_probe_source *s);
  * of 4 MiB or more at the probe's highest rates (docs/probe.md). */
 void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes);
 
+/* Convert records stamped with the TSC (TT_PROBE_F_TSC) to CLOCK_MONOTONIC
+ * from now on, with pairs of the two clocks taken at each poll
+ * (userspace/clocks/tsc_clock.h; the first two now, 2 ms apart). True
+ * when this machine's TSC can stand in for CLOCK_MONOTONIC and the
+ * converter was made: then `tokentap run` asks its probes for TSC stamps
+ * (TT_PROBE_CLOCK_ENV). Without it, a TSC-stamped record is a bad record. */
+bool tt_probe_source_use_tsc(tt_probe_source *s);
+
 /* Handle one record (struct tt_probe_rec + data) of process pid, as the
  * poller does; exposed for tests. 0, or -1 for a bad record. */
 int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size_t len);
