@@ -37,6 +37,7 @@ tt_probe_producer producer;
 pid_t owner_pid;
 size_t ring_map_len;
 fd_slot *fd_table;
+fd_slot fd_low[FD_LOW];
 size_t fd_table_len;
 size_t fd_high;
 char ring_dir[512];
@@ -152,7 +153,7 @@ HOT fd_slot *slot_for(int fd)
             __atomic_fetch_add(&producer.head->untracked_fds, 1, __ATOMIC_RELAXED);
         return NULL;
     }
-    return &fd_table[fd];
+    return slot_at((size_t)fd);
 }
 
 /* fd's slot is about to hold something: loops over the table stop at fd_high. */
@@ -167,7 +168,7 @@ void slot_reset(int fd, uint8_t role)
 {
     if (fd < 0 || (size_t)fd >= fd_table_len) return;
     if (role) note_high(fd);
-    fd_slot *s = &fd_table[fd];
+    fd_slot *s = slot_at((size_t)fd);
     __atomic_store_n(&s->state, SLOT_UNKNOWN, __ATOMIC_RELEASE);
     s->role = role;
     __atomic_store_n(&s->lost[0], 0, __ATOMIC_RELAXED);
@@ -550,7 +551,7 @@ HOOK int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, str
 HOT static uint64_t send_enter(int fd)
 {
     if (!RECORDING() || fd < 0 || (size_t)fd >= fd_table_len ||
-        __atomic_load_n(&fd_table[fd].state, __ATOMIC_RELAXED) == SLOT_OTHER)
+        __atomic_load_n(&slot_at((size_t)fd)->state, __ATOMIC_RELAXED) == SLOT_OTHER)
         return 0;
     return stamp_now();
 }

@@ -59,7 +59,7 @@ static void note_range_gone(unsigned first, unsigned last)
 {
     size_t high = __atomic_load_n(&fd_high, __ATOMIC_ACQUIRE);
     for (size_t fd = first; fd <= high && fd < fd_table_len && fd <= last; fd++)
-        if (slot_in_use(&fd_table[fd])) note_fd_gone((int)fd, TT_PROBE_CALL_CLOSE);
+        if (slot_in_use(slot_at(fd))) note_fd_gone((int)fd, TT_PROBE_CALL_CLOSE);
 }
 
 HOOK int close_range(unsigned first, unsigned last, int flags)

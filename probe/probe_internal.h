@@ -89,7 +89,7 @@ extern tt_probe_producer producer; /* this process's ring, made at its first rec
 extern pid_t owner_pid;           /* the process the ring belongs to */
 extern size_t ring_map_len;
 extern fd_slot *fd_table;
-extern size_t fd_table_len;
+extern size_t fd_table_len; /* at least FD_LOW once the probe is active */
 extern size_t fd_high; /* no slot above this one was ever used */
 extern char ring_dir[512];
 extern uint64_t ring_bytes;
@@ -117,6 +117,20 @@ static inline int *errno_slot(void)
     int *p = thread_errno;
     if (UNLIKELY(p == NULL)) thread_errno = p = &errno;
     return p;
+}
+
+/* The slots of fds below FD_LOW live in the probe's .bss, on the page of
+ * the globals the common path reads (producer, probe_active, ...): one
+ * TLB walk for both after a system call instead of two. The rest are in
+ * fd_table (mapped at start-up; its low slots unused).
+ * tests/e2e/test_probe_layout.sh checks that .bss fits one page. */
+#define FD_LOW 40
+extern fd_slot fd_low[FD_LOW];
+
+/* fd's slot; fd < fd_table_len. */
+static inline fd_slot *slot_at(size_t fd)
+{
+    return fd < FD_LOW ? &fd_low[fd] : &fd_table[fd];
 }
 
 /* Bind every real function once (probe.c). False while binding is under

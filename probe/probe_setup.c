@@ -194,9 +194,10 @@ static void on_fork_child(void)
     owner_pid = getpid();
     size_t high = fd_high < fd_table_len ? fd_high + 1 : fd_table_len;
     for (size_t i = 0; i < high; i++) {
-        if (fd_table[i].lost[0] | fd_table[i].lost[1]) {
-            fd_table[i].lost[0] = 0;
-            fd_table[i].lost[1] = 0;
+        fd_slot *slot = slot_at(i);
+        if (slot->lost[0] | slot->lost[1]) {
+            slot->lost[0] = 0;
+            slot->lost[1] = 0;
         }
     }
     __atomic_store_n(&producer.state, TT_PRODUCER_NONE, __ATOMIC_RELEASE);
