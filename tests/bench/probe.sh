@@ -36,7 +36,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p"; }
 
 active=() inactive=() wall=() lap=() lap_wall=() pf_lap=() pf_socket=() plain_socket=()
-small_lap=() small_socket=() small_faults=() huge_faults=() passthrough=() clock_after=() bench_drops=0
+small_lap=() small_socket=() small_faults=() huge_faults=() passthrough=() clock_after=() tsc_after=() bench_drops=0
 drops_of() { d=$(sed -n 's/.*ring full: \([0-9]*\) records.*/\1/p' "$1"); bench_drops=$((bench_drops + ${d:-0})); }
 ${CC:-cc} -O2 -fPIC -shared -o "$work/passthrough.so" tests/bench/passthrough_preload.c -ldl
 for i in $(seq "$runs"); do
@@ -44,7 +44,7 @@ for i in $(seq "$runs"); do
     active+=("$(field ' added_ns' < "$work/a$i")") wall+=("$(field ' wall_added_ns' < "$work/a$i")")
     lap+=("$(field first_lap_added_ns < "$work/a$i")") lap_wall+=("$(field first_lap_wall_added_ns < "$work/a$i")")
     plain_socket+=("$(field first_socket_ns < "$work/a$i")") huge_faults+=("$(field first_lap_faults < "$work/a$i")")
-    clock_after+=("$(field clock_after_call_ns < "$work/a$i")")
+    clock_after+=("$(field clock_after_call_ns < "$work/a$i")") tsc_after+=("$(field tsc_after_call_ns < "$work/a$i")")
     TOKENTAP_HUGE_RINGS=0 "$TT" run -- "$BUILD/tools/ttprobe_bench" 200 500 > "$work/n$i" 2> "$work/n$i.err"
     small_lap+=("$(field first_lap_added_ns < "$work/n$i")") small_socket+=("$(field first_socket_ns < "$work/n$i")")
     small_faults+=("$(field first_lap_faults < "$work/n$i")")
@@ -64,7 +64,11 @@ lap_blocks=$(field first_lap_blocks < "$work/a1")
 idle=$(printf '%s\n' "${inactive[@]}" | median)
 floor_wrap=$(printf '%s\n' "${passthrough[@]}" | median)
 floor_clock=$(printf '%s\n' "${clock_after[@]}" | median)
-floor_sum=$(awk -v a="$floor_wrap" -v b="$floor_clock" 'BEGIN {printf "%.1f", a + b}')
+floor_tsc=$(printf '%s\n' "${tsc_after[@]}" | median)
+# the stamp the probe takes under run: the TSC where run asks for it
+stamp=$("$TT" run --report /dev/null -- sh -c 'echo "${TOKENTAP_PROBE_CLOCK:-monotonic}"' 2> /dev/null || echo monotonic)
+if [ "$stamp" = tsc ]; then floor_stamp=$floor_tsc stamp_what="the TSC"; else floor_stamp=$floor_clock stamp_what="CLOCK_MONOTONIC"; fi
+floor_sum=$(awk -v a="$floor_wrap" -v b="$floor_stamp" 'BEGIN {printf "%.1f", a + b}')
 pf_lap_cost=$(printf '%s\n' "${pf_lap[@]}" | median)
 pf_socket_ms=$(printf '%s\n' "${pf_socket[@]}" | median | awk '{printf "%.2f", $1 / 1e6}')
 plain_socket_ms=$(printf '%s\n' "${plain_socket[@]}" | median | awk '{printf "%.2f", $1 / 1e6}')
@@ -115,8 +119,9 @@ Measured by \`tests/bench/probe.sh\` on $(nproc) CPUs ($(uname -r)); $runs runs,
 | records dropped during these runs | ${bench_drops} |
 | added cost per call, probe preloaded but inactive | ${idle} ns |
 | floor: added cost per call of a pass-through library preloaded (read and write only call the next ones) | ${floor_wrap} ns |
-| floor: a \`CLOCK_MONOTONIC\` read right after each system call (one per call, as the probe stamps them) | ${floor_clock} ns |
-| floor: the two together, before any record is written | ${floor_sum} ns |
+| floor: a \`CLOCK_MONOTONIC\` read right after each system call (one per call) | ${floor_clock} ns |
+| floor: a time-stamp counter read (\`rdtsc\`) right after each system call (one per call) | ${floor_tsc} ns |
+| floor: the pass-through and the stamp the probe takes under run here (${stamp_what}), before any record is written | ${floor_sum} ns |
 | the system call itself (write or read of 64 bytes on loopback TCP) | ${syscall_ns} ns |
 | intercepted calls per second held by one process (32 MB in 256-byte writes, read in 16 KiB reads) | ${rate} |
 | records dropped at that rate (16 MiB ring) | ${drops} |
@@ -126,7 +131,8 @@ Paired: each run alternates blocks of 1000 calls through libc (wrapped) and
 the same calls through syscall(2) (never wrapped) in one process, so both
 see the same kernel, caches and load; the difference of the medians is the
 probe's cost, including its clock read (one per call: a send's at its
-entry, a receive's at its return), the ring reservation and the copy, with
+entry, a receive's at its return; the TSC where run finds it usable,
+docs/probe.md), the ring reservation and the copy, with
 the collector draining as \`tokentap run\` does (in batches, docs/probe.md).
 Each run measures the ring's first lap (the first 16 MiB of records of the
 process: each page of the ring is mapped into the program at its first
@@ -143,10 +149,14 @@ TCP \`socket()\`, which then takes that much longer (off by default: the
 stall lands on the program's first request, docs/probe.md).
 
 The floor rows are what any LD_PRELOAD recorder pays on this machine
-before it writes a record: the third kind of block in ttprobe_bench reads
-the clock after each direct system call, and a library whose read and
-write only call the next ones is preloaded in place of the probe. On this
-VM both cost far more than their instructions (a clock read in a loop
-takes about 22 ns): after each system call the code, data and vDSO pages
-they touch are walked again.
+before it writes a record: the third and fourth kinds of block in
+ttprobe_bench read the clock, or the TSC, after each direct system call,
+and a library whose read and write only call the next ones is preloaded in
+place of the probe. On this VM both cost far more than their instructions
+(a clock read in a loop takes about 25 ns, an \`rdtsc\` about 11): after
+each system call the code, data and vDSO pages they touch are walked
+again (no PCID, page-table isolation on: each page about 20 ns). Besides
+those, the probe's common path reads three data pages after the call (its
+globals with the low fds' slots, the ring's header, the ring's line) and
+the caller's buffer.
 MD

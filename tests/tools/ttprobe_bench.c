@@ -18,13 +18,14 @@
  * pages already mapped. Prints the medians over blocks and their
  * differences:
  * "wrapped_ns=W direct_ns=D added_ns=A wall_added_ns=B calls=N
- *  clock_after_call_ns=C
+ *  clock_after_call_ns=C tsc_after_call_ns=T
  *  first_lap_added_ns=F first_lap_wall_added_ns=G first_lap_blocks=K
  *  first_lap_faults=P steady_faults=Q first_socket_ns=S"
  * C is a floor under any recorder's cost: in the steady state a third
  * kind of block, the direct calls each followed by a read of
  * CLOCK_MONOTONIC (as a recorder stamps them), against the direct calls
- * alone.
+ * alone; T the same with a read of the time-stamp counter (as the probe
+ * stamps them under run where the TSC is usable).
  * (added_ns is the steady state; F, G and K are "na" without a ring; P and
  * Q are the thread's minor page faults in each phase; S is the wall time of
  * the process's first socket(), in which the probe makes its ring, and
@@ -90,15 +91,26 @@ static const struct tt_probe_ring *find_own_ring(void)
     return ring;
 }
 
-enum { ARM_WRAPPED, ARM_DIRECT, ARM_DIRECT_CLOCK, ARMS };
+enum { ARM_WRAPPED, ARM_DIRECT, ARM_DIRECT_CLOCK, ARM_DIRECT_TSC, ARMS };
 
 typedef struct samples {
     double *cpu[ARMS], *wall[ARMS];
     int n[ARMS];
 } samples;
 
+/* The time-stamp counter (the probe's stamp under run where it is
+ * usable); 0 on other CPUs. */
+static uint64_t tsc_now(void)
+{
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#else
+    return 0;
+#endif
+}
+
 /* One block of iters write+read pairs: through libc (wrapped), through
- * syscall(2) (direct), or direct with a clock read after each call. */
+ * syscall(2) (direct), or direct with a clock (or TSC) read after each call. */
 static int run_block(int w, int r, int iters, int arm, samples *out)
 {
     char msg[64], buf[64];
@@ -112,8 +124,10 @@ static int run_block(int w, int r, int iters, int arm, samples *out)
         } else {
             if (syscall(SYS_write, w, msg, sizeof msg) != (long)sizeof msg) return -1;
             if (arm == ARM_DIRECT_CLOCK) stamps += now_ns(CLOCK_MONOTONIC);
+            if (arm == ARM_DIRECT_TSC) stamps += tsc_now();
             if (syscall(SYS_read, r, buf, sizeof buf) != (long)sizeof buf) return -1;
             if (arm == ARM_DIRECT_CLOCK) stamps += now_ns(CLOCK_MONOTONIC);
+            if (arm == ARM_DIRECT_TSC) stamps += tsc_now();
         }
     }
     int k = arm;
@@ -186,13 +200,16 @@ int main(int argc, char **argv)
     if (!samples_init(&steady, blocks)) return 1;
     for (int b = 0; b < blocks; b++)
         if (run_block(w, r, iters, ARM_WRAPPED, &steady) || run_block(w, r, iters, ARM_DIRECT, &steady) ||
-            run_block(w, r, iters, ARM_DIRECT_CLOCK, &steady))
+            run_block(w, r, iters, ARM_DIRECT_CLOCK, &steady) || run_block(w, r, iters, ARM_DIRECT_TSC, &steady))
             return 1;
     long faults2 = minor_faults();
     double mw = median(steady.cpu[0], steady.n[0]), md = median(steady.cpu[1], steady.n[1]);
     double wall_added = median(steady.wall[0], steady.n[0]) - median(steady.wall[1], steady.n[1]);
-    printf("wrapped_ns=%.1f direct_ns=%.1f added_ns=%.1f wall_added_ns=%.1f calls=%d clock_after_call_ns=%.1f", mw,
-           md, mw - md, wall_added, 2 * blocks * iters, median(steady.cpu[ARM_DIRECT_CLOCK], steady.n[ARM_DIRECT_CLOCK]) - md);
+    printf("wrapped_ns=%.1f direct_ns=%.1f added_ns=%.1f wall_added_ns=%.1f calls=%d clock_after_call_ns=%.1f"
+           " tsc_after_call_ns=%.1f",
+           mw, md, mw - md, wall_added, 2 * blocks * iters,
+           median(steady.cpu[ARM_DIRECT_CLOCK], steady.n[ARM_DIRECT_CLOCK]) - md,
+           median(steady.cpu[ARM_DIRECT_TSC], steady.n[ARM_DIRECT_TSC]) - md);
     if (lap.n[0]) {
         double lw = median(lap.cpu[0], lap.n[0]) - median(lap.cpu[1], lap.n[1]);
         double lwall = median(lap.wall[0], lap.n[0]) - median(lap.wall[1], lap.n[1]);
