@@ -45,6 +45,7 @@ void tt_ready_marks_free(tt_ready_marks *m)
 void tt_request_token_ready_instants(tt_request *r)
 {
     r->first_token_ready_ns = r->last_token_ready_ns = TT_NS_NONE;
+    if (!r->token_events) return; /* else a walk of every event at each late mark */
     uint32_t first = 0;
     while (first < r->n_events && r->events[first].kind != TT_EV_TOKEN) first++;
     if (first == r->n_events) return;

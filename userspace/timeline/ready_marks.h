@@ -37,7 +37,9 @@ uint64_t tt_ready_marks_at(tt_ready_marks *m, uint64_t off);
 
 void tt_ready_marks_free(tt_ready_marks *m);
 
-/* r's first_token_ready_ns and last_token_ready_ns from its events' ready_ns. */
+/* r's first_token_ready_ns and last_token_ready_ns from its events' ready_ns;
+ * r->token_events counts its TOKEN events (conn_http.c files every event).
+ * Costs the events from each end to the nearest TOKEN one. */
 void tt_request_token_ready_instants(tt_request *r);
 
 /* A mark of dir that came after the bytes [from, end) it covers were
