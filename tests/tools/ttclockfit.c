@@ -1,3 +1,4 @@
+#include "test_rng.h"
 /* ttclockfit - the cost of putting a recording on another's clock
  * (userspace/clocks/): N requests between two hosts with a known offset
  * and skew, K token events each (K + 2 bounds a request, as
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "clocks/clock_align.h"
+#include "test_rng.h"
 
 static double now(void)
 {
@@ -24,10 +26,7 @@ static double now(void)
 static uint64_t rng = 88172645463325252ull;
 static double uniform(double a, double b)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return a + (b - a) * (double)(rng >> 11) / 9007199254740992.0;
+    return a + (b - a) * (double)(tt_xorshift64(&rng) >> 11) / 9007199254740992.0;
 }
 
 int main(int argc, char **argv)

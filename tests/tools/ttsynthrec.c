@@ -19,14 +19,12 @@
 #include <sys/stat.h>
 
 #include "report/pcap_synth.h"
+#include "test_rng.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t transit_ns(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return 50000 + rng % 200000;
+    return 50000 + tt_xorshift64(&rng) % 200000;
 }
 
 #define T0_NS 1000000000000ull /* the server's clock at the first request */

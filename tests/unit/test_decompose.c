@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "join/decompose.h"
+#include "test_rng.h"
 
 #define N TT_DECOMP_NONE
 
@@ -256,10 +257,7 @@ static void test_two_wires(void **state)
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_random(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return tt_xorshift64(&rng);
 }
 
 static void test_random_chains_sum_exactly(void **state)

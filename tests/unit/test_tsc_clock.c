@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "clocks/tsc_clock.h"
+#include "test_rng.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -39,10 +40,7 @@ static uint64_t truth(const synth *m, uint64_t tsc)
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return tt_xorshift64(&rng);
 }
 
 /* Pairs every `every_ns` over [0, span_ns], each with mono jitter of at most `jitter_ns`. */
