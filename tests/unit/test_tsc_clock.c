@@ -172,7 +172,16 @@ static void test_extremes(void **state)
 
 /* The machine's own TSC: a tick read between two clock_gettime calls
  * converts to an instant between them (a few us of slack for the pairs'
- * jitter and for being preempted), over the converter's first 50 ms. */
+ * jitter and for being preempted), once covered by a pair taken after it:
+ * over the converter's first 50 ms, and after 300 ms without a pair (the
+ * 2 ms of the first two pairs make a slope too rough to reach that far). */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void test_this_machine(void **state)
 {
     (void)state;
@@ -181,19 +190,21 @@ static void test_this_machine(void **state)
     tt_tsc_clock *c = tt_tsc_clock_new(true);
     assert_non_null(c);
     int outside = 0;
-    for (int i = 0; i < 50; i++) {
-        struct timespec a, b, gap = {0, 1000000};
-        tt_tsc_clock_sample(c);
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        uint64_t tsc = __rdtsc();
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        uint64_t lo = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
-        uint64_t hi = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+    for (int i = 0; i < 51; i++) {
+        struct timespec gap = {0, i < 50 ? 1000000 : 300000000};
+        nanosleep(&gap, NULL);
+        uint64_t lo = mono_ns(), tsc = __rdtsc(), hi = mono_ns();
+        tt_tsc_clock_cover(c, tsc);
         uint64_t got = tt_tsc_clock_to_mono(c, tsc);
         if (got + 5000 < lo || got > hi + 5000) outside++;
-        nanosleep(&gap, NULL);
     }
     assert_true(outside <= 2); /* a preempted read now and then, on a loaded machine */
+    /* covered: a pair at or after the tick, not one per call */
+    uint64_t tsc = __rdtsc();
+    tt_tsc_clock_cover(c, tsc);
+    uint64_t once = tt_tsc_clock_to_mono(c, tsc);
+    tt_tsc_clock_cover(c, tsc);
+    assert_int_equal(tt_tsc_clock_to_mono(c, tsc), once);
     tt_tsc_clock_free(c);
 #else
     skip();

@@ -142,6 +142,18 @@ void tt_tsc_clock_sample(tt_tsc_clock *c)
 #endif
 }
 
+void tt_tsc_clock_cover(tt_tsc_clock *c, uint64_t tsc)
+{
+#if defined(__x86_64__)
+    if (c->count && pair_at(c, c->count - 1)->tsc >= tsc) return;
+    tsc_pair p;
+    if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
+#else
+    (void)c;
+    (void)tsc;
+#endif
+}
+
 tt_tsc_clock *tt_tsc_clock_new(bool calibrate)
 {
 #if !defined(__x86_64__)

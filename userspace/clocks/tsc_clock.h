@@ -39,6 +39,13 @@ void tt_tsc_clock_free(tt_tsc_clock *c);
  * around clock_gettime of a few tries. */
 void tt_tsc_clock_sample(tt_tsc_clock *c);
 
+/* A tick read before now: unless a pair at or after it is kept, take one
+ * now (whatever the spacing), so that it converts between two pairs, not
+ * along a slope beyond the newest. The collector calls it before
+ * converting a record's ticks: a record read from a ring was stamped
+ * before it was read. */
+void tt_tsc_clock_cover(tt_tsc_clock *c, uint64_t tsc);
+
 /* Keep the pair (tsc ticks at mono_ns). A pair that does not come after
  * the last one in both clocks is ignored. Beyond a few thousand pairs,
  * every other one is forgotten: the pairs span the whole run, thinner

@@ -119,6 +119,7 @@ static void sink_chunk(void *ctx, const tt_chunk *c)
     v->chunks++;
     if (v->learn) tt_ready_bridge_learn(v->learn, c);
     tt_tracker_chunk(v->tracker, c);
+    if (v->learn) tt_ready_bridge_release_held(v->learn); /* marks that came before this connection's first chunk */
     if (!v->synth && v->synth_path[0] && !v->synth_failed) {
         char err[256];
         v->synth = tt_synth_open(v->synth_path, err, sizeof err);

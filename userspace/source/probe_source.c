@@ -278,6 +278,7 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
             s->st.bad_records++;
             return -1;
         }
+        tt_tsc_clock_cover(s->tsc, r.ts_ns); /* ts_ns >= enter_ns */
         r.ts_ns = tt_tsc_clock_to_mono(s->tsc, r.ts_ns);
         if (r.enter_ns) r.enter_ns = tt_tsc_clock_to_mono(s->tsc, r.enter_ns);
     }

@@ -10,8 +10,14 @@
  * target source's connections from its chunks (forgetting each at its
  * RELEASE, when its tt_conn_info stops being valid) and forwards each READY
  * chunk of the eBPF source to the target with the target's connection.
- * A mark of a connection the target does not know (yet, or any more) is
- * counted and dropped: its bytes' ready instants stay unknown. */
+ * A mark of a connection the target does not know yet is held (the probe's
+ * collector finds a new process's ring at its next look, up to 20 ms
+ * later, and the kernel's mark of the first response bytes can come
+ * first): forwarded once the target shows that connection, if it does
+ * within a second, and was first seen at most 100 ms after the mark (else
+ * the mark was an earlier connection's on a 4-tuple used again). Marks of
+ * a connection it does not know any more, or never will, are dropped at
+ * last, counted: their bytes' ready instants stay unknown. */
 #ifndef TT_READY_BRIDGE_H
 #define TT_READY_BRIDGE_H
 
@@ -33,7 +39,13 @@ void tt_ready_bridge_learn(tt_ready_bridge *b, const tt_chunk *c);
  * known connection are forwarded; everything else is ignored. */
 void tt_ready_bridge_chunk(void *ctx, const tt_chunk *c);
 
-/* Marks forwarded, and marks dropped for want of a connection. */
+/* Forward the held marks whose connection the target now knows (a
+ * connection was learned since the last call: else nothing to do). Call
+ * after the target consumed the chunk learned from, so that a mark never
+ * reaches it before its connection's first chunk. */
+void tt_ready_bridge_release_held(tt_ready_bridge *b);
+
+/* Marks forwarded, and marks dropped (or still held) for want of a connection. */
 void tt_ready_bridge_counts(const tt_ready_bridge *b, uint64_t *forwarded, uint64_t *dropped);
 
 void tt_ready_bridge_free(tt_ready_bridge *b);
