@@ -273,7 +273,9 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
         s->st.bad_records++;
         return -1;
     }
-    if (r.flags & TT_PROBE_F_TSC) { /* ticks: as CLOCK_MONOTONIC, or refused without a converter */
+    /* ticks: as CLOCK_MONOTONIC, or refused without a converter (a PAD's
+     * head is not written whole: its flags may be an older record's) */
+    if ((r.flags & TT_PROBE_F_TSC) && r.kind != TT_PROBE_KIND_PAD) {
         if (!s->tsc) {
             s->st.bad_records++;
             return -1;
