@@ -675,6 +675,82 @@ static void test_ready_instants(void **state)
     tt_tracker_free(f.t);
 }
 
+/* The filed request of a connection with the given id, or NULL. */
+static const tt_request *filed_with_id(tt_tracker *t, const char *id)
+{
+    size_t n;
+    const tt_request *r = tt_tracker_requests(t, &n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(r[i].request_id, id)) return &r[i];
+    return NULL;
+}
+
+/* A late mark (its bytes parsed, its request filed) finds the request on
+ * its own connection however many requests other connections filed since:
+ * each connection links its filed requests (conn_state.last_filed), where
+ * the tracker's newest 1024 of any connection would have missed it; after
+ * the requests are sorted (an interval's report), the newest of any
+ * connection are looked at again. */
+static void test_late_mark_behind_other_connections(void **state)
+{
+    feeder a, b;
+    feeder_init(&a, 31);
+    feeder_init(&b, 32);
+    tt_tracker_free(b.t);
+    b.t = a.t;
+    b.conn.client.port = 40001;
+    const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    char piece[512];
+    snprintf(piece, sizeof piece, "%zx\r\n%s\r\n", strlen(chat_events[1]), chat_events[1]);
+    send_str(&a, TT_DIR_C2S, chat_request("a-1"), 10);
+    send_str(&a, TT_DIR_S2C, head, 20);
+    send_str(&a, TT_DIR_S2C, piece, 30);
+    send_str(&a, TT_DIR_S2C, "0\r\n\r\n", 40); /* a-1 filed; the connection stays open */
+    char id[32];
+    for (int i = 0; i < 1100; i++) {
+        snprintf(id, sizeof id, "b-%d", i);
+        send_str(&b, TT_DIR_C2S, chat_request(id), 50 + (uint64_t)i);
+        send_str(&b, TT_DIR_S2C, head, 50 + (uint64_t)i);
+        send_str(&b, TT_DIR_S2C, piece, 50 + (uint64_t)i);
+        send_str(&b, TT_DIR_S2C, "0\r\n\r\n", 50 + (uint64_t)i);
+    }
+    size_t n;
+    tt_tracker_requests(a.t, &n);
+    assert_int_equal(n, 1101);
+    uint64_t event_end = strlen(head) + strlen(piece) - 2; /* the event's last byte, before the chunk's CRLF */
+    ready(&a, TT_DIR_S2C, strlen(head), event_end, 35);
+    const tt_request *r = filed_with_id(a.t, "a-1");
+    assert_non_null(r);
+    assert_int_equal(r->n_events, 1);
+    assert_int_equal(r->events[0].ready_ns, 35);
+    assert_int_equal(r->first_token_ready_ns, 35);
+    /* sorted: B's newest request is among the newest of any connection */
+    tt_tracker_sort(a.t);
+    uint64_t b_last = b.off[TT_DIR_S2C] - strlen("0\r\n\r\n") - strlen(piece);
+    ready(&b, TT_DIR_S2C, b_last, b_last + strlen(piece) - 2, 2000);
+    r = filed_with_id(a.t, "b-1099");
+    assert_non_null(r);
+    assert_int_equal(r->events[0].ready_ns, 2000);
+    /* and B's next request links its own again */
+    send_str(&b, TT_DIR_C2S, chat_request("b-next"), 3000);
+    send_str(&b, TT_DIR_S2C, head, 3000);
+    send_str(&b, TT_DIR_S2C, piece, 3000);
+    send_str(&b, TT_DIR_S2C, "0\r\n\r\n", 3000);
+    for (int i = 0; i < 1100; i++) { /* a-1's connection files many more */
+        snprintf(id, sizeof id, "a-more-%d", i);
+        send_str(&a, TT_DIR_C2S, chat_request(id), 3100);
+        send_str(&a, TT_DIR_S2C, head, 3100);
+        send_str(&a, TT_DIR_S2C, piece, 3100);
+        send_str(&a, TT_DIR_S2C, "0\r\n\r\n", 3100);
+    }
+    b_last = b.off[TT_DIR_S2C] - strlen("0\r\n\r\n") - strlen(piece);
+    ready(&b, TT_DIR_S2C, b_last, b_last + strlen(piece) - 2, 4000);
+    r = filed_with_id(a.t, "b-next");
+    assert_non_null(r);
+    assert_int_equal(r->events[0].ready_ns, 4000);
+    tt_tracker_free(a.t);
+}
+
 /* The marks' bound: past it the oldest go, and their bytes become unknown
  * (never the instant of a later mark); asked in order, older marks are
  * forgotten. */
@@ -735,6 +811,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ready_marks_bound),
         cmocka_unit_test(test_late_marks_long_stream),
+        cmocka_unit_test(test_late_mark_behind_other_connections),
         cmocka_unit_test(test_ready_instants),
         cmocka_unit_test(test_chat_stream_instants),  cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_keepalive_two_requests), cmocka_unit_test(test_chunked_crlf_usage_with_choices),

@@ -52,7 +52,7 @@ static void bound_in_flight(conn_state *c)
         memmove(c->queue + i, c->queue + i + 1, (c->queue_len - i - 1) * sizeof *c->queue);
         c->queue_len--;
         c->t->evicted_requests++;
-        tt_conn_file_request(c->t, old);
+        tt_conn_file_request(c, old);
         return;
     }
 }
@@ -93,15 +93,19 @@ static void count_shared_chunks(tt_request *r)
     }
 }
 
-void tt_conn_file_request(tt_tracker *t, pending *p)
+void tt_conn_file_request(conn_state *c, pending *p)
 {
+    tt_tracker *t = c->t;
     tt_request *r = &p->req;
     if (!p->request_done && !(r->incomplete & TT_INC_REQUEST_NOT_SEEN)) r->incomplete |= TT_INC_REQUEST_CUT;
     if (!p->response_started) r->incomplete |= TT_INC_NO_RESPONSE;
     else if (!p->response_done) r->incomplete |= TT_INC_RESPONSE_CUT;
     count_shared_chunks(r);
+    r->prev_filed = c->last_filed_epoch == t->filed_epoch ? c->last_filed : 0;
     t->reqs = tt_conn_grow(t->reqs, &t->cap_reqs, t->n_reqs + 1, sizeof *t->reqs);
     t->reqs[t->n_reqs++] = *r;
+    c->last_filed = t->forgotten + t->n_reqs;
+    c->last_filed_epoch = t->filed_epoch;
     t->in_flight--;
     tt_classify_memo_free(p->memo);
     free(p);
@@ -116,7 +120,7 @@ void tt_conn_file_pending(conn_state *c, pending *p)
         c->queue_len--;
         break;
     }
-    tt_conn_file_request(c->t, p);
+    tt_conn_file_request(c, p);
 }
 
 /* File finished requests from the front of the queue, in order. */
@@ -124,7 +128,7 @@ static void file_finished(conn_state *c)
 {
     size_t k = 0;
     while (k < c->queue_len && c->queue[k]->request_done && c->queue[k]->response_done) {
-        tt_conn_file_request(c->t, c->queue[k]);
+        tt_conn_file_request(c, c->queue[k]);
         k++;
     }
     if (k) {
@@ -159,6 +163,18 @@ static uint64_t body_byte_stream_off(const conn_state *c, uint64_t body_off)
 
 #define LATE_READY_FILED_SCAN 1024 /* filed requests looked at for a late mark */
 
+/* Whether r's response events all end before stream offset `from` in
+ * direction dir, and so those of every request filed before it on its
+ * connection (filed as they end, in the order of their last bytes): only
+ * said of the response direction (HTTP/2 requests may start out of the
+ * order they end in). */
+static bool filed_all_before(const tt_request *r, tt_direction dir, uint64_t from)
+{
+    if (dir != TT_DIR_S2C || r->n_events == 0) return false;
+    uint64_t last = r->events[r->n_events - 1].dispatch_stream_off;
+    return last != TT_NS_NONE && last < from;
+}
+
 void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch)
 {
     uint64_t from = ch->offset, end = ch->offset + ch->len;
@@ -166,6 +182,17 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch)
     if (from >= c->parsed_end[ch->dir]) return; /* the usual case: its bytes are still to come */
     for (size_t i = 0; i < c->queue_len; i++) tt_request_ready_fill_late(&c->queue[i]->req, ch->dir, from, end, ch->mono_ns);
     tt_tracker *t = c->t;
+    if (c->last_filed_epoch == t->filed_epoch) { /* the connection's own filed requests, newest first */
+        uint64_t at = c->last_filed;
+        for (size_t k = 0; at > t->forgotten && k < LATE_READY_FILED_SCAN; k++) {
+            tt_request *r = &t->reqs[at - 1 - t->forgotten];
+            tt_request_ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
+            if (filed_all_before(r, ch->dir, from)) break;
+            at = r->prev_filed;
+        }
+        return;
+    }
+    /* reordered since (an interval's report sorted them): the newest filed requests, any connection's */
     for (size_t k = 0; k < t->n_reqs && k < LATE_READY_FILED_SCAN; k++) {
         tt_request *r = &t->reqs[t->n_reqs - 1 - k];
         if (r->conn_id == c->conn_id) tt_request_ready_fill_late(r, ch->dir, from, end, ch->mono_ns);

@@ -112,6 +112,12 @@ struct conn_state {
     /* The source guessed the client wrong (its HTTP/2 frames told): client
      * and server swapped here, every chunk's direction turned over. */
     bool flipped;
+    /* Its newest filed request, for late ready marks (tt_conn_ready_mark):
+     * the tracker's absolute index of it plus one (t->forgotten + its place
+     * in t->reqs + 1; 0: none), good while t->filed_epoch is
+     * last_filed_epoch. Each filed request links to the one before it on
+     * the connection (tt_request.prev_filed). */
+    uint64_t last_filed, last_filed_epoch;
 };
 
 struct tt_tracker {
@@ -129,6 +135,9 @@ struct tt_tracker {
 
     conn_state *most_recent, *least_recent; /* activity order */
     uint64_t evicted_connections, evicted_requests, forgotten;
+    /* Bumped when t->reqs is reordered (tt_tracker_sort, tt_tracker_absorb):
+     * the absolute indices of requests filed before then no longer hold. */
+    uint64_t filed_epoch;
     size_t in_flight; /* requests begun (pending_new) and not yet filed */
     /* Ids of connections evicted lately (0: empty slot), so that their later
      * bytes are read as after a loss; a fixed table, overwritten on collision. */
@@ -198,8 +207,9 @@ void tt_conn_add_note(conn_state *c, const char *reason);
 void tt_conn_add_info(conn_state *c, const char *what);
 
 extern const tt_http_callbacks tt_conn_request_cb, tt_conn_response_cb; /* ud: the conn_state */
-/* File p (finished or not) among the tracker's requests and free it. */
-void tt_conn_file_request(tt_tracker *t, pending *p);
+/* File p (finished or not), a request of c, among the tracker's requests
+ * and free it. */
+void tt_conn_file_request(conn_state *c, pending *p);
 /* Take p out of c's queue, wherever it is, and file it. */
 void tt_conn_file_pending(conn_state *c, pending *p);
 /* Hand the framer the body bytes the current chunk carried. */

@@ -138,7 +138,7 @@ static void conn_release(tt_tracker *t, conn_state *c, uint64_t mono_ns)
         if (!p->response_started && c->response_lost_ns != TT_NS_NONE && p->req.req_first_ns != TT_NS_NONE &&
             c->response_lost_ns >= p->req.req_first_ns)
             p->req.incomplete |= TT_INC_GAP;
-        tt_conn_file_request(t, p);
+        tt_conn_file_request(c, p);
     }
     c->queue_len = 0;
     table_remove(t, c);
@@ -326,6 +326,7 @@ static int by_start(const void *a, const void *b)
 void tt_tracker_sort(tt_tracker *t)
 {
     if (t->n_reqs > 1) qsort(t->reqs, t->n_reqs, sizeof *t->reqs, by_start);
+    t->filed_epoch++; /* the connections' links to their filed requests no longer hold */
 }
 
 const tt_conn_note *tt_tracker_notes(const tt_tracker *t, size_t *n)
@@ -414,6 +415,7 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
     dst->evicted_connections += src->evicted_connections;
     dst->evicted_requests += src->evicted_requests;
     dst->forgotten += src->forgotten;
+    dst->filed_epoch++;
 }
 
 tt_request *tt_tracker_reserve_requests(tt_tracker *t, size_t n, size_t *room)
