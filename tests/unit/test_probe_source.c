@@ -28,6 +28,7 @@
 #include "../../probe/probe_ring.h"
 #include "golden.h"
 #include "clocks/tsc_clock.h"
+#include "core/util.h"
 #include "source/probe_source.h"
 
 static const char *vname(tt_vantage v)
@@ -260,13 +261,6 @@ static void keep_instant(void *ctx, const tt_chunk *c)
     if (in->n < 8) in->ns[in->n++] = c->mono_ns;
 }
 
-static uint64_t mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Records stamped with the TSC (TT_PROBE_F_TSC) are refused until the
  * source converts them; then a chunk's instant is the CLOCK_MONOTONIC read
  * around the tick (a send's entry tick; a receive's return tick), within
@@ -285,16 +279,16 @@ static void test_tsc_stamps(void **state)
     assert_int_equal(feed(s, 1, rec, n), -1);
     assert_true(tt_probe_source_use_tsc(s));
     uint64_t lo[2], hi[2];
-    lo[0] = mono_now();
+    lo[0] = tt_clock_ns(CLOCK_MONOTONIC);
     uint64_t enter = __rdtsc();
-    hi[0] = mono_now();
+    hi[0] = tt_clock_ns(CLOCK_MONOTONIC);
     n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
     r->enter_ns = enter;
     r->flags |= TT_PROBE_F_TSC;
     assert_int_equal(feed(s, 1, rec, n), 0);
-    lo[1] = mono_now();
+    lo[1] = tt_clock_ns(CLOCK_MONOTONIC);
     uint64_t ret = __rdtsc();
-    hi[1] = mono_now();
+    hi[1] = tt_clock_ns(CLOCK_MONOTONIC);
     n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, ret, "resp", 0);
     r->flags |= TT_PROBE_F_TSC;
     assert_int_equal(feed(s, 1, rec, n), 0);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "clocks/tsc_clock.h"
+#include "core/util.h"
 #include "test_rng.h"
 
 #if defined(__x86_64__)
@@ -175,13 +176,6 @@ static void test_extremes(void **state)
  * jitter and for being preempted), once covered by a pair taken after it:
  * over the converter's first 50 ms, and after 300 ms without a pair (the
  * 2 ms of the first two pairs make a slope too rough to reach that far). */
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void test_this_machine(void **state)
 {
     (void)state;
@@ -193,7 +187,7 @@ static void test_this_machine(void **state)
     for (int i = 0; i < 51; i++) {
         struct timespec gap = {0, i < 50 ? 1000000 : 300000000};
         nanosleep(&gap, NULL);
-        uint64_t lo = mono_ns(), tsc = __rdtsc(), hi = mono_ns();
+        uint64_t lo = tt_clock_ns(CLOCK_MONOTONIC), tsc = __rdtsc(), hi = tt_clock_ns(CLOCK_MONOTONIC);
         tt_tsc_clock_cover(c, tsc);
         uint64_t got = tt_tsc_clock_to_mono(c, tsc);
         if (got + 5000 < lo || got > hi + 5000) outside++;

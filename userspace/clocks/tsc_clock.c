@@ -1,6 +1,8 @@
 /* tsc_clock.c - TSC ticks to CLOCK_MONOTONIC (tsc_clock.h). */
 #include "clocks/tsc_clock.h"
 
+#include "core/util.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +35,6 @@ struct tt_tsc_clock {
     unsigned count;
     uint64_t spacing;
 };
-
-static const tsc_pair *pair_at(const tt_tsc_clock *c, unsigned i)
-{
-    return &c->pairs[i];
-}
 
 /* Whether the space-separated word appears in line. */
 static bool has_word(const char *line, const char *word)
@@ -79,10 +76,10 @@ bool tt_tsc_usable(void)
 void tt_tsc_clock_add(tt_tsc_clock *c, uint64_t tsc, uint64_t mono_ns)
 {
     if (c->count) {
-        const tsc_pair *last = pair_at(c, c->count - 1);
+        const tsc_pair *last = &c->pairs[c->count - 1];
         if (tsc <= last->tsc || mono_ns <= last->mono) return;
     }
-    if (c->count >= 2 && mono_ns - pair_at(c, c->count - 2)->mono < c->spacing) {
+    if (c->count >= 2 && mono_ns - c->pairs[c->count - 2].mono < c->spacing) {
         c->pairs[c->count - 1] = (tsc_pair){tsc, mono_ns};
         return;
     }
@@ -124,17 +121,10 @@ static bool take_pair(tsc_pair *out)
 }
 #endif
 
-static uint64_t mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void tt_tsc_clock_sample(tt_tsc_clock *c)
 {
 #if defined(__x86_64__)
-    if (c->count && mono_now() - pair_at(c, c->count - 1)->mono < TT_TSC_MIN_SPACING_NS) return;
+    if (c->count && tt_clock_ns(CLOCK_MONOTONIC) - c->pairs[c->count - 1].mono < TT_TSC_MIN_SPACING_NS) return;
     tsc_pair p;
     if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
 #else
@@ -145,7 +135,7 @@ void tt_tsc_clock_sample(tt_tsc_clock *c)
 void tt_tsc_clock_cover(tt_tsc_clock *c, uint64_t tsc)
 {
 #if defined(__x86_64__)
-    if (c->count && pair_at(c, c->count - 1)->tsc >= tsc) return;
+    if (c->count && c->pairs[c->count - 1].tsc >= tsc) return;
     tsc_pair p;
     if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
 #else
@@ -202,7 +192,7 @@ static unsigned pair_before(const tt_tsc_clock *c, uint64_t tsc)
     unsigned lo = 0, hi = c->count - 1;
     while (hi - lo > 1) {
         unsigned mid = lo + (hi - lo) / 2;
-        if (pair_at(c, mid)->tsc <= tsc) lo = mid;
+        if (c->pairs[mid].tsc <= tsc) lo = mid;
         else hi = mid;
     }
     return lo;
@@ -214,7 +204,7 @@ static unsigned pair_from(const tt_tsc_clock *c, uint64_t mono)
     unsigned lo = 0, hi = c->count;
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        if (pair_at(c, mid)->mono < mono) lo = mid + 1;
+        if (c->pairs[mid].mono < mono) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -223,18 +213,18 @@ static unsigned pair_from(const tt_tsc_clock *c, uint64_t mono)
 uint64_t tt_tsc_clock_to_mono(const tt_tsc_clock *c, uint64_t tsc)
 {
     if (c->count < 2) return 0;
-    const tsc_pair *oldest = pair_at(c, 0), *newest = pair_at(c, c->count - 1);
+    const tsc_pair *oldest = &c->pairs[0], *newest = &c->pairs[c->count - 1];
     if (tsc < oldest->tsc) { /* along the slope of the first EXTRAPOLATION_SPAN_NS */
         unsigned j = pair_from(c, oldest->mono + EXTRAPOLATION_SPAN_NS);
-        const tsc_pair *b = pair_at(c, j < c->count ? j : c->count - 1);
+        const tsc_pair *b = &c->pairs[j < c->count ? j : c->count - 1];
         return along(oldest->mono, -ticks_between(tsc, oldest->tsc), b->mono - oldest->mono, b->tsc - oldest->tsc);
     }
     if (tsc >= newest->tsc) { /* along the slope of the last EXTRAPOLATION_SPAN_NS */
         unsigned k = newest->mono > EXTRAPOLATION_SPAN_NS ? pair_from(c, newest->mono - EXTRAPOLATION_SPAN_NS + 1) : 0;
-        const tsc_pair *a = pair_at(c, k ? k - 1 : 0);
+        const tsc_pair *a = &c->pairs[k ? k - 1 : 0];
         return along(newest->mono, ticks_between(newest->tsc, tsc), newest->mono - a->mono, newest->tsc - a->tsc);
     }
     unsigned i = pair_before(c, tsc);
-    const tsc_pair *a = pair_at(c, i), *b = pair_at(c, i + 1);
+    const tsc_pair *a = &c->pairs[i], *b = &c->pairs[i + 1];
     return along(a->mono, (int64_t)(tsc - a->tsc), b->mono - a->mono, b->tsc - a->tsc);
 }
