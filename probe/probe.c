@@ -305,7 +305,7 @@ HOT void record_data(fd_slot *s, int fd, uint8_t dir, uint8_t call, uint8_t laye
         dst += n;
         left -= n;
     }
-    tt_producer_commit(r, pos);
+    tt_producer_commit(&producer, r, pos);
     tt_producer_prefetch(&producer, pos + need);
 }
 
@@ -326,7 +326,7 @@ void record_control(fd_slot *s, int fd, uint8_t kind, uint8_t dir, uint8_t call,
     r->lost[1] = lost[1];
     r->len = 0;
     r->total_len = 0;
-    tt_producer_commit(r, pos);
+    tt_producer_commit(&producer, r, pos);
 }
 
 /* Which socket a TLS library inside an SSL call on this thread used, and

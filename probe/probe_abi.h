@@ -8,16 +8,23 @@
  * `capacity` bytes of ring (a power of two).
  *
  * Producers (any thread, a signal handler included) reserve space by a
- * compare-and-swap on reserved_pos, never waiting: when the record does not
- * fit between reserved_pos and consumed_pos + capacity it is dropped and
- * counted. A record never wraps: when fewer than TT_PROBE_REC_MIN bytes are
- * left before the end of the ring the next record starts at the ring's
- * start (nothing is written in that tail); when more are left but the
- * record does not fit, a PAD record fills the tail. A record is complete
- * when its `commit` equals its absolute position + 1 (stored last, with
- * release order); the collector (the only consumer) reads records in order
- * and stores consumed_pos when done with them. All positions are absolute
- * byte counts; a ring offset is position & (capacity - 1).
+ * compare-and-swap on a cursor in the process's own memory, never waiting:
+ * when the record does not fit between that cursor and consumed_pos +
+ * capacity it is dropped and counted. The header's published_pos follows
+ * the cursor lazily (when a reservation crosses a multiple of
+ * TT_PROBE_PUBLISH_BYTES, and exactly when the process exits): it tells how
+ * full the ring is, not where the records end, so the common path never
+ * touches the header's page. A record never wraps: when fewer than
+ * TT_PROBE_REC_MIN bytes are left before the end of the ring the next
+ * record starts at the ring's start (nothing is written in that tail);
+ * when more are left but the record does not fit, a PAD record fills the
+ * tail. A record is complete when its `commit` equals (its absolute
+ * position + 1) XOR the header's commit_key (stored last, with release
+ * order); the collector (the only consumer) reads records in order while
+ * they are complete, and stores consumed_pos when done with them. The key,
+ * random per ring, keeps bytes the program moved (an older lap's data
+ * under the reader) from ever reading as a complete record. All positions
+ * are absolute byte counts; a ring offset is position & (capacity - 1).
  *
  * The collector may also keep spare ring files in the directory, named
  * TT_PROBE_SPARE_PREFIX followed by 0 .. TT_PROBE_SPARES - 1: zeroed, sized
@@ -34,7 +41,7 @@
 #include <stdint.h>
 
 #define TT_PROBE_MAGIC 0x31676e6972707474ull /* "ttpring1" little-endian */
-#define TT_PROBE_VERSION 1u
+#define TT_PROBE_VERSION 2u
 #define TT_PROBE_HEADER_SIZE 4096u
 #define TT_PROBE_DIR_ENV "TOKENTAP_PROBE_DIR"
 #define TT_PROBE_RING_ENV "TOKENTAP_PROBE_RING_KB"  /* ring size in KiB (rounded to a power of two) */
@@ -51,6 +58,7 @@
 #define TT_PROBE_MIN_RING (64u << 10)
 #define TT_PROBE_MAX_RING (1u << 30)
 #define TT_PROBE_MAX_COPY (256u << 10) /* data bytes per record; beyond, the rest is a gap */
+#define TT_PROBE_PUBLISH_BYTES (64u << 10)  /* published_pos is moved when a reservation crosses a multiple */
 
 /* What a record says. */
 enum tt_probe_kind {
@@ -105,8 +113,11 @@ struct tt_probe_ring {
     uint64_t capacity;       /* ring bytes, a power of two */
     uint32_t pid, ppid;
     uint64_t created_mono_ns;
-    uint64_t reserved_0[3];
-    uint64_t reserved_pos;   /* producers: bytes reserved so far (own cache line) */
+    uint64_t commit_key;     /* a record's commit word is (position + 1) ^ commit_key */
+    uint64_t reserved_0[2];
+    uint64_t published_pos;  /* producers: every position below it was reserved (own cache line); at
+                                most TT_PROBE_PUBLISH_BYTES + a record behind the producers while the
+                                process runs, exact once it exited through its exit handlers */
     uint64_t pad_a[7];
     uint64_t consumed_pos;   /* collector: bytes consumed so far (own cache line) */
     uint64_t pad_b[7];
@@ -118,7 +129,7 @@ struct tt_probe_ring {
 
 /* The head of every record; `len` data bytes follow, then padding to 8. */
 struct tt_probe_rec {
-    uint64_t commit;      /* absolute position + 1 once complete */
+    uint64_t commit;      /* (absolute position + 1) ^ the ring's commit_key once complete */
     uint32_t size;        /* bytes of the whole record, head and padding included */
     uint8_t kind, dir, call, flags;
     uint64_t ts_ns;       /* CLOCK_MONOTONIC when the real call returned; for DATA, dir SEND,

@@ -28,6 +28,8 @@ typedef struct tt_probe_producer {
     uint8_t *data;
     uint64_t capacity, mask;
     uint64_t seen_consumed; /* the collector's consumed_pos as last read: stale is merely conservative */
+    uint64_t reserved;      /* bytes reserved so far (the header's published_pos follows it lazily) */
+    uint64_t commit_key;    /* the ring's commit_key */
     int state;              /* enum tt_producer_state */
     /* records dropped while the ring was not ready (being made by another
      * thread), moved into the ring's counters once it is */
@@ -66,6 +68,26 @@ static inline void tt_producer_attach(tt_probe_producer *p, struct tt_probe_ring
     p->capacity = capacity;
     p->mask = capacity - 1;
     p->seen_consumed = __atomic_load_n(&head->consumed_pos, __ATOMIC_ACQUIRE);
+    p->reserved = __atomic_load_n(&head->published_pos, __ATOMIC_ACQUIRE);
+    p->commit_key = head->commit_key;
+}
+
+/* Raise the header's published_pos to at least `pos` (a position every
+ * reservation below which was made); never lowers it, whatever the order
+ * in which threads get here. */
+static inline void tt_producer_publish_pos(tt_probe_producer *p, uint64_t pos)
+{
+    uint64_t seen = __atomic_load_n(&p->head->published_pos, __ATOMIC_RELAXED);
+    while (seen < pos && !__atomic_compare_exchange_n(&p->head->published_pos, &seen, pos, true, __ATOMIC_RELEASE,
+                                                      __ATOMIC_RELAXED)) {
+    }
+}
+
+/* The exact position for readers: everything this process reserved (its
+ * exit handler calls it; a reader then knows where the records end). */
+static inline void tt_producer_publish_all(tt_probe_producer *p)
+{
+    tt_producer_publish_pos(p, __atomic_load_n(&p->reserved, __ATOMIC_ACQUIRE));
 }
 
 /* Move the drops counted while no ring was ready into the ring's counters. */
@@ -120,7 +142,7 @@ static inline uint64_t tt_producer_reserve(tt_probe_producer *p, uint32_t need, 
 {
     struct tt_probe_ring *h = p->head;
     uint64_t cap = p->capacity;
-    uint64_t pos = __atomic_load_n(&h->reserved_pos, __ATOMIC_RELAXED);
+    uint64_t pos = __atomic_load_n(&p->reserved, __ATOMIC_RELAXED);
     uint64_t tail = __atomic_load_n(&p->seen_consumed, __ATOMIC_RELAXED);
     for (int tries = 0; tries < TT_PRODUCER_RESERVE_TRIES; tries++) {
         uint64_t off = pos & p->mask;
@@ -133,15 +155,18 @@ static inline uint64_t tt_producer_reserve(tt_probe_producer *p, uint32_t need, 
             __atomic_store_n(&p->seen_consumed, fresh, __ATOMIC_RELAXED);
             continue;
         }
-        if (__atomic_compare_exchange_n(&h->reserved_pos, &pos, pos + skip + need, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
+        uint64_t end = pos + skip + need;
+        if (__atomic_compare_exchange_n(&p->reserved, &pos, end, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            /* the header's line only once in TT_PROBE_PUBLISH_BYTES: the
+             * common path stays off its page */
+            if (__builtin_expect((end ^ pos) >= TT_PROBE_PUBLISH_BYTES, 0)) tt_producer_publish_pos(p, end);
             if (skip >= TT_PROBE_REC_MIN) {
                 struct tt_probe_rec *pad = (struct tt_probe_rec *)(p->data + off);
                 pad->size = (uint32_t)skip;
                 pad->kind = TT_PROBE_KIND_PAD;
                 pad->len = 0;
                 pad->total_len = 0;
-                __atomic_store_n(&pad->commit, pos + 1, __ATOMIC_RELEASE);
+                __atomic_store_n(&pad->commit, (pos + 1) ^ p->commit_key, __ATOMIC_RELEASE);
             }
             *out = (struct tt_probe_rec *)(p->data + ((pos + skip) & p->mask));
             return pos + skip;
@@ -151,9 +176,9 @@ static inline uint64_t tt_producer_reserve(tt_probe_producer *p, uint32_t need, 
 }
 
 /* The record at pos (filled) is complete: the collector may read it. */
-static inline void tt_producer_commit(struct tt_probe_rec *r, uint64_t pos)
+static inline void tt_producer_commit(const tt_probe_producer *p, struct tt_probe_rec *r, uint64_t pos)
 {
-    __atomic_store_n(&r->commit, pos + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->commit, (pos + 1) ^ p->commit_key, __ATOMIC_RELEASE);
 }
 
 #define TT_PRODUCER_PREFETCH_BYTES 256u

@@ -70,6 +70,26 @@ static int ring_take_spare(const char *path, size_t len)
     return -1;
 }
 
+#ifndef GRND_NONBLOCK
+#define GRND_NONBLOCK 1
+#endif
+
+/* A commit key for a new ring (probe_abi.h): random where the kernel has
+ * entropy at hand, else mixed from the clock, the pid and an address (a
+ * peer cannot guess it either way; it only has to differ from what a
+ * program's bytes hold). */
+static uint64_t ring_commit_key(void)
+{
+    uint64_t key = 0;
+    if (syscall(SYS_getrandom, &key, sizeof key, GRND_NONBLOCK) != (long)sizeof key || !key) {
+        key = mono_ns() ^ ((uint64_t)owner_pid << 40) ^ (uint64_t)(uintptr_t)&key;
+        key ^= key >> 31;
+        key *= 0x9e3779b97f4a7c15ull;
+        key ^= key >> 29;
+    }
+    return key;
+}
+
 /* Create (or take the spare of) and map this process's ring file. Only
  * system calls (it runs in a fork child too). Returns true when recording
  * can start. */
@@ -105,6 +125,7 @@ static bool ring_create(void)
     h->pid = (uint32_t)owner_pid;
     h->ppid = (uint32_t)getppid();
     h->created_mono_ns = created;
+    h->commit_key = ring_commit_key();
     __atomic_store_n(&h->magic, TT_PROBE_MAGIC, __ATOMIC_RELEASE);
     tt_producer_attach(&producer, h, (uint8_t *)map + TT_PROBE_HEADER_SIZE, ring_bytes);
     ring_map_len = len;
@@ -191,6 +212,7 @@ static void on_fork_child(void)
     producer.head = NULL;
     producer.data = NULL;
     producer.seen_consumed = 0;
+    producer.reserved = 0;
     owner_pid = getpid();
     size_t high = fd_high < fd_table_len ? fd_high + 1 : fd_table_len;
     for (size_t i = 0; i < high; i++) {
@@ -206,8 +228,10 @@ static void on_fork_child(void)
 
 static void on_exit_mark(void)
 {
-    if (__atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) == TT_PRODUCER_READY && getpid() == owner_pid)
+    if (__atomic_load_n(&producer.state, __ATOMIC_ACQUIRE) == TT_PRODUCER_READY && getpid() == owner_pid) {
+        tt_producer_publish_all(&producer);
         __atomic_store_n(&producer.head->exited, 1, __ATOMIC_RELEASE);
+    }
 }
 
 /* Active only when TOKENTAP_PROBE_DIR names a directory `tokentap run`

@@ -156,7 +156,8 @@ place of the probe. On this VM both cost far more than their instructions
 (a clock read in a loop takes about 25 ns, an \`rdtsc\` about 11): after
 each system call the code, data and vDSO pages they touch are walked
 again (no PCID, page-table isolation on: each page about 20 ns). Besides
-those, the probe's common path reads three data pages after the call (its
-globals with the low fds' slots, the ring's header, the ring's line) and
-the caller's buffer.
+those, the probe's common path reads two data pages after the call (its
+globals with the low fds' slots and the reservation cursor, and the ring's
+line; the ring's header only when a record crosses a multiple of 64 KiB)
+and the caller's buffer.
 MD

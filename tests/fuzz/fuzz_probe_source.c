@@ -7,10 +7,13 @@
  *     each cut at its own `size` field (clamped), in an exact-size copy so
  *     that any read past a record is caught;
  *  2. as a ring file image: a valid header (so the ring is not simply
- *     refused) over a 64 KiB ring holding the bytes, with reserved_pos and
- *     consumed_pos taken from the input, read by tt_probe_source_poll in
- *     two steps: first with the producers' position at the split point,
- *     then at its full value (records completed between two polls).
+ *     refused; its commit_key 0, so that commit words in the input read as
+ *     positions + 1) over a 64 KiB ring holding the bytes, with
+ *     published_pos and consumed_pos taken from the input, read by
+ *     tt_probe_source_poll in two steps: first with the published position
+ *     at the split point, then at its full value (the collector finds
+ *     records by their commit words either way; the published position
+ *     tells it how full the ring is and whether it contradicts itself).
  * Every delivered chunk's bytes are read, and its offset must follow the
  * previous chunk's on the same connection and direction. */
 #include <fcntl.h>
@@ -113,14 +116,14 @@ static void read_ring(const uint8_t *data, size_t size, uint8_t split)
     consumed = consumed > reserved ? reserved : reserved - consumed;
     if (positions[1] >> 63) consumed = positions[1]; /* and sometimes not at all */
     h->consumed_pos = consumed;
-    h->reserved_pos = consumed + (reserved - consumed) * split / 255;
+    h->published_pos = consumed + (reserved - consumed) * split / 255;
 
     fuzz_sink sink;
     tt_probe_source *s = new_source(&sink);
     char err[256];
     if (s && tt_probe_source_open_dir(s, ring_dir, false, err, sizeof err) == 0) {
         tt_probe_source_poll(s);
-        h->reserved_pos = reserved < consumed ? consumed : reserved;
+        h->published_pos = reserved < consumed ? consumed : reserved;
         tt_probe_source_poll(s);
         tt_probe_source_finish(s);
         tt_probe_stats st;

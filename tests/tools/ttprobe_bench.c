@@ -190,7 +190,7 @@ int main(int argc, char **argv)
     int lap_max = 4096;
     if (!samples_init(&lap, lap_max)) return 1;
     long faults0 = minor_faults();
-    while (ring && lap.n[0] < lap_max && __atomic_load_n(&ring->reserved_pos, __ATOMIC_ACQUIRE) < ring->capacity)
+    while (ring && lap.n[0] < lap_max && __atomic_load_n(&ring->published_pos, __ATOMIC_ACQUIRE) < ring->capacity)
         if (run_block(w, r, iters, ARM_WRAPPED, &lap) || run_block(w, r, iters, ARM_DIRECT, &lap)) return 1;
     for (long i = 0; i < warmup; i++)
         if (write(w, msg, sizeof msg) != (ssize_t)sizeof msg || read(r, buf, sizeof buf) != (ssize_t)sizeof buf)

@@ -381,7 +381,11 @@ typedef struct ring_writer {
     uint8_t *map;
     size_t len;
     uint64_t cap, pos;
+    uint64_t key;      /* the ring's commit_key */
+    bool lazy;         /* published_pos left alone (the probe publishes it only now and then) */
 } ring_writer;
+
+#define WRITER_KEY 0x6b65792d72696e67ull
 
 static void ring_writer_open(ring_writer *w, const char *dir, uint32_t pid, uint64_t cap)
 {
@@ -400,8 +404,11 @@ static void ring_writer_open(ring_writer *w, const char *dir, uint32_t pid, uint
     h->header_size = TT_PROBE_HEADER_SIZE;
     h->capacity = cap;
     h->pid = pid;
+    h->commit_key = WRITER_KEY;
     w->cap = cap;
     w->pos = 0;
+    w->key = WRITER_KEY;
+    w->lazy = false;
 }
 
 /* Append one record the way the probe reserves space; commit unless told. */
@@ -416,16 +423,16 @@ static void ring_put(ring_writer *w, const uint8_t *rec, size_t n, bool commit)
             memset(&pad, 0xEE, sizeof pad); /* stale bytes: only size, kind, commit count */
             pad.size = (uint32_t)room;
             pad.kind = TT_PROBE_KIND_PAD;
-            pad.commit = w->pos + 1;
+            pad.commit = (w->pos + 1) ^ w->key;
             memcpy(data + off, &pad, sizeof pad);
         }
         w->pos += room;
         off = 0;
     }
     memcpy(data + off, rec, n);
-    ((struct tt_probe_rec *)(data + off))->commit = commit ? w->pos + 1 : 0;
+    ((struct tt_probe_rec *)(data + off))->commit = commit ? (w->pos + 1) ^ w->key : 0;
     w->pos += n;
-    h->reserved_pos = w->pos;
+    if (!w->lazy) h->published_pos = w->pos;
 }
 
 static void ring_writer_close(ring_writer *w) { munmap(w->map, w->len); }
@@ -530,7 +537,7 @@ static void test_ring_unfinished_and_damaged(void **state)
     ring_writer_close(&w);
 
     ring_writer_open(&w, dir, 102, TT_PROBE_MIN_RING);
-    ((struct tt_probe_ring *)w.map)->reserved_pos = 10 * TT_PROBE_MIN_RING; /* ahead by more than the ring */
+    ((struct tt_probe_ring *)w.map)->published_pos = 10 * TT_PROBE_MIN_RING; /* ahead by more than the ring */
     ring_writer_close(&w);
 
     ring_writer_open(&w, dir, 103, TT_PROBE_MIN_RING);
@@ -629,7 +636,7 @@ static void test_producer_drop_accounting(void **state)
             dropped_records++;
         } else {
             memcpy((uint8_t *)r + sizeof r->commit, rec + sizeof r->commit, n - sizeof r->commit);
-            tt_producer_commit(r, pos);
+            tt_producer_commit(&p, r, pos);
             tt_producer_prefetch(&p, pos + n); /* a hint, up to the ring's end and never past it */
             put++;
         }
@@ -645,6 +652,163 @@ static void test_producer_drop_accounting(void **state)
     assert_int_equal(st.drop_records, dropped_records);
     assert_int_equal(st.data_bytes, put * 256);
     assert_int_equal(st.data_bytes + st.drop_bytes, moved);
+    ring_writer_close(&w);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+    remove_dir(dir);
+}
+
+/* Records are found by their commit words: the producers publish their
+ * position only now and then (never, here), and what lies past the last
+ * complete record (an older lap's records, or a program's bytes that look
+ * like a complete record to a reader that ignored the ring's key) is not
+ * read. */
+static void test_ring_found_by_commit_words(void **state)
+{
+    char *dir = make_dir();
+    ring_writer w;
+    ring_writer_open(&w, dir, (uint32_t)getpid(), TT_PROBE_MIN_RING); /* alive: never retired */
+    w.lazy = true;
+    struct tt_probe_ring *h = (struct tt_probe_ring *)w.map;
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
+
+    static uint8_t small[512], big[32768], fake[512];
+    static char payload[30001];
+    size_t n = make_rec(small, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "small", 0);
+    memset(payload, 'p', 30000);
+    size_t big_n = make_rec(big, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, payload, 0);
+    /* where the tail stops in the second lap, after ten small records: the
+     * big record's bytes there hold a whole record, complete as a keyless
+     * commit word would say */
+    uint64_t fake_off = 10 * n;
+    size_t fake_n = make_rec(fake, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "FAKE", 0);
+    ((struct tt_probe_rec *)fake)->commit = w.cap + fake_off + 1;
+    assert_true(fake_off > sizeof(struct tt_probe_rec) && fake_off + fake_n < big_n);
+    memcpy(big + fake_off, fake, fake_n);
+
+    ring_put(&w, big, big_n, true);
+    size_t first_lap = 1;
+    while (w.pos + n <= w.cap) {
+        ring_put(&w, small, n, true);
+        first_lap++;
+    }
+    assert_int_equal(tt_probe_source_poll(s), first_lap);
+    assert_int_equal(h->published_pos, 0);
+    assert_int_equal(tt_probe_source_last_fill(s), 0); /* nothing published: how full is not known */
+    assert_int_equal(h->consumed_pos, w.pos);
+
+    for (int i = 0; i < 10; i++) ring_put(&w, small, n, true); /* the second lap, over the first */
+    assert_int_equal(w.pos, w.cap + fake_off);
+    assert_int_equal(tt_probe_source_poll(s), 10);
+    assert_int_equal(tt_probe_source_poll(s), 0);
+    ring_put(&w, small, n, true); /* a real record there now */
+    assert_int_equal(tt_probe_source_poll(s), 1);
+
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.records, first_lap + 11);
+    assert_int_equal(st.data_bytes, 30000 + 5 * (first_lap - 1 + 11));
+    assert_int_equal(st.bad_records, 0);
+    assert_int_equal(st.bad_rings, 0);
+    ring_writer_close(&w);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+    remove_dir(dir);
+}
+
+/* The ring of a process that is gone is retired (its file removed, when
+ * the directory is the collector's) once its complete records are read,
+ * whether or not the process published its position (a process killed
+ * before its exit handlers never does); one with a published record that
+ * was never completed stays, and that record counts as unfinished. */
+static void test_ring_retired_unpublished(void **state)
+{
+    char *dir = make_dir();
+    uint8_t rec[512];
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "one", 0);
+    ring_writer w;
+    ring_writer_open(&w, dir, 100, TT_PROBE_MIN_RING); /* killed: nothing published */
+    w.lazy = true;
+    ring_put(&w, rec, n, true);
+    ring_put(&w, rec, n, true);
+    ring_writer_close(&w);
+    ring_writer_open(&w, dir, 101, TT_PROBE_MIN_RING); /* exited mid-record: published */
+    ring_put(&w, rec, n, true);
+    ring_put(&w, rec, n, false);
+    ring_writer_close(&w);
+
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, dir, true, err, sizeof err), 0);
+    assert_int_equal(tt_probe_source_poll(s), 3);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ring.100.123", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/ring.101.123", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    tt_probe_source_finish(s);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.records, 3);
+    assert_int_equal(st.unfinished_bytes, n);
+    assert_int_equal(st.bad_rings, 0);
+    tt_probe_source_free(s);
+    tt_sb_free(&b);
+    remove_dir(dir);
+}
+
+/* The producer's cursor is its own: the header's published_pos moves only
+ * when a reservation crosses a multiple of TT_PROBE_PUBLISH_BYTES, never
+ * back, and exactly at the exit's tt_producer_publish_all; the collector
+ * reads the records either way. */
+static void test_producer_publishes_lazily(void **state)
+{
+    char *dir = make_dir();
+    ring_writer w;
+    ring_writer_open(&w, dir, (uint32_t)getpid(), 4 * TT_PROBE_MIN_RING);
+    struct tt_probe_ring *h = (struct tt_probe_ring *)w.map;
+    tt_probe_producer p;
+    memset(&p, 0, sizeof p);
+    tt_producer_attach(&p, h, w.map + TT_PROBE_HEADER_SIZE, w.cap);
+    tt_producer_publish(&p);
+    assert_int_equal(p.commit_key, WRITER_KEY);
+
+    tt_strbuf b = {0};
+    tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
+    static uint8_t rec[2048];
+    static char data[1024 - sizeof(struct tt_probe_rec) + 1];
+    memset(data, 'd', sizeof data - 1);
+    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
+    assert_int_equal(n, 1024);
+    assert_int_equal(TT_PROBE_PUBLISH_BYTES % n, 0);
+    size_t per_step = TT_PROBE_PUBLISH_BYTES / n;
+    for (size_t i = 0; i < per_step + 10; i++) {
+        struct tt_probe_rec *r = NULL;
+        uint64_t pos = tt_producer_reserve(&p, (uint32_t)n, &r);
+        assert_int_equal(pos, i * n);
+        assert_non_null(r);
+        memcpy((uint8_t *)r + sizeof r->commit, rec + sizeof r->commit, n - sizeof r->commit);
+        tt_producer_commit(&p, r, pos);
+        if (i + 1 < per_step) assert_int_equal(h->published_pos, 0); /* the header left alone */
+        else assert_int_equal(h->published_pos, TT_PROBE_PUBLISH_BYTES);
+        if (i + 2 == per_step) assert_int_equal(tt_probe_source_poll(s), per_step - 1);
+    }
+    assert_int_equal(tt_probe_source_poll(s), 11);
+    tt_producer_publish_pos(&p, 100); /* never back */
+    assert_int_equal(h->published_pos, TT_PROBE_PUBLISH_BYTES);
+    tt_producer_publish_all(&p);
+    assert_int_equal(h->published_pos, (per_step + 10) * n);
+    assert_int_equal(p.reserved, (per_step + 10) * n);
+    tt_probe_stats st;
+    tt_probe_source_stats(s, &st);
+    assert_int_equal(st.records, per_step + 10);
+    assert_int_equal(st.bad_records, 0);
     ring_writer_close(&w);
     tt_probe_source_free(s);
     tt_sb_free(&b);
@@ -824,6 +988,9 @@ int main(void)
         cmocka_unit_test(test_ring_wraps),
         cmocka_unit_test(test_ring_unfinished_and_damaged),
         cmocka_unit_test(test_producer_drop_accounting),
+        cmocka_unit_test(test_ring_found_by_commit_words),
+        cmocka_unit_test(test_ring_retired_unpublished),
+        cmocka_unit_test(test_producer_publishes_lazily),
         cmocka_unit_test(test_open_dir_errors),
         cmocka_unit_test(test_new_rings_found_later),
         cmocka_unit_test(test_deferred_delivery),

@@ -50,6 +50,7 @@ typedef struct probe_ring {
     uint64_t allocated; /* ring bytes allocated so far (the producers' first lap) */
     bool huge_pages;    /* its file is on a tmpfs with huge pages (st_blksize 2 MiB or more) */
     uint64_t capacity, tail;
+    uint64_t commit_key; /* the header's: a complete record's commit is (position + 1) ^ commit_key */
     bool broken, done;
     struct probe_ring *next;
 } probe_ring;
@@ -426,6 +427,7 @@ static probe_ring *ring_open(tt_probe_source *s, const char *path, uint32_t pid,
     r->map_len = len;
     r->writable = writable;
     r->capacity = cap;
+    r->commit_key = load_u64(&h->commit_key);
     r->tail = load_u64(&h->consumed_pos);
     if (r->tail % 8) { /* records start on 8-byte boundaries: a damaged header */
         r->broken = true;
@@ -457,8 +459,27 @@ static void ring_allocate_ahead(probe_ring *r, uint64_t head)
     }
 }
 
-/* Deliver the complete records of ring r in order; *fill_permille is
- * raised to the part of the ring (in thousandths) that was waiting. */
+/* Whether the record at absolute position pos of ring r is complete. */
+static bool ring_committed(const probe_ring *r, uint64_t pos)
+{
+    const struct tt_probe_rec *rec =
+        (const struct tt_probe_rec *)(r->map + TT_PROBE_HEADER_SIZE + (pos & (r->capacity - 1)));
+    return load_u64(&rec->commit) == ((pos + 1) ^ r->commit_key);
+}
+
+/* The bytes the producers published as reserved beyond the collector's
+ * tail (probe_abi.h: published_pos lags the producers by up to
+ * TT_PROBE_PUBLISH_BYTES and a record, and the tail may pass it); more
+ * than the ring holds when the header contradicts itself. */
+static uint64_t ring_waiting(const probe_ring *r)
+{
+    uint64_t published = load_u64(&((const struct tt_probe_ring *)r->map)->published_pos);
+    return published > r->tail ? published - r->tail : 0;
+}
+
+/* Deliver the complete records of ring r in order, at most a ring's worth
+ * in one call; *fill_permille is raised to the part of the ring (in
+ * thousandths) the producers had published as waiting. */
 static size_t ring_drain(tt_probe_source *s, probe_ring *r, unsigned *fill_permille)
 {
     if (r->broken || r->done) return 0;
@@ -466,27 +487,27 @@ static size_t ring_drain(tt_probe_source *s, probe_ring *r, unsigned *fill_permi
     const uint8_t *data = r->map + TT_PROBE_HEADER_SIZE;
     uint64_t mask = r->capacity - 1;
     size_t handled = 0;
-    uint64_t head = load_u64(&h->reserved_pos);
-    if (head - r->tail > r->capacity) r->broken = true;
-    else if ((head - r->tail) * 1000 / r->capacity > *fill_permille)
-        *fill_permille = (unsigned)((head - r->tail) * 1000 / r->capacity);
-    ring_allocate_ahead(r, head);
-    /* One read of the producers' position and one store of ours per batch:
-     * the shared lines move between cores once, not once per record. */
-    while (!r->broken && r->tail != head) {
+    uint64_t waiting = ring_waiting(r);
+    if (waiting > r->capacity) r->broken = true;
+    else if (waiting * 1000 / r->capacity > *fill_permille) *fill_permille = (unsigned)(waiting * 1000 / r->capacity);
+    ring_allocate_ahead(r, r->tail + waiting);
+    /* Records are found by their commit words, not by the producers'
+     * position (which they publish lazily); our position is stored once
+     * per batch: the shared line moves between cores once, not once per
+     * record. */
+    uint64_t stop = r->tail + r->capacity;
+    while (!r->broken && r->tail < stop) {
         uint64_t off = r->tail & mask, room = r->capacity - off;
         if (room < TT_PROBE_REC_MIN) {
-            if (head - r->tail < room) {
-                r->broken = true;
-                break;
-            }
+            /* the implicit skip: taken once the record after it is complete */
+            if (!ring_committed(r, r->tail + room)) break;
             r->tail += room;
             continue;
         }
         const struct tt_probe_rec *rec = (const struct tt_probe_rec *)(data + off);
-        if (load_u64(&rec->commit) != r->tail + 1) break; /* reserved, not yet complete */
+        if (!ring_committed(r, r->tail)) break; /* not reserved, or not yet complete */
         uint32_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
-        if (size < TT_PROBE_REC_MIN || size % 8 || size > room || size > head - r->tail) {
+        if (size < TT_PROBE_REC_MIN || size % 8 || size > room) {
             r->broken = true;
             break;
         }
@@ -521,12 +542,14 @@ static void ring_counters(const probe_ring *r, uint64_t *drops, uint64_t *drop_b
 static void ring_retire_if_done(tt_probe_source *s, probe_ring *r)
 {
     if (r->done || r->broken) return;
-    struct tt_probe_ring *h = (struct tt_probe_ring *)r->map;
-    if (load_u64(&h->reserved_pos) != r->tail) return;
+    if (ring_waiting(r) || ring_committed(r, r->tail)) return;
     if (kill((pid_t)r->pid, 0) == 0 || errno != ESRCH) return;
     unsigned fill = 0;
     ring_drain(s, r, &fill);
-    if (r->broken || load_u64(&h->reserved_pos) != r->tail) return;
+    /* a record reserved and never completed keeps the ring, counted as
+     * unfinished at the end (seen where the process published it: at its
+     * exit handlers, or in an earlier crossing) */
+    if (r->broken || ring_waiting(r)) return;
     ring_counters(r, &s->done_drop_records, &s->done_drop_bytes, &s->done_untracked);
     munmap(r->map, r->map_len);
     r->map = NULL;
@@ -623,14 +646,13 @@ static uint64_t coarse_now_ns(void)
 static bool ring_left_for_later(tt_probe_source *s, probe_ring *r, unsigned *fill_permille)
 {
     if (!s->defer_max || s->drain_all || r->broken || r->done) return false;
-    const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;
-    uint64_t head = load_u64(&h->reserved_pos), waiting = head - r->tail;
-    /* also a position that went back (waiting huge): ring_drain judges that */
+    uint64_t waiting = ring_waiting(r);
+    /* also a position beyond the ring: ring_drain judges that */
     if (waiting >= r->capacity * TT_PROBE_SOURCE_PRESSING_PERMILLE / 1000) return false;
     unsigned fill = (unsigned)(waiting * 1000 / r->capacity);
     if (fill > *fill_permille) *fill_permille = fill;
     if (kill((pid_t)r->pid, 0) != 0 && errno == ESRCH) return false;
-    ring_allocate_ahead(r, head);
+    ring_allocate_ahead(r, r->tail + waiting);
     return true;
 }
 
@@ -663,9 +685,8 @@ void tt_probe_source_finish(tt_probe_source *s)
     release_held(s);
     for (probe_ring *r = s->rings; r; r = r->next) {
         if (r->done || r->broken || !r->map) continue;
-        const struct tt_probe_ring *h = (const struct tt_probe_ring *)r->map;
-        uint64_t head = load_u64(&h->reserved_pos);
-        if (head != r->tail && head - r->tail <= r->capacity) s->st.unfinished_bytes += head - r->tail;
+        uint64_t waiting = ring_waiting(r);
+        if (waiting <= r->capacity) s->st.unfinished_bytes += waiting;
     }
     s->finished = true;
     for (unsigned b = 0; b < CONN_BUCKETS; b++) {
