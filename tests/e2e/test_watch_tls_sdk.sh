@@ -7,8 +7,11 @@
 # changed. Skipped when node, npm or the registry is missing.
 #  - every request whole at the tls vantage, its token events as many as
 #    serve's token writes (its own log), none stamped before serve's
-#    logged instant of the write, the median SSL_read return under 2 ms
-#    after it (each within 50 ms);
+#    logged instant of the write, the median SSL_read return under 5 ms
+#    after it (half the 10 ms between tokens: a token stamped with its
+#    neighbour's write fails; each within 50 ms). About 0.1 ms on a quiet
+#    machine; 2.35 ms was seen once on a loaded one (the bound was 2 ms
+#    with 3 ms between tokens);
 #  - the SDK's own first-chunk instant (start + its ttft) at or after the
 #    tls vantage's first event of the same request (within 50 ms), and
 #    every SSL call paired with its socket.
@@ -24,7 +27,7 @@ need_bpf "$work"
 (cd "$work" && timeout 180 $npm install --no-audit --no-fund --silent --prefer-offline openai@4 > npm.log 2>&1) \
     || skip "npm cannot install openai here: $(tail -1 "$work/npm.log")"
 self_signed_cert "$work"
-start_serve "$work" --profile vllm --tls "$work/c.pem" "$work/k.pem" --ttft-ms 8 --itl-ms 3 --seed 5
+start_serve "$work" --profile vllm --tls "$work/c.pem" "$work/k.pem" --ttft-ms 8 --itl-ms 10 --seed 5
 # the benchmark's own script, run once GO exists (so that watch attaches to a running node first)
 cat > "$work/after_go.js" <<'JS'
 const fs = require("fs");
@@ -75,7 +78,7 @@ for i in range(8):
     assert -1_000 <= d <= 50_000_000, (rid, d)  # microsecond rounding of the float seconds
     sdk_after.append(d)
 med = statistics.median(lags)
-assert med <= 2_000_000, med
+assert med <= 5_000_000, med
 print("openai SDK over TLS: 8/8 requests whole, %d token events; SSL_read return minus serve's write median %.1f us "
       "(max %.1f us); the SDK's first chunk %.1f us (median) after the tls vantage's first event"
       % (len(lags), med / 1e3, max(lags) / 1e3, statistics.median(sdk_after) / 1e3))
