@@ -688,9 +688,10 @@ static const tt_request *filed_with_id(tt_tracker *t, const char *id)
 /* A late mark (its bytes parsed, its request filed) finds the request on
  * its own connection however many requests other connections filed since:
  * each connection links its filed requests (conn_state.last_filed), where
- * the tracker's newest 1024 of any connection would have missed it; after
- * the requests are sorted (an interval's report), the newest of any
- * connection are looked at again. */
+ * the tracker's newest 1024 of any connection would have missed it; the
+ * links follow the requests when they are sorted (an interval's report),
+ * so a request filed before the sort is still found behind those its
+ * connection filed after. */
 static void test_late_mark_behind_other_connections(void **state)
 {
     feeder a, b;
@@ -724,14 +725,27 @@ static void test_late_mark_behind_other_connections(void **state)
     assert_int_equal(r->n_events, 1);
     assert_int_equal(r->events[0].ready_ns, 35);
     assert_int_equal(r->first_token_ready_ns, 35);
-    /* sorted: B's newest request is among the newest of any connection */
+    /* sorted: each connection's links moved with its requests */
     tt_tracker_sort(a.t);
     uint64_t b_last = b.off[TT_DIR_S2C] - strlen("0\r\n\r\n") - strlen(piece);
     ready(&b, TT_DIR_S2C, b_last, b_last + strlen(piece) - 2, 2000);
     r = filed_with_id(a.t, "b-1099");
     assert_non_null(r);
     assert_int_equal(r->events[0].ready_ns, 2000);
-    /* and B's next request links its own again */
+    /* a-1, filed before the sort, still behind the requests its connection
+     * filed after it: a late mark on its request's bytes finds it */
+    for (int i = 0; i < 3; i++) {
+        snprintf(id, sizeof id, "a-after-%d", i);
+        send_str(&a, TT_DIR_C2S, chat_request(id), 2100);
+        send_str(&a, TT_DIR_S2C, head, 2100);
+        send_str(&a, TT_DIR_S2C, piece, 2100);
+        send_str(&a, TT_DIR_S2C, "0\r\n\r\n", 2100);
+    }
+    ready(&a, TT_DIR_C2S, 0, strlen(chat_request("a-1")), 5);
+    r = filed_with_id(a.t, "a-1");
+    assert_non_null(r);
+    assert_int_equal(r->req_ready_ns, 5);
+    /* and B's next request links its own */
     send_str(&b, TT_DIR_C2S, chat_request("b-next"), 3000);
     send_str(&b, TT_DIR_S2C, head, 3000);
     send_str(&b, TT_DIR_S2C, piece, 3000);

@@ -101,11 +101,11 @@ void tt_conn_file_request(conn_state *c, pending *p)
     if (!p->response_started) r->incomplete |= TT_INC_NO_RESPONSE;
     else if (!p->response_done) r->incomplete |= TT_INC_RESPONSE_CUT;
     count_shared_chunks(r);
-    r->prev_filed = c->last_filed_epoch == t->filed_epoch ? c->last_filed : 0;
+    r->prev_filed = c->last_filed;
+    r->filed_at = t->forgotten + t->n_reqs + 1;
     t->reqs = tt_conn_grow(t->reqs, &t->cap_reqs, t->n_reqs + 1, sizeof *t->reqs);
     t->reqs[t->n_reqs++] = *r;
-    c->last_filed = t->forgotten + t->n_reqs;
-    c->last_filed_epoch = t->filed_epoch;
+    c->last_filed = r->filed_at;
     t->in_flight--;
     tt_classify_memo_free(p->memo);
     free(p);
@@ -182,20 +182,14 @@ void tt_conn_ready_mark(conn_state *c, const tt_chunk *ch)
     if (from >= c->parsed_end[ch->dir]) return; /* the usual case: its bytes are still to come */
     for (size_t i = 0; i < c->queue_len; i++) tt_request_ready_fill_late(&c->queue[i]->req, ch->dir, from, end, ch->mono_ns);
     tt_tracker *t = c->t;
-    if (c->last_filed_epoch == t->filed_epoch) { /* the connection's own filed requests, newest first */
-        uint64_t at = c->last_filed;
-        for (size_t k = 0; at > t->forgotten && k < LATE_READY_FILED_SCAN; k++) {
-            tt_request *r = &t->reqs[at - 1 - t->forgotten];
-            tt_request_ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
-            if (filed_all_before(r, ch->dir, from)) break;
-            at = r->prev_filed;
-        }
-        return;
-    }
-    /* reordered since (an interval's report sorted them): the newest filed requests, any connection's */
-    for (size_t k = 0; k < t->n_reqs && k < LATE_READY_FILED_SCAN; k++) {
-        tt_request *r = &t->reqs[t->n_reqs - 1 - k];
-        if (r->conn_id == c->conn_id) tt_request_ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
+    /* the connection's own filed requests, newest first (a link to a
+     * request let go, tt_tracker_forget, ends the walk) */
+    uint64_t at = c->last_filed;
+    for (size_t k = 0; at > t->forgotten && k < LATE_READY_FILED_SCAN; k++) {
+        tt_request *r = &t->reqs[at - 1 - t->forgotten];
+        tt_request_ready_fill_late(r, ch->dir, from, end, ch->mono_ns);
+        if (filed_all_before(r, ch->dir, from)) break;
+        at = r->prev_filed;
     }
 }
 

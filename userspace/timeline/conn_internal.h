@@ -114,10 +114,10 @@ struct conn_state {
     bool flipped;
     /* Its newest filed request, for late ready marks (tt_conn_ready_mark):
      * the tracker's absolute index of it plus one (t->forgotten + its place
-     * in t->reqs + 1; 0: none), good while t->filed_epoch is
-     * last_filed_epoch. Each filed request links to the one before it on
-     * the connection (tt_request.prev_filed). */
-    uint64_t last_filed, last_filed_epoch;
+     * in t->reqs + 1; 0: none). Each filed request links to the one before
+     * it on the connection (tt_request.prev_filed), in the order they were
+     * filed; tt_tracker_sort moves the links with the requests. */
+    uint64_t last_filed;
 };
 
 struct tt_tracker {
@@ -135,9 +135,6 @@ struct tt_tracker {
 
     conn_state *most_recent, *least_recent; /* activity order */
     uint64_t evicted_connections, evicted_requests, forgotten;
-    /* Bumped when t->reqs is reordered (tt_tracker_sort, tt_tracker_absorb):
-     * the absolute indices of requests filed before then no longer hold. */
-    uint64_t filed_epoch;
     size_t in_flight; /* requests begun (pending_new) and not yet filed */
     /* Ids of connections evicted lately (0: empty slot), so that their later
      * bytes are read as after a loss; a fixed table, overwritten on collision. */

@@ -323,10 +323,40 @@ static int by_start(const void *a, const void *b)
     return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
+/* After t->reqs was reordered: each request's filed_at becomes its place
+ * in it, and the links to it (from the request filed after it on its
+ * connection, from its connection's last_filed) follow it, so that late
+ * ready marks still walk each connection's requests in the order they were
+ * filed. keep false, or no memory for the map: the links are dropped (a
+ * late mark then reaches no filed request). Needs the filed_at of t->reqs
+ * to be t->forgotten + 1 .. t->forgotten + n_reqs, in any order. */
+static void relink_filed(tt_tracker *t, bool keep)
+{
+    uint64_t base = t->forgotten;
+    uint64_t *moved_to = keep && t->n_reqs ? malloc(t->n_reqs * sizeof *moved_to) : NULL;
+    for (size_t i = 0; i < t->n_reqs && moved_to; i++) {
+        uint64_t was = t->reqs[i].filed_at - 1 - base;
+        if (was >= t->n_reqs) { /* not the numbering it should be: no links at all rather than wrong ones */
+            free(moved_to);
+            moved_to = NULL;
+            break;
+        }
+        moved_to[was] = base + i + 1;
+    }
+    for (size_t i = 0; i < t->n_reqs; i++) {
+        tt_request *r = &t->reqs[i];
+        r->prev_filed = moved_to && r->prev_filed > base ? moved_to[r->prev_filed - 1 - base] : 0;
+        r->filed_at = base + i + 1;
+    }
+    for (conn_state *c = t->most_recent; c; c = c->older)
+        c->last_filed = moved_to && c->last_filed > base ? moved_to[c->last_filed - 1 - base] : 0;
+    free(moved_to);
+}
+
 void tt_tracker_sort(tt_tracker *t)
 {
     if (t->n_reqs > 1) qsort(t->reqs, t->n_reqs, sizeof *t->reqs, by_start);
-    t->filed_epoch++; /* the connections' links to their filed requests no longer hold */
+    relink_filed(t, true);
 }
 
 const tt_conn_note *tt_tracker_notes(const tt_tracker *t, size_t *n)
@@ -415,7 +445,7 @@ void tt_tracker_absorb(tt_tracker *dst, tt_tracker *src)
     dst->evicted_connections += src->evicted_connections;
     dst->evicted_requests += src->evicted_requests;
     dst->forgotten += src->forgotten;
-    dst->filed_epoch++;
+    relink_filed(dst, false); /* two numberings in one array: its requests numbered again, unlinked */
 }
 
 tt_request *tt_tracker_reserve_requests(tt_tracker *t, size_t n, size_t *room)

@@ -105,10 +105,10 @@ typedef struct tt_request {
     size_t cap_events;
     uint32_t token_events;
     uint32_t kind_counts[TT_EV_COUNT];
-    /* the tracker's own: the request filed before this one on its
-     * connection, as its absolute index plus one (0: none); see
-     * conn_internal.h, conn_state.last_filed */
-    uint64_t prev_filed;
+    /* the tracker's own: this request's absolute index plus one, and the
+     * request filed before it on its connection as the same (0: none);
+     * see conn_internal.h, conn_state.last_filed */
+    uint64_t filed_at, prev_filed;
     uint32_t comments;            /* SSE comment lines (keep-alives) */
     uint64_t text_bytes, reasoning_bytes;
     int64_t usage_completion_tokens; /* last usage seen, -1 when none */
