@@ -121,10 +121,10 @@ static bool take_pair(tsc_pair *out)
 }
 #endif
 
-void tt_tsc_clock_sample(tt_tsc_clock *c)
+/* Keep a pair taken now (none where there is no TSC to read). */
+static void add_pair_now(tt_tsc_clock *c)
 {
 #if defined(__x86_64__)
-    if (c->count && tt_clock_ns(CLOCK_MONOTONIC) - c->pairs[c->count - 1].mono < TT_TSC_MIN_SPACING_NS) return;
     tsc_pair p;
     if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
 #else
@@ -132,16 +132,16 @@ void tt_tsc_clock_sample(tt_tsc_clock *c)
 #endif
 }
 
+void tt_tsc_clock_sample(tt_tsc_clock *c)
+{
+    if (c->count && tt_clock_ns(CLOCK_MONOTONIC) - c->pairs[c->count - 1].mono < TT_TSC_MIN_SPACING_NS) return;
+    add_pair_now(c);
+}
+
 void tt_tsc_clock_cover(tt_tsc_clock *c, uint64_t tsc)
 {
-#if defined(__x86_64__)
     if (c->count && c->pairs[c->count - 1].tsc >= tsc) return;
-    tsc_pair p;
-    if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
-#else
-    (void)c;
-    (void)tsc;
-#endif
+    add_pair_now(c);
 }
 
 tt_tsc_clock *tt_tsc_clock_new(bool calibrate)
@@ -151,13 +151,10 @@ tt_tsc_clock *tt_tsc_clock_new(bool calibrate)
 #endif
     tt_tsc_clock *c = calloc(1, sizeof *c);
     if (!c || !calibrate) return c;
-#if defined(__x86_64__)
-    tsc_pair p;
-    if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
+    add_pair_now(c);
     struct timespec gap = {0, 2000000};
     while (nanosleep(&gap, &gap) != 0) {}
-    if (take_pair(&p)) tt_tsc_clock_add(c, p.tsc, p.mono);
-#endif
+    add_pair_now(c);
     return c;
 }
 
