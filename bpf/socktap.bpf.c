@@ -67,6 +67,10 @@ struct call_args {
     __s32 last_recv_fd;
     __u8 tls_pending;
     __u64 tls_pending_ssl, tls_pending_lost;
+    /* The thread's send as tcp_sendmsg_locked first saw it (socktap_send.bpf.h):
+     * its socket, user buffer and length, and the instant; send_ns 0 when
+     * there is none, and cleared by the write or sendto exit that takes it. */
+    __u64 send_sk, send_buf, send_len, send_ns;
 };
 
 static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk, __s32 fd, __u32 syscall);
@@ -194,6 +198,19 @@ static __always_inline bool comm_matches(void)
     return true;
 }
 
+/* Whether the current task passes the process filters, once the caller
+ * has looked its call_args up (args: the result, NULL when it has none): a
+ * thread with call_args passed the pid filter when they were made. */
+static __always_inline bool task_traced_given(__u64 id, const struct call_args *args)
+{
+    __u32 tgid = id >> 32;
+    if (tgid == self_tgid) return false;
+    if (filter_tgids && !args && !bpf_map_lookup_elem(&traced_tgids, &tgid)) return false;
+    if (targ_cgroup_id && bpf_get_current_ancestor_cgroup_id(targ_cgroup_level) != targ_cgroup_id) return false;
+    if (filter_comm && !comm_matches()) return false;
+    return true;
+}
+
 /* Whether the current task passes the process filters (pid, comm,
  * cgroup). With the pid filter, *args is the thread's call_args when it
  * has them (else NULL; always NULL without that filter): a thread with
@@ -205,16 +222,10 @@ static __always_inline bool comm_matches(void)
  * the task storage's recursion guard: 83 ns per syscall for 2.5 of them). */
 static __always_inline bool task_traced_args(__u64 id, struct call_args **args)
 {
-    __u32 tgid = id >> 32;
     *args = NULL;
-    if (tgid == self_tgid) return false;
-    if (filter_tgids) {
-        *args = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
-        if (!*args && !bpf_map_lookup_elem(&traced_tgids, &tgid)) return false;
-    }
-    if (targ_cgroup_id && bpf_get_current_ancestor_cgroup_id(targ_cgroup_level) != targ_cgroup_id) return false;
-    if (filter_comm && !comm_matches()) return false;
-    return true;
+    if ((__u32)(id >> 32) == self_tgid) return false;
+    if (filter_tgids) *args = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    return task_traced_given(id, *args);
 }
 
 /* Whether the current task passes the process filters (pid, comm, cgroup). */
@@ -253,6 +264,12 @@ static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
     __u16 family = sk->__sk_common.skc_family;
     if (family != AF_INET && family != AF_INET6) return NULL;
     return sk;
+}
+
+/* Whether the port filter turns sk away (neither end on targ_port). */
+static __always_inline bool sk_port_rejected(const struct sock *sk)
+{
+    return targ_port && sk->__sk_common.skc_num != targ_port && bpf_ntohs(sk->__sk_common.skc_dport) != targ_port;
 }
 
 static __always_inline void fill_tuple(struct tt_socktap_event *ev, struct sock *sk_addr)
@@ -301,6 +318,26 @@ static __always_inline struct call_args *thread_args(void)
     return a;
 }
 
+/* A traced send of this thread on sk (fd), handed to the socket at send_ns,
+ * for the TLS call it may be part of: inside an SSL call, the call's socket
+ * and the instant its ciphertext was handed over; after an SSL write that
+ * made no socket syscall (memory BIOs), the pairing of its held plaintext
+ * with this socket. */
+static __always_inline void tls_note_send(struct call_args *a, struct sock *sk, __s32 fd, __u32 syscall,
+                                          __u64 send_ns)
+{
+    if (a->tls_active) {
+        if (!a->tls_sk) {
+            a->tls_sk = (__u64)sk;
+            a->tls_fd = fd;
+        }
+        if (a->tls_dir == TT_SOCKTAP_DIR_SEND && !a->tls_socket_ns && a->tls_sk == (__u64)sk)
+            a->tls_socket_ns = send_ns;
+    } else if (a->tls_pending) {
+        tls_pair_pending(a, sk, fd, syscall);
+    }
+}
+
 /* The enter of a traced syscall other than a receive (receives have no
  * enter program: on_exit_recv): everything that can be rejected is
  * rejected here, before anything is stored (the process filters, an fd
@@ -311,9 +348,7 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
     if (fd < 0 || !task_traced_args(bpf_get_current_pid_tgid(), &a)) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
-    if (targ_port && !is_role_syscall(syscall) && sk->__sk_common.skc_num != targ_port &&
-        bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
-        return 0;
+    if (!is_role_syscall(syscall) && sk_port_rejected(sk)) return 0;
     if (!a) a = thread_args();
     if (!a) return 0;
     a->buf = buf;
@@ -324,18 +359,7 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
     a->enter_ns = bpf_ktime_get_ns();
     a->pending = 1;
     if (is_role_syscall(syscall) || syscall == TT_SOCKTAP_SYS_CLOSE) return 0;
-    if (a->tls_active) {
-        /* the TLS library writing its own bytes: the SSL call's socket, and
-         * the instant its ciphertext was handed to the socket */
-        if (!a->tls_sk) {
-            a->tls_sk = (__u64)sk;
-            a->tls_fd = fd;
-        }
-        if (a->tls_dir == TT_SOCKTAP_DIR_SEND && !a->tls_socket_ns && a->tls_sk == (__u64)sk)
-            a->tls_socket_ns = a->enter_ns;
-    } else if (a->tls_pending) {
-        tls_pair_pending(a, sk, fd, syscall);
-    }
+    tls_note_send(a, sk, fd, syscall, a->enter_ns);
     return 0;
 }
 
@@ -605,8 +629,7 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
     if (flags & TT_MSG_PEEK) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
-    if (targ_port && sk->__sk_common.skc_num != targ_port && bpf_ntohs(sk->__sk_common.skc_dport) != targ_port)
-        return 0;
+    if (sk_port_rejected(sk)) return 0;
     if (!live) live = thread_args();
     if (!live) return 0;
     struct call_args args = {
@@ -835,4 +858,5 @@ int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
     return 0;
 }
 
+#include "socktap_send.bpf.h"
 #include "socktap_raw.bpf.h"

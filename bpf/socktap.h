@@ -158,9 +158,11 @@ enum tt_socktap_stat {
 
 /* The fixed head of every ring-buffer record (64-bit aligned). */
 struct tt_socktap_event {
-    tt_u64 ts_ns;       /* CLOCK_MONOTONIC: enter for SEND and CLOSE, exit for RECV, CONNECT, ACCEPT */
-    tt_u64 enter_ns;    /* syscall enter; a receive (no enter program) carries its exit here too */
-    tt_u64 exit_ns;     /* syscall exit of a receive or marker; 0 for a send (stamped at its enter, its exit not read) */
+    tt_u64 ts_ns;       /* CLOCK_MONOTONIC: enter_ns for SEND and CLOSE, exit for RECV, CONNECT, ACCEPT */
+    tt_u64 enter_ns;    /* syscall enter; for write and sendto, where tcp_sendmsg_locked first took the
+                           send when it did (socktap_send.bpf.h, else the exit); a receive (no enter
+                           program) carries its exit here too */
+    tt_u64 exit_ns;     /* syscall exit of a receive or marker; 0 for a send (stamped before its exit, which is not read) */
     tt_u64 sock_id;     /* kernel address of the struct sock: identity while it lives */
     tt_u64 lost_before; /* bytes of this (sock, direction) lost just before this record */
     tt_s64 ret;         /* the syscall's return value */

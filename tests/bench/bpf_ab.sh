@@ -7,7 +7,8 @@
 # `watch --comm` of a name no process has (every program rejects at its
 # first check: the floor of the tracepoints). Prints each round's ns per
 # round trip, then per mode the median over rounds of (mode - off) / 4, and
-# the median ratio new/old of the added cost under --pid.
+# the median ratio new/old of the added cost under --pid. Every other round
+# runs the new binary before the old.
 # Knobs: AB_ROUNDTRIPS (30000), AB_BYTES (64). Root; the ping-pong runs on
 # the last CPU, watch on CPU 0. Not part of `make bench` (it needs a
 # previous build): build the old commit elsewhere (git worktree) and pass
@@ -55,14 +56,18 @@ one() {
 }
 
 echo "off pid_old pid_new none_old none_new (ns per round trip)"
-for _ in $(seq "$rounds"); do
-    row=()
-    for run in "off" "pid $old" "pid $new" "none $old" "none $new"; do
+for round in $(seq "$rounds"); do
+    # every other round runs the new binary first: the second of two runs
+    # back to back tends to be the slower one here
+    declare -A got=()
+    order=("off" "pid $old" "pid $new" "none $old" "none $new")
+    [ $((round % 2)) = 0 ] && order=("off" "pid $new" "pid $old" "none $new" "none $old")
+    for run in "${order[@]}"; do
         # shellcheck disable=SC2086 # "MODE BINARY", split on purpose
-        v=$(one $run) || exit 1
-        row+=("$v")
+        got[$run]=$(one $run) || exit 1
     done
-    echo "${row[*]}" | tee -a "$work/rows"
+    echo "${got[off]} ${got[pid $old]} ${got[pid $new]} ${got[none $old]} ${got[none $new]}" | tee -a "$work/rows"
+    unset got
 done
 /usr/bin/python3 - "$work/rows" <<'PY'
 import statistics, sys

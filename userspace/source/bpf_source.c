@@ -448,25 +448,44 @@ static const char *const classic_data_progs[] = {
     "tt_enter_writev", "tt_exit_writev",  "tt_exit_readv",    "tt_enter_sendmsg", "tt_exit_sendmsg", "tt_exit_recvmsg",
 };
 
-/* Loads either the raw-tracepoint pair for the data syscalls (when
- * TOKENTAP_BPF_RAW is set and not "0", the object has it and the kernel
- * has the sys_enter BTF type) or the classic programs (the default), never
- * both. The raw pair is opt-in: measured on this project's 2-core VM it
- * adds 242-263 ns to every syscall of every process that is not traced
- * (bpf/README.md, "Raw syscall tracepoints"). Returns whether it was picked. */
-static bool tt_bpf_pick_data_attach(struct bpf_object *obj)
+/* The classic write and sendto programs that the send stamp replaces, and
+ * the stamp's own three (socktap_send.bpf.h). */
+static const char *const classic_send_progs[] = {"tt_enter_write", "tt_exit_write", "tt_enter_sendto", "tt_exit_sendto"};
+static const char *const stamped_send_progs[] = {"tt_send_stamp", "tt_exit_write_stamped", "tt_exit_sendto_stamped"};
+
+static void set_autoload(struct bpf_object *obj, const char *const *names, size_t n, bool on)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct bpf_program *p = bpf_object__find_program_by_name(obj, names[i]);
+        if (p) bpf_program__set_autoload(p, on);
+    }
+}
+
+/* Picks how the data syscalls are traced, one of three program sets:
+ * - the raw-tracepoint pair (TOKENTAP_BPF_RAW set and not "0", on a kernel
+ *   with the sys_enter BTF type). Opt-in: measured on this project's 2-core
+ *   VM it adds 242-263 ns to every syscall of every process that is not
+ *   traced (bpf/README.md, "Raw syscall tracepoints");
+ * - the classic programs, with write and sendto stamped in
+ *   tcp_sendmsg_locked instead of at their enter (the default on a kernel
+ *   with that tracepoint, unless TOKENTAP_NO_SEND_STAMP is set);
+ * - the classic programs alone.
+ * Sets st->raw_syscalls and st->send_stamped to what was picked. */
+static void tt_bpf_pick_data_attach(struct bpf_object *obj, tt_bpf_stats *st)
 {
     struct bpf_program *raw_enter = bpf_object__find_program_by_name(obj, "tt_raw_enter");
     struct bpf_program *raw_exit = bpf_object__find_program_by_name(obj, "tt_raw_exit");
     bool raw = raw_enter && raw_exit && tt_env_flag("TOKENTAP_BPF_RAW") &&
                tt_bpf_kernel_has_btf_typedef("btf_trace_sys_enter") && tt_bpf_kernel_has_btf_typedef("btf_trace_sys_exit");
+    bool stamped = !raw && bpf_object__find_program_by_name(obj, "tt_send_stamp") &&
+                   !tt_env_flag("TOKENTAP_NO_SEND_STAMP") && tt_bpf_kernel_has_btf_typedef("btf_trace_tcp_sendmsg_locked");
     if (raw_enter) bpf_program__set_autoload(raw_enter, raw);
     if (raw_exit) bpf_program__set_autoload(raw_exit, raw);
-    for (size_t i = 0; i < sizeof classic_data_progs / sizeof classic_data_progs[0]; i++) {
-        struct bpf_program *p = bpf_object__find_program_by_name(obj, classic_data_progs[i]);
-        if (p) bpf_program__set_autoload(p, !raw);
-    }
-    return raw;
+    set_autoload(obj, classic_data_progs, sizeof classic_data_progs / sizeof classic_data_progs[0], !raw);
+    if (stamped) set_autoload(obj, classic_send_progs, sizeof classic_send_progs / sizeof classic_send_progs[0], false);
+    set_autoload(obj, stamped_send_progs, sizeof stamped_send_progs / sizeof stamped_send_progs[0], stamped);
+    st->raw_syscalls = raw;
+    st->send_stamped = stamped;
 }
 
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
@@ -535,7 +554,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     bool tls_wanted = tt_bpf_source_takes_tls(s) && !tt_env_flag("TOKENTAP_NO_TLS");
     skel->rodata->tls_wanted = tls_wanted;
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
-    s->st.raw_syscalls = tt_bpf_pick_data_attach(skel->obj);
+    tt_bpf_pick_data_attach(skel->obj, &s->st);
     int rc = socktap__load(skel);
     if (rc) {
         set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",

@@ -56,6 +56,7 @@ typedef struct tt_bpf_stats {
     bool ready_available;
     const char *ready_missing;
     bool raw_syscalls;       /* the data syscalls are traced through tp_btf sys_enter/sys_exit (TOKENTAP_BPF_RAW) */
+    bool send_stamped;       /* write and sendto are stamped in tcp_sendmsg_locked, not at their enter */
     uint64_t ready_records, ready_marks, ready_unplaced, kernel_ready, ready_full;
     /* Added (TLS plaintext, uprobes on the TLS libraries, tls_attach.h):
      * libraries attached (0: tls_note says why), connections with a
