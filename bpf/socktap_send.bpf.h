@@ -20,7 +20,7 @@
  *
  * Userspace loads these three programs instead of tt_enter_write,
  * tt_exit_write, tt_enter_sendto and tt_exit_sendto when the kernel has the
- * tracepoint (Linux 6.11 and later) and TOKENTAP_NO_SEND_STAMP is not set;
+ * tracepoint (Linux 6.12 or so; 6.18 here) and TOKENTAP_NO_SEND_STAMP is not set;
  * never together with the raw-tracepoint pair (socktap_raw.bpf.h). */
 
 /* tcp_sendmsg_locked fires this once per pass of its copy loop: the first
