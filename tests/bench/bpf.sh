@@ -345,7 +345,9 @@ n_held=$(awk -F'\t' '$10 == "yes"' "$work/steps.tsv" | wc -l)
         echo "floor of the tracepoints themselves): kernel.bpf_stats_enabled run time / run count"
         echo "(the stats add two clock reads per run); their counts include other processes'"
         echo "syscalls, which the pid filter rejects at once. A receive has no enter program"
-        echo "(its exit reads the arguments: bpf/README.md), so there is no tt_enter_read row."
+        echo "(its exit reads the arguments: bpf/README.md), so there is no tt_enter_read row; where"
+        echo "the kernel has tcp:tcp_sendmsg_locked a write has none either (tt_send_stamp stamps it there,"
+        echo "tt_exit_write_stamped takes the stamp), else tt_enter_write and tt_exit_write."
         echo
         echo "| program | ns per run, pid (copied) | ns per run, rejected at once |"
         echo "|---|---|---|"
@@ -354,7 +356,7 @@ rows = {}
 for i, f in enumerate(sys.argv[1:]):
     for line in open(f):
         name, cnt, ns = line.split("\t"); rows.setdefault(name, ["-", "-"])[i] = ns.strip()
-for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read", "tt_sk_data_ready"):
+for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_stamped", "tt_exit_read", "tt_sk_data_ready"):
     got = [k for k in rows if name.startswith(k)]  # the kernel keeps 15 bytes of a name
     if got: print("| %s | %s | %s |" % (name, rows[got[0]][0], rows[got[0]][1]))' "$work/prog-pid.tsv" "$work/prog-none.tsv"
         none_rt=$(json_num "$work/pp-stats-none.json" tcp.ns_per_round_trip)
@@ -470,18 +472,15 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_enter_read", "tt_exit_read",
         echo "of a process nothing traces: **$(met "$bystander" 20 max)** (getppid none $bystander ns); the traced token-event"
         echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
         echo
-        echo "How far one run of this section is from the next here, in three runs on 2026-12-05 within"
-        echo "hours of each other (the first with the programs before the change below, the other two"
-        echo "after): getppid none 12.5, 46.3 and 142.6 ns; tcp1 pid 967, 1149 and 1014 ns; the zero-ITL"
-        echo "traced share 97, 70 and 60 %. The bystander's programs did not change (getppid runs none), and"
-        echo "watch before and after the change, the same serve binary, 4 ABBA rounds of the zero-ITL step"
-        echo "(100 connections, 3 s) between the second and the third: traced medians about 184k and 183k token"
-        echo "events/s, rounds scattered by +-25k, the untraced ceiling then about 260k: the machine's state,"
-        echo "not the programs, moved those rows. The change (bpf/README.md): one task-storage lookup where"
-        echo "the filters and the program both need the thread's call_args, and no clock read at a send's"
-        echo "exit; the per-program table above shows the exits cheaper against sk_data_ready, which did not"
-        echo "change (write exit 356 -> 290 and 316 ns, read exit 578 -> 506 and 538, sk_data_ready 411 -> 419"
-        echo "and 404 in the three runs)."
+        echo "How far one run of this section is from the next here: three runs on 2026-12-05 within hours"
+        echo "of each other, before the send stamp (bpf/README.md), gave getppid none 12.5, 46.3 and 142.6"
+        echo "ns, tcp1 pid 967, 1149 and 1014 ns, the zero-ITL traced share 97, 70 and 60 %. Nothing traces"
+        echo "getppid, and watch before and after that day's change, run paired against the same serve"
+        echo "binary (4 ABBA rounds of the zero-ITL step), gave the same rate within rounds scattered by"
+        echo "+-25k token events/s: the machine's state, not the programs, moves those rows. The send stamp"
+        echo "(writes stamped in tcp_sendmsg_locked, no write enter program) was measured paired against"
+        echo "the enter programs with \`tests/bench/bpf_ab.sh\` (bpf/README.md, \"Sends without an enter"
+        echo "program\"): no change within +-50 ns per traced TCP syscall."
     fi
 } > "$work/bpf.md"
 cat "$work/bpf.md"
