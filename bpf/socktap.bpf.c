@@ -119,7 +119,7 @@ struct copy_state {
 struct scratch_rec {
     struct copy_state st;
     struct tt_socktap_event ev;
-    __u8 data[TT_SOCKTAP_MAX_COPY];
+    __u8 data[TT_SOCKTAP_MAX_COPY + 8 + TT_SOCKTAP_READY_HELD * sizeof(struct tt_socktap_mark)]; /* with the marks */
 };
 
 struct {
@@ -328,6 +328,7 @@ static __always_inline void fill_head(struct tt_socktap_event *ev, struct sock *
     ev->piece_off = 0;
     ev->copied = 0;
     ev->seq = 0;
+    ev->marks = 0;
 }
 
 static __always_inline bool port_rejected(const struct tt_socktap_event *ev)
@@ -429,7 +430,7 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
         ev->seq = (dir == TT_SOCKTAP_DIR_RECV ? tp->copied_seq : tp->write_seq) - total;
         ev->flags |= TT_SOCKTAP_F_SEQ;
     }
-    ready_follow(sk, false);
+    struct ready_state *ready = ready_follow(sk, false);
 
     struct lost_key lk = {.sock_id = (__u64)sk, .dir = dir};
     __u64 *lostp = lost_ever ? bpf_map_lookup_elem(&lost_bytes, &lk) : NULL;
@@ -441,11 +442,25 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
          * reports it. */
         __u64 len = total;
         asm volatile("if %[len] <= %[max] goto +1\n\t%[len] = %[max]" : [len] "+r"(len) : [max] "i"(TT_SOCKTAP_MAX_COPY));
+        /* the marks the socket holds go after the data, from its next
+         * 8-byte boundary (zeroed first: the copy fills only its start) */
+        __u64 marks_at = (len + 7) & ~7ull;
+        if (ready) *(__u64 *)(rec->data + (len & ~7ull)) = 0;
         if (len > 0 && bpf_probe_read_user(rec->data, len, (const void *)args.buf) == 0) {
             ev->total_len = total;
             ev->piece_off = 0;
             ev->copied = (__u32)len;
             __u64 rec_bytes = sizeof(struct tt_socktap_event) + len;
+            if (ready) {
+                __u32 n = ready_take_held(ready, (struct tt_socktap_mark *)(rec->data + marks_at));
+                if (n) {
+                    ev->marks = n;
+                    rec_bytes = sizeof(struct tt_socktap_event) + marks_at + n * sizeof(struct tt_socktap_mark);
+                    asm volatile("if %[b] <= %[max] goto +1\n\t%[b] = %[max]"
+                                 : [b] "+r"(rec_bytes)
+                                 : [max] "i"(sizeof(struct tt_socktap_event) + sizeof rec->data));
+                }
+            }
             if (bpf_ringbuf_output(&events, ev, rec_bytes, rb_flags(rec_bytes)) == 0) {
                 stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
                 return 0;
@@ -459,6 +474,8 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
         }
     }
 
+    /* copied in pieces: what the socket holds goes out before them */
+    if (ready) ready_send_held(sk, ready, NULL);
     struct copy_state *st = &rec->st;
     __builtin_memset(st, 0, sizeof *st);
     st->lost = lost_in;
@@ -595,9 +612,7 @@ static __always_inline int on_exit_role(long ret, __u32 syscall)
     }
     struct sock *sk = kind == TT_SOCKTAP_KIND_CONNECT ? (struct sock *)args.sk : tcp_sock_of_fd(fd);
     if (!sk) return 0;
-    struct tt_socktap_event tuple = {};
-    fill_tuple(&tuple, sk);
-    if (port_rejected(&tuple)) return 0;
+    if (sk_port_rejected(AS_KERNEL(struct sock, sk))) return 0; /* connect's sk is a number kept from its enter */
     if (kind == TT_SOCKTAP_KIND_CONNECT) {
         ready_follow(sk, true);
     } else {
@@ -716,10 +731,8 @@ int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
     if (fd < 0 || !task_traced(id)) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
+    if (sk_port_rejected(sk)) return 0;
     __u64 now = bpf_ktime_get_ns();
-    struct tt_socktap_event probe;
-    fill_tuple(&probe, sk);
-    if (port_rejected(&probe)) return 0;
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_SEND, now);
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_RECV, now);
     ready_forget(sk);

@@ -25,15 +25,22 @@
  * A DATA record with total_len 0 carries only lost_before (the ring buffer
  * refused earlier records of that socket and direction; sent before close).
  *
- * READY records (kind READY, no data) come from the sock:sk_data_ready
- * tracepoint where the kernel has it: the instant received bytes became
- * readable, before the process read them. They are emitted for the sockets
- * the traced processes connected, accepted or moved data on, and for
- * sockets accepted on a port a traced process accepted on before (so the
- * bytes of a request that arrives before accept() returns are covered).
- * A READY the ring buffer refused is not lost silently: the next READY of
- * that socket starts where the refused one ended, so its start does not
- * meet the previous end and userspace knows the bytes between are unknown. */
+ * Readable instants (struct tt_socktap_mark) come from the
+ * sock:sk_data_ready tracepoint where the kernel has it: the instant
+ * received bytes became readable, before the process read them. They are
+ * noted for the sockets the traced processes connected, accepted or moved
+ * data on, and for sockets accepted on a port a traced process accepted on
+ * before (so the bytes of a request that arrives before accept() returns
+ * are covered). The kernel holds a few per socket and the next DATA record
+ * of that socket carries them (`marks`, after its data); READY records
+ * carry them otherwise (too many held, a read that is copied in pieces,
+ * close). A mark is meant to be taken before the data of the record that
+ * carries it. The same mark may come twice (two readers of one socket):
+ * a mark that does not end past the previous one of its socket is a
+ * repeat. A mark the ring buffer refused is not lost silently: the next
+ * mark of that socket starts where the refused one ended, so its start
+ * does not meet the previous end and userspace knows the bytes between
+ * are unknown. */
 #ifndef TT_SOCKTAP_H
 #define TT_SOCKTAP_H
 
@@ -96,11 +103,9 @@ enum tt_socktap_kind {
     TT_SOCKTAP_KIND_ACCEPT,   /* accept/accept4 returned fd: local end is the server */
     TT_SOCKTAP_KIND_EOF,      /* read, recvfrom, readv or recvmsg asked for bytes and returned 0:
                                  the peer ended its direction (its FIN was read) */
-    TT_SOCKTAP_KIND_READY,    /* the kernel made received bytes readable (sock:sk_data_ready):
-                                 the socket's receive sequence now ends at seq; total_len bytes
-                                 became readable since the previous READY of this socket
-                                 (or, flagged READY_FROM_START, every byte since the stream began).
-                                 Softirq context: tgid, tid 0, fd -1, syscall and enter/exit 0 */
+    TT_SOCKTAP_KIND_READY,    /* readable instants of a socket (sock:sk_data_ready) that no DATA
+                                 record carried: `marks` (at least one) after the head, no data.
+                                 tgid, tid 0, fd -1, syscall and enter/exit 0, dir RECV */
     TT_SOCKTAP_KIND_TLS_PAIR, /* the TLS plaintext records of this thread held as pending
                                  (F_TLS_PENDING) belong to this record's socket: the thread's
                                  first socket write after them (a library that writes its
@@ -120,10 +125,8 @@ enum tt_socktap_flags {
     TT_SOCKTAP_F_NOT_COPIED = 1u << 3,  /* sendfile: total_len - piece_off bytes moved, never in a
                                            user buffer, so not copied (copied is 0) */
     TT_SOCKTAP_F_SEQ = 1u << 4,         /* seq is valid: for DATA the TCP sequence number of the
-                                           syscall's first byte (data[0] is at seq + piece_off),
-                                           for READY the end of the readable bytes (rcv_nxt) */
-    TT_SOCKTAP_F_READY_FROM_START = 1u << 5, /* READY: the first of its socket, seen from the
-                                           socket's first readable byte (total_len is 0) */
+                                           syscall's first byte (data[0] is at seq + piece_off) */
+                                        /* 1u << 5: unused (READY's from-start flag before marks) */
     TT_SOCKTAP_F_TLS = 1u << 6,         /* DATA: TLS plaintext of the socket's connection, from a
                                            uprobe on the library (socktap_tls.bpf.h); its bytes are
                                            a stream of their own beside the socket's ciphertext.
@@ -146,7 +149,7 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_NOT_COPIED_BYTES,
     TT_SOCKTAP_STAT_CHILDREN,        /* processes added to the traced set when a traced one forked */
     TT_SOCKTAP_STAT_TGIDS_FULL,      /* forks of traced processes not followed: set full */
-    TT_SOCKTAP_STAT_READY,           /* READY records emitted (also counted in EVENTS) */
+    TT_SOCKTAP_STAT_READY,           /* readable instants noted (marks; held or sent in a READY record) */
     TT_SOCKTAP_STAT_READY_FULL,      /* sockets whose READY records were not wanted: map full */
     TT_SOCKTAP_STAT_TLS_CALLS,       /* SSL read/write calls that moved plaintext */
     TT_SOCKTAP_STAT_TLS_UNPAIRED,    /* of those, calls whose socket was not known: not recorded */
@@ -176,10 +179,24 @@ struct tt_socktap_event {
     tt_u8 dir, syscall, flags, kind; /* kind: enum tt_socktap_kind */
     tt_u8 laddr[16], raddr[16]; /* network order */
     tt_u32 seq;         /* TCP sequence number, valid with TT_SOCKTAP_F_SEQ (see the flag) */
-    tt_u32 pad;
+    tt_u32 marks;       /* struct tt_socktap_mark entries after the data (DATA without F_TLS, READY):
+                           at most TT_SOCKTAP_MAX_MARKS, 8-byte fields possibly unaligned */
     tt_u64 socket_ns;   /* F_TLS records: the instant the socket moved this plaintext's ciphertext (the enter
                            of the library's first socket write in the call, the exit of its last socket read
                            that fed it); 0 when not known. Every other record: 0 */
 };
+
+/* A readable instant of the record's socket (sock:sk_data_ready): its
+ * receive sequence reached end_seq at ns, len bytes having become readable
+ * since the previous mark of that socket, or, with the FROM_START bit,
+ * every byte since the stream began (len otherwise 0). */
+struct tt_socktap_mark {
+    tt_u64 ns;      /* CLOCK_MONOTONIC */
+    tt_u32 end_seq; /* rcv_nxt */
+    tt_u32 len;     /* bytes; TT_SOCKTAP_MARK_FROM_START: see above */
+};
+#define TT_SOCKTAP_MARK_FROM_START 0x80000000u
+#define TT_SOCKTAP_READY_HELD 2u /* marks the kernel holds per socket for its next DATA record */
+#define TT_SOCKTAP_MAX_MARKS (TT_SOCKTAP_READY_HELD + 1u) /* per record: the held ones and one more */
 
 #endif

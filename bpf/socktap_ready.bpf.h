@@ -11,10 +11,33 @@
  * a port a traced process accepted on goes in ready_port_on, so that the
  * next connections on it are followed from their first byte (a request
  * usually arrives before accept() returns). The TCP receive sequence
- * (rcv_nxt, read through CO-RE) says which bytes became readable; the
- * record's `seq` is its end and total_len the bytes since the previous
- * READY of that socket. close() removes the socket; the LRU evicts sockets
- * that died unseen.
+ * (rcv_nxt, read through CO-RE) says which bytes became readable: a mark
+ * (struct tt_socktap_mark) ends there and counts the bytes since the
+ * previous mark of that socket. close() removes the socket; the LRU evicts
+ * sockets that died unseen.
+ *
+ * A mark is not a record of its own: sk_data_ready puts it in one of the
+ * socket's TT_SOCKTAP_READY_HELD slots, and the next DATA record of that
+ * socket (usually the read of those very bytes) takes the held marks and
+ * carries them after its data. That saves building and committing a record
+ * per arrival (bpf/README.md, "Readable instants folded into the read").
+ * When the slots are full, sk_data_ready sends them and the new mark in one
+ * READY record; a read copied in pieces, and close, send what is held the
+ * same way.
+ *
+ * The slots are a ring with one writer: sk_data_ready, which the receive
+ * path runs with the socket locked, so never twice at once for one socket.
+ * It writes mark k into slot[k % HELD] (its index first, then the mark)
+ * and then moves head past k; a taker copies the marks tail..head and
+ * moves tail. Two takers (two threads reading one socket, or sk_data_ready
+ * emptying a full ring while a reader takes) may copy the same marks:
+ * userspace drops a mark that does not end past the previous one. A slot
+ * is written again only once tail has passed it; a taker that finds,
+ * after its copy, another index in a slot than the one it copied drops
+ * its copy (someone else took those marks, and this one may be torn
+ * between two arrivals). That relies on stores and loads not being
+ * reordered among themselves (x86_64); BPF has no weaker barrier than the
+ * fetching atomics, which this object is not built for.
  *
  * sk_data_ready runs for every TCP socket of the host, most of them not
  * followed: those are turned away by two loads from global data
@@ -23,10 +46,18 @@
 
 #define TT_TCP_LISTEN 10
 
-/* What one socket's READY records have said so far. */
+/* One socket's readable instants: what its marks have said so far (written
+ * by sk_data_ready alone) and the marks held for its next DATA record. */
 struct ready_state {
-    __u32 last_end; /* rcv_nxt of the last READY emitted (or refused) */
-    __u32 fresh;    /* none emitted yet and the socket was followed from its start */
+    __u32 last_end; /* rcv_nxt of the last mark made */
+    __u32 fresh;    /* no mark made yet and the socket was followed from its start */
+    __u32 head;     /* marks put in slot[] so far (sk_data_ready alone writes it) */
+    __u32 tail;     /* marks taken from slot[] so far */
+    struct ready_slot {
+        struct tt_socktap_mark m;
+        __u32 index; /* the mark's number (head when it was put), written before m */
+        __u32 pad;
+    } slot[TT_SOCKTAP_READY_HELD];
 };
 
 struct {
@@ -51,6 +82,11 @@ __u8 ready_port_on[65536];
 /* Set by userspace when the sk_data_ready program is attached: until then
  * the syscall side keeps no socket for it. */
 const volatile bool ready_wanted = false;
+
+/* Marks wait in the socket's slots for its next DATA record; false: each
+ * goes out at once in a READY record of its own (TOKENTAP_READY_RECORDS,
+ * to measure what holding them saves). */
+const volatile bool ready_held = true;
 
 static __always_inline __u32 tcp_rcv_nxt(struct sock *sk)
 {
@@ -101,14 +137,52 @@ static __always_inline bool ready_insert(__u64 key, const struct ready_state *rs
 }
 
 /* Follow sk's readable instants from now on (nothing when it already is).
- * from_start: no byte can have been received yet (connect). */
-static __always_inline void ready_follow(struct sock *sk, bool from_start)
+ * from_start: no byte can have been received yet (connect). Returns sk's
+ * state when it was followed before (it may hold marks), else NULL. */
+static __always_inline struct ready_state *ready_follow(struct sock *sk, bool from_start)
 {
-    if (!ready_wanted) return;
+    if (!ready_wanted) return NULL;
     __u64 key = sock_number(sk, TT_ADDR_SLOT_SYSCALL);
-    if (bpf_map_lookup_elem(&ready_socks, &key)) return;
-    struct ready_state rs = {.last_end = from_start ? 0 : tcp_rcv_nxt(sk), .fresh = from_start};
-    if (!ready_insert(key, &rs) && !bpf_map_lookup_elem(&ready_socks, &key)) stat_add(TT_SOCKTAP_STAT_READY_FULL, 1);
+    struct ready_state *rs = bpf_map_lookup_elem(&ready_socks, &key);
+    if (rs) return rs;
+    struct ready_state init = {.last_end = from_start ? 0 : tcp_rcv_nxt(sk), .fresh = from_start};
+    if (ready_insert(key, &init)) return NULL;
+    rs = bpf_map_lookup_elem(&ready_socks, &key); /* inserted meanwhile by sk_data_ready */
+    if (!rs) stat_add(TT_SOCKTAP_STAT_READY_FULL, 1);
+    return rs;
+}
+
+#define TT_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define TT_COMPILER_BARRIER() asm volatile("" ::: "memory")
+
+/* Copy the marks rs holds into out[0..TT_SOCKTAP_READY_HELD), oldest
+ * first, and mark them taken; how many. 0 when there are none, or when
+ * sk_data_ready may have begun writing a copied slot again (someone else
+ * took those marks meanwhile: see the top of this file). */
+static __always_inline __u32 ready_take_held(struct ready_state *rs, struct tt_socktap_mark *out)
+{
+    __u32 tail = TT_READ_ONCE(rs->tail);
+    __u32 head = TT_READ_ONCE(rs->head);
+    __u32 n = head - tail;
+    if (n == 0) return 0;
+    if (n > TT_SOCKTAP_READY_HELD) {
+        /* a slow taker moved tail back: the oldest are repeats at worst */
+        tail = head - TT_SOCKTAP_READY_HELD;
+        n = TT_SOCKTAP_READY_HELD;
+    }
+    TT_COMPILER_BARRIER();
+    bool torn = false;
+#pragma unroll
+    for (__u32 i = 0; i < TT_SOCKTAP_READY_HELD; i++) {
+        if (i >= n) break;
+        struct ready_slot *slot = &rs->slot[(tail + i) & (TT_SOCKTAP_READY_HELD - 1)];
+        out[i] = slot->m;
+        TT_COMPILER_BARRIER();
+        if (TT_READ_ONCE(slot->index) != tail + i) torn = true;
+    }
+    if (torn) return 0;
+    TT_READ_ONCE(rs->tail) = head;
+    return n;
 }
 
 /* A traced process accepted sk: its later siblings on the same port are
@@ -136,10 +210,51 @@ static __always_inline void ready_follow_accepted(struct sock *sk)
     ready_follow_port(sk);
 }
 
+/* A READY record for sk: the marks rs holds, then *latest when not NULL.
+ * Built on the stack: sk_data_ready may interrupt a syscall program that
+ * is using this CPU's scratch record. */
+static __always_inline void ready_send_held(struct sock *sk, struct ready_state *rs,
+                                            const struct tt_socktap_mark *latest)
+{
+    struct {
+        struct tt_socktap_event ev;
+        struct tt_socktap_mark m[TT_SOCKTAP_MAX_MARKS];
+    } rec;
+    __u32 n = ready_take_held(rs, rec.m);
+    if (latest) {
+#pragma unroll
+        for (__u32 i = 0; i < TT_SOCKTAP_READY_HELD + 1; i++)
+            if (i == n) rec.m[i] = *latest;
+        n++;
+    }
+    if (n == 0 || n > TT_SOCKTAP_MAX_MARKS) return;
+    struct tt_socktap_event *ev = &rec.ev;
+    __builtin_memset(ev, 0, sizeof *ev);
+    fill_tuple(ev, sk);
+    ev->sock_id = (__u64)sk;
+    ev->fd = -1;
+    ev->kind = TT_SOCKTAP_KIND_READY;
+    ev->dir = TT_SOCKTAP_DIR_RECV;
+    ev->marks = n;
+    ev->ts_ns = latest ? latest->ns : bpf_ktime_get_ns();
+    __u64 bytes = sizeof *ev + (__u64)n * sizeof(struct tt_socktap_mark);
+    /* said again where the verifier sees it (the compiler moves the check) */
+    asm volatile("if %[b] <= %[max] goto +1\n\t%[b] = %[max]" : [b] "+r"(bytes) : [max] "i"(sizeof rec));
+    if (bpf_ringbuf_output(&events, &rec, bytes, rb_flags(bytes)) != 0) {
+        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+        return;
+    }
+    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
+}
+
+/* close: sk is no longer followed; the marks it holds go out first. */
 static __always_inline void ready_forget(struct sock *sk)
 {
     if (!ready_wanted) return;
     __u64 key = sock_number(sk, TT_ADDR_SLOT_SYSCALL);
+    struct ready_state *rs = bpf_map_lookup_elem(&ready_socks, &key);
+    if (!rs) return;
+    ready_send_held(sk, rs, NULL);
     if (bpf_map_delete_elem(&ready_socks, &key) == 0) __sync_fetch_and_add(ready_hint(key), -1);
 }
 
@@ -165,26 +280,29 @@ int BPF_PROG(tt_sk_data_ready, const struct sock *csk)
     }
     __u32 end = tcp_rcv_nxt(sk);
     if (!rs->fresh && end == rs->last_end) return 0; /* nothing new (a FIN already counted, a wakeup) */
-    struct tt_socktap_event ev;
-    __builtin_memset(&ev, 0, sizeof ev);
-    fill_tuple(&ev, sk);
-    ev.sock_id = key;
-    ev.fd = -1;
-    ev.kind = TT_SOCKTAP_KIND_READY;
-    ev.dir = TT_SOCKTAP_DIR_RECV;
-    ev.seq = end;
-    ev.flags |= TT_SOCKTAP_F_SEQ | (rs->fresh ? TT_SOCKTAP_F_READY_FROM_START : 0);
-    ev.total_len = rs->fresh ? 0 : end - rs->last_end;
-    ev.ts_ns = bpf_ktime_get_ns();
-    /* Refused or not, the next READY starts here: after a refusal its start
-     * no longer meets the last end userspace saw, which tells it. */
+    struct tt_socktap_mark mark = {
+        .ns = bpf_ktime_get_ns(),
+        .end_seq = end,
+        .len = rs->fresh ? TT_SOCKTAP_MARK_FROM_START : end - rs->last_end,
+    };
+    /* Sent or lost, the next mark starts here: after a loss its start no
+     * longer meets the last end userspace saw, which tells it. */
     rs->last_end = end;
     rs->fresh = 0;
-    if (bpf_ringbuf_output(&events, &ev, sizeof ev, rb_flags(sizeof ev)) != 0) {
-        stat_add(TT_SOCKTAP_STAT_RB_FAIL, 1);
+    stat_add(TT_SOCKTAP_STAT_READY, 1);
+    __u32 head = rs->head;
+    if (ready_held && head - TT_READ_ONCE(rs->tail) < TT_SOCKTAP_READY_HELD) {
+        /* held for the socket's next DATA record: the index, the mark,
+         * then head (a locked add, which orders the stores before it) */
+        struct ready_slot *slot = &rs->slot[head & (TT_SOCKTAP_READY_HELD - 1)];
+        TT_READ_ONCE(slot->index) = head;
+        TT_COMPILER_BARRIER();
+        slot->m = mark;
+        TT_COMPILER_BARRIER();
+        __sync_fetch_and_add(&rs->head, 1);
         return 0;
     }
-    stat_add(TT_SOCKTAP_STAT_EVENTS, 1);
-    stat_add(TT_SOCKTAP_STAT_READY, 1);
+    /* nobody read the socket since the slots filled: send them with this one */
+    ready_send_held(sk, rs, &mark);
     return 0;
 }

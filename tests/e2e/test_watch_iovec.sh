@@ -6,7 +6,8 @@
 # (recvmsg with MSG_PEEK, which consumes nothing) before each recvmsg_into,
 # so its bytes must be counted once. Every token write in
 # serve's log must be a TOKEN event at the client vantage, and the text of
-# those events, in order, must be the text the client itself decoded.
+# those events, in order, must be the text the client itself decoded, and
+# each must have a ready instant between serve's write and the client's read.
 # Then a client reading with 80 buffers of 2 bytes: past the 64-entry bound
 # the bytes are missing, and watch must say so (gaps, an incomplete request),
 # never report a clean stream. Root; skipped when BPF cannot load.
@@ -95,8 +96,16 @@ for rid in ("rm-1", "rv-1", "rp-1"):
     assert len(writes) == 40 and len(toks) == 40, (rid, len(writes), len(toks))
     seen = "".join(e.get("text", "") for e in toks)
     assert seen == mine["text"] and seen, (rid, seen[:80], mine["text"][:80])
+    # Reads spread over several iovec entries are copied in pieces: the
+    # kernel sends the ready instants it holds in a READY record before
+    # them. Each token's instant lies between serve's write of it and the
+    # client's read of it.
+    for w, e in zip(writes, toks):
+        assert e["ready_ns"] is not None, (rid, "no ready instant", e)
+        assert w["mono_ns"] <= e["ready_ns"] <= e["dispatch_mono_ns"], (rid, w["mono_ns"], e)
 print(f"watch iovec: recvmsg (2 iovecs), readv (3 iovecs) and recvmsg after a MSG_PEEK recvmsg clients, sendmsg and writev requests: "
-      f"40/40 token events each, text identical to the client's own decode ({len(seen)} chars)")
+      f"40/40 token events each, text identical to the client's own decode ({len(seen)} chars), "
+      f"each with a ready instant between serve's write and the read")
 cut = open(f"{work}/cut.err").read()
 gap_line = [l for l in cut.splitlines() if "truncated syscalls" in l][0]
 ntrunc = int(gap_line.split(" truncated syscalls")[0].rsplit(" ", 1)[1])

@@ -425,8 +425,14 @@ static void test_wake_bytes(void **state)
     assert_int_equal(tt_bpf_wake_bytes(1u << 31, 1), 256u << 10);
 }
 
-/* A READY record of sock: the receive sequence ends at end_seq, len bytes
- * new since the last one (from_start: the socket's first). */
+/* A readable instant: the receive sequence ends at end_seq, len bytes new
+ * since the last one (from_start: the socket's first). */
+static struct tt_socktap_mark mark_of(uint64_t ns, uint32_t end_seq, uint32_t len, bool from_start)
+{
+    return (struct tt_socktap_mark){.ns = ns, .end_seq = end_seq, .len = from_start ? TT_SOCKTAP_MARK_FROM_START : len};
+}
+
+/* A READY record of sock carrying one mark. */
 static size_t make_ready(uint8_t *buf, uint64_t sock, uint64_t ns, uint32_t end_seq, uint32_t len, bool from_start)
 {
     struct tt_socktap_event ev = {0};
@@ -440,11 +446,25 @@ static size_t make_ready(uint8_t *buf, uint64_t sock, uint64_t ns, uint32_t end_
     ev.rport = 40000;
     ev.laddr[0] = 127, ev.laddr[3] = 1;
     ev.raddr[0] = 127, ev.raddr[3] = 1;
-    ev.seq = end_seq;
-    ev.total_len = from_start ? 0 : len;
-    ev.flags = TT_SOCKTAP_F_SEQ | (from_start ? TT_SOCKTAP_F_READY_FROM_START : 0);
+    ev.marks = 1;
+    struct tt_socktap_mark m = mark_of(ns, end_seq, len, from_start);
     memcpy(buf, &ev, sizeof ev);
-    return sizeof ev;
+    memcpy(buf + sizeof ev, &m, sizeof m);
+    return sizeof ev + sizeof m;
+}
+
+/* Append n marks to the record in buf (n bytes long), after its data from
+ * the data's next 8-byte boundary, as the kernel does; the new length. */
+static size_t add_marks(uint8_t *buf, size_t n, const struct tt_socktap_mark *marks, uint32_t count)
+{
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    size_t at = sizeof ev + ((ev.copied + 7u) & ~7u);
+    memset(buf + n, 0xee, at - n); /* the kernel zeroes these; nobody may read them */
+    memcpy(buf + at, marks, count * sizeof *marks);
+    ev.marks = count;
+    memcpy(buf, &ev, sizeof ev);
+    return at + count * sizeof *marks;
 }
 
 static size_t make_seq_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock, uint64_t ns, const char *data,
@@ -509,7 +529,8 @@ static void test_ready_marks(void **state)
     n = make_ready(buf, 0x77, 95, isn + 30 + (200u << 20), 5, false);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(srv.n, 4);
-    /* a READY on the send direction, or one without a sequence number, is bad */
+    /* a READY on the send direction, one without marks, or one whose marks
+     * run past the record, is bad */
     n = make_ready(buf, 0x77, 96, 1, 1, false);
     struct tt_socktap_event ev;
     memcpy(&ev, buf, sizeof ev);
@@ -517,9 +538,13 @@ static void test_ready_marks(void **state)
     memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
     ev.dir = TT_SOCKTAP_DIR_RECV;
-    ev.flags = 0;
+    ev.marks = 0;
     memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    ev.marks = 2;
+    memcpy(buf, &ev, sizeof ev);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n + sizeof(struct tt_socktap_mark) - 1), -1);
     /* A process that exited without close() leaves its connection on sock
      * 0x88; the kernel gives that address to a new socket (another
      * 4-tuple), accepted on fd 7: its marks are its own, not the stale one's. */
@@ -551,6 +576,101 @@ static void test_ready_marks(void **state)
     assert_int_equal(st.ready_records, 6);
     assert_int_equal(st.ready_marks, 4);
     assert_int_equal(st.ready_unplaced, 2); /* the stale orphan, the unbelievable mark */
+    tt_bpf_source_free(s);
+}
+
+/* Marks folded into the DATA records of their socket (the kernel holds
+ * them for its next read): taken before the record's data, whatever the
+ * data's length (the marks start at its next 8-byte boundary); a mark
+ * sent twice (two readers) dropped as a repeat; marks on a record that may
+ * not carry them, too many, or past the record's end, refused. Every read
+ * split at each byte gives the same chunks. */
+static void test_ready_marks_in_reads(void **state)
+{
+    const char *request = "GET /v1/completions HTTP/1.1\r\n\r\n";
+    size_t len = strlen(request);
+    for (size_t split = 1; split < len; split++) {
+        log_ctx srv = {0};
+        tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+        assert_non_null(s);
+        uint8_t buf[512];
+        size_t n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x77, 10);
+        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+        const uint32_t isn = 1000;
+        char first[64], second[64];
+        memcpy(first, request, split);
+        first[split] = 0;
+        snprintf(second, sizeof second, "%s", request + split);
+        /* the first read carries the mark of its bytes, from the start */
+        struct tt_socktap_mark m1[1] = {mark_of(20, isn + (uint32_t)split, 0, true)};
+        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 30, first, isn);
+        n = add_marks(buf, n, m1, 1);
+        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+        /* the second read carries that mark again (a second reader took it
+         * too) and the mark of its own bytes */
+        struct tt_socktap_mark m2[2] = {m1[0], mark_of(40, isn + (uint32_t)len, (uint32_t)(len - split), false)};
+        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 50, second, isn + (uint32_t)split);
+        n = add_marks(buf, n, m2, 2);
+        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+        assert_int_equal(srv.n, 4);
+        assert_int_equal(srv.items[0].kind, TT_CHUNK_READY);
+        assert_int_equal(srv.items[0].offset, 0);
+        assert_int_equal(srv.items[0].len, split);
+        assert_int_equal(srv.items[0].mono_ns, 20);
+        assert_int_equal(srv.items[1].kind, TT_CHUNK_DATA);
+        assert_int_equal(srv.items[1].len, split);
+        assert_int_equal(srv.items[2].kind, TT_CHUNK_READY);
+        assert_int_equal(srv.items[2].offset, split);
+        assert_int_equal(srv.items[2].len, len - split);
+        assert_int_equal(srv.items[2].mono_ns, 40);
+        assert_int_equal(srv.items[3].kind, TT_CHUNK_DATA);
+        assert_int_equal(srv.items[3].offset, split);
+        /* refused: more marks than a record may carry; a mark cut short;
+         * marks on a close */
+        struct tt_socktap_mark many[TT_SOCKTAP_MAX_MARKS + 1];
+        for (uint32_t i = 0; i <= TT_SOCKTAP_MAX_MARKS; i++) many[i] = mark_of(60 + i, isn + (uint32_t)len + i + 1, 1, false);
+        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 70, "x", isn + (uint32_t)len);
+        size_t too_many = add_marks(buf, n, many, TT_SOCKTAP_MAX_MARKS + 1);
+        assert_int_equal(tt_bpf_source_feed(s, buf, too_many), -1);
+        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 70, "x", isn + (uint32_t)len);
+        n = add_marks(buf, n, many, 1);
+        assert_int_equal(tt_bpf_source_feed(s, buf, n - 1), -1);
+        n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 5, 0x77, 80);
+        n = add_marks(buf, n, many, 1);
+        assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
+        assert_int_equal(srv.n, 4);
+        tt_bpf_stats st;
+        tt_bpf_source_stats(s, &st);
+        assert_int_equal(st.ready_records, 3);
+        assert_int_equal(st.ready_marks, 2);
+        assert_int_equal(st.ready_repeats, 1);
+        assert_int_equal(st.bad_records, 3);
+        tt_bpf_source_free(s);
+    }
+}
+
+/* A stream whose records claim more lost bytes than any stream could hold
+ * (2^63): its marks are not placed, and placing them overflows nothing
+ * (the sanitizers' build checks that). */
+static void test_ready_mark_on_absurd_offsets(void **state)
+{
+    log_ctx srv = {0};
+    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
+    assert_non_null(s);
+    uint8_t buf[512];
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x77, 10);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 20, "ab", 0, 0, TT_SOCKTAP_F_SEQ, 1ull << 63);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    struct tt_socktap_mark m[1] = {mark_of(25, 3, 0x7fffffffu, false)};
+    n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 30, "cd", 2);
+    n = add_marks(buf, n, m, 1);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.ready_records, 1);
+    assert_int_equal(st.ready_marks, 0);
+    assert_int_equal(st.ready_unplaced, 1);
     tt_bpf_source_free(s);
 }
 
@@ -774,6 +894,8 @@ int main(void)
         cmocka_unit_test(test_start_refuses_bad_filters),
         cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_ready_marks),
+        cmocka_unit_test(test_ready_marks_in_reads),
+        cmocka_unit_test(test_ready_mark_on_absurd_offsets),
         cmocka_unit_test(test_sequence_base_of_sends),
         cmocka_unit_test(test_tls_plaintext_stream),
         cmocka_unit_test(test_tls_pending_writes),

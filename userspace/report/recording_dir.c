@@ -194,6 +194,7 @@ void tt_recdir_bpf_stats_json(tt_jw *jw, const char *key, const tt_bpf_stats *b)
     tt_jw_uint(jw, "ready_records", b->ready_records);
     tt_jw_uint(jw, "ready_marks", b->ready_marks);
     tt_jw_uint(jw, "ready_unplaced", b->ready_unplaced);
+    tt_jw_uint(jw, "ready_repeats", b->ready_repeats);
     tt_jw_uint(jw, "ready_sockets_not_followed", b->ready_full);
     tt_jw_object_end(jw);
 }

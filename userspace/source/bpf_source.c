@@ -104,9 +104,13 @@ void tt_bpf_conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
  * (a record of an earlier socket at the same address) is dropped. */
 static void ready_deliver(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
 {
-    int64_t end = (int64_t)c->recv_off_ref + (int32_t)(m->end_seq - c->recv_seq_ref);
-    int64_t from = m->from_start ? 0 : end - (int64_t)m->len;
-    if (from < 0 || end < from || (uint64_t)end > c->cc.offset[tt_chunk_conn_recv_dir(&c->cc)] + READY_MAX_AHEAD) {
+    /* a stream past 2^62 bytes (gaps the records claimed) is not believed either */
+    int64_t end = 0, from = 0;
+    bool absurd = c->recv_off_ref > (UINT64_MAX >> 2) ||
+                  __builtin_add_overflow((int64_t)c->recv_off_ref, (int32_t)(m->end_seq - c->recv_seq_ref), &end) ||
+                  (!m->from_start && __builtin_sub_overflow(end, (int64_t)m->len, &from));
+    if (absurd || from < 0 || end < from ||
+        (uint64_t)end > c->cc.offset[tt_chunk_conn_recv_dir(&c->cc)] + READY_MAX_AHEAD) {
         s->st.ready_unplaced++;
         return;
     }
@@ -118,6 +122,14 @@ static void ready_deliver(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
  * does not meet the one before it, which says the bytes between are unknown). */
 static void ready_take(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
 {
+    /* the kernel may send a mark twice (two readers of one socket take the
+     * marks it holds): one that does not end past the last is a repeat */
+    if (c->ready_seen && (int32_t)(m->end_seq - c->ready_last_end) <= 0) {
+        s->st.ready_repeats++;
+        return;
+    }
+    c->ready_seen = true;
+    c->ready_last_end = m->end_seq;
     if (c->recv_seq_known) {
         ready_deliver(s, c, m);
         return;
@@ -178,16 +190,17 @@ static bool conn_has_tuple(const bpf_conn *c, const struct tt_socktap_event *ev)
     return tt_endpoint_equal(&local, cl) && tt_endpoint_equal(&remote, cr);
 }
 
-static void feed_ready(tt_bpf_source *s, const struct tt_socktap_event *ev)
+/* A readable instant of ev's socket: placed on each connection that has
+ * that socket (the same address and 4-tuple: a connection whose process
+ * exited without close() stays known, and its sock's address may serve a
+ * new socket since), else held as an orphan until one appears. */
+static void feed_mark(tt_bpf_source *s, const struct tt_socktap_event *ev, const struct tt_socktap_mark *km)
 {
     s->st.ready_records++;
-    ready_mark m = {.ns = ev->ts_ns, .end_seq = ev->seq, .len = ev->total_len,
-                    .from_start = (ev->flags & TT_SOCKTAP_F_READY_FROM_START) != 0};
+    ready_mark m = {.ns = km->ns, .end_seq = km->end_seq, .len = km->len & ~TT_SOCKTAP_MARK_FROM_START,
+                    .from_start = (km->len & TT_SOCKTAP_MARK_FROM_START) != 0};
     bool taken = false;
     for (bpf_conn *c = s->sock_buckets[sock_bucket(ev->sock_id)]; c; c = c->sock_next) {
-        /* the same address and 4-tuple: a connection whose process exited
-         * without close() stays here, and its sock's address may serve a
-         * new socket since */
         if (c->sock_id != ev->sock_id || !conn_has_tuple(c, ev)) continue;
         ready_take(s, c, &m);
         taken = true;
@@ -198,6 +211,16 @@ static void feed_ready(tt_bpf_source *s, const struct tt_socktap_event *ev)
     o->sock_id = ev->sock_id;
     o->m = m;
     s->orphan_next = (s->orphan_next + 1) % READY_ORPHANS;
+}
+
+/* The marks a record carries (ev->marks of them at `at`, unaligned). */
+static void feed_marks(tt_bpf_source *s, const struct tt_socktap_event *ev, const uint8_t *at)
+{
+    for (uint32_t i = 0; i < ev->marks; i++) {
+        struct tt_socktap_mark km;
+        memcpy(&km, at + (size_t)i * sizeof km, sizeof km);
+        feed_mark(s, ev, &km);
+    }
 }
 
 static void conn_orient(bpf_conn *c, const struct tt_socktap_event *ev, bool local_is_server, bool guessed)
@@ -322,21 +345,25 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     }
     memcpy(&ev, rec, sizeof ev);
     const uint8_t *data = (const uint8_t *)rec + sizeof ev;
-    if (ev.copied > len - sizeof ev || ev.dir > TT_SOCKTAP_DIR_RECV || ev.kind >= TT_SOCKTAP_KIND_COUNT ||
+    /* the marks, after the data from its next 8-byte boundary */
+    size_t marks_at = ev.marks ? ((size_t)ev.copied + 7) & ~(size_t)7 : ev.copied;
+    if (ev.copied > len - sizeof ev || ev.marks > TT_SOCKTAP_MAX_MARKS ||
+        marks_at + (size_t)ev.marks * sizeof(struct tt_socktap_mark) > len - sizeof ev ||
+        (ev.marks && ev.kind != TT_SOCKTAP_KIND_DATA && ev.kind != TT_SOCKTAP_KIND_READY) ||
+        (ev.marks && (ev.flags & TT_SOCKTAP_F_TLS)) ||
+        ev.dir > TT_SOCKTAP_DIR_RECV || ev.kind >= TT_SOCKTAP_KIND_COUNT ||
         (uint64_t)ev.piece_off + ev.copied > ev.total_len ||
         ((ev.flags & TT_SOCKTAP_F_NOT_COPIED) && ev.copied) ||
         (ev.kind != TT_SOCKTAP_KIND_DATA && (ev.copied || (ev.lost_before && ev.kind != TT_SOCKTAP_KIND_TLS_PAIR))) ||
         ((ev.flags & TT_SOCKTAP_F_TLS_PENDING) && (ev.kind != TT_SOCKTAP_KIND_DATA || !(ev.flags & TT_SOCKTAP_F_TLS))) ||
         (ev.kind != TT_SOCKTAP_KIND_DATA && ev.kind != TT_SOCKTAP_KIND_READY && ev.total_len) ||
-        (ev.kind == TT_SOCKTAP_KIND_READY &&
-         (ev.dir != TT_SOCKTAP_DIR_RECV || !(ev.flags & TT_SOCKTAP_F_SEQ) ||
-          ((ev.flags & TT_SOCKTAP_F_READY_FROM_START) && ev.total_len)))) {
+        (ev.kind == TT_SOCKTAP_KIND_READY && (ev.dir != TT_SOCKTAP_DIR_RECV || !ev.marks))) {
         s->st.bad_records++;
         return -1;
     }
     s->st.records++;
     if (ev.kind == TT_SOCKTAP_KIND_READY) {
-        feed_ready(s, &ev);
+        feed_marks(s, &ev, data + marks_at);
         return 0;
     }
     if (ev.kind == TT_SOCKTAP_KIND_CLOSE) {
@@ -358,6 +385,7 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
     if (ev.flags & TT_SOCKTAP_F_TLS) return tt_bpf_tls_feed(s, &ev, data);
     bpf_conn *c = tt_bpf_conn_for(s, &ev);
     if (!c) return -1;
+    if (ev.marks) feed_marks(s, &ev, data + marks_at); /* the conn exists now: no orphans */
     if (ev.ts_ns > c->cc.last_ns) c->cc.last_ns = ev.ts_ns;
     tt_direction dir = ev.dir == TT_SOCKTAP_DIR_SEND ? tt_chunk_conn_send_dir(&c->cc) : tt_chunk_conn_recv_dir(&c->cc);
     if (ev.lost_before) {
@@ -549,6 +577,9 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     if (tt_env_flag("TOKENTAP_NO_READY")) s->st.ready_missing = "TOKENTAP_NO_READY is set";
     s->st.ready_available = s->st.ready_missing == NULL;
     skel->rodata->ready_wanted = s->st.ready_available;
+    /* held for the socket's next DATA record unless asked otherwise (a
+     * READY record per instant: the comparison in bpf/README.md) */
+    skel->rodata->ready_held = !tt_env_flag("TOKENTAP_READY_RECORDS");
     /* TLS plaintext only for a caller that takes it (tt_bpf_source_route_tls):
      * uprobes cost the processes they sit in */
     bool tls_wanted = tt_bpf_source_takes_tls(s) && !tt_env_flag("TOKENTAP_NO_TLS");

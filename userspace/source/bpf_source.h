@@ -49,15 +49,17 @@ typedef struct tt_bpf_stats {
     uint64_t vantage_gaps[TT_VANTAGE_COUNT], vantage_gap_bytes[TT_VANTAGE_COUNT]; /* gaps by vantage */
     /* Added (readable instants, sock:sk_data_ready): whether the kernel
      * gives them (ready_available; when not, ready_missing says why),
-     * READY records read, marks delivered as TT_CHUNK_READY, marks that
-     * could not be placed on a stream (their socket never seen, held past
-     * the bound, or not believable), and the kernel's own counts: READY
-     * records emitted and sockets not followed because its map was full. */
+     * the kernel's marks read (carried by READY and DATA records), marks
+     * delivered as TT_CHUNK_READY, marks that could not be placed on a
+     * stream (their socket never seen, held past the bound, or not
+     * believable), marks dropped as repeats of one already taken, and the
+     * kernel's own counts: marks made and sockets not followed because its
+     * map was full. */
     bool ready_available;
     const char *ready_missing;
     bool raw_syscalls;       /* the data syscalls are traced through tp_btf sys_enter/sys_exit (TOKENTAP_BPF_RAW) */
     bool send_stamped;       /* write and sendto are stamped in tcp_sendmsg_locked, not at their enter */
-    uint64_t ready_records, ready_marks, ready_unplaced, kernel_ready, ready_full;
+    uint64_t ready_records, ready_marks, ready_unplaced, ready_repeats, kernel_ready, ready_full;
     /* Added (TLS plaintext, uprobes on the TLS libraries, tls_attach.h):
      * libraries attached (0: tls_note says why), connections with a
      * plaintext stream, TLS records read; the kernel's SSL calls that moved

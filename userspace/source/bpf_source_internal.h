@@ -42,8 +42,10 @@ typedef struct bpf_conn {
     bool recv_seq_known;
     uint32_t recv_seq_ref;
     uint64_t recv_off_ref;
-    ready_mark pending[CONN_READY_PENDING]; /* READY records before recv_seq_known */
+    ready_mark pending[CONN_READY_PENDING]; /* marks before recv_seq_known */
     uint32_t n_pending;
+    bool ready_seen;          /* a mark was taken: ready_last_end is its end */
+    uint32_t ready_last_end;
     /* The TLS plaintext of the connection (TT_SOCKTAP_F_TLS records), a
      * stream of its own for the TLS vantage; NULL until the first. */
     tt_chunk_conn *tls;
