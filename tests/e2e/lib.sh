@@ -115,6 +115,9 @@ record_during() {
 # log in DIR/serve.log and the extra ARGS; sets SERVE_PID and SERVE_PORT.
 start_serve() {
     local dir=$1; shift
+    # a serve.out left by an earlier serve would be read before this one's
+    # shell truncates it: gone first, wait_listening sees only the new one
+    rm -f "$dir/serve.out"
     "$TT" serve --listen 127.0.0.1:0 --log "$dir/serve.log" "$@" > "$dir/serve.out" 2> "$dir/serve.err" &
     SERVE_PID=$!
     SERVE_PORT=$(wait_listening "$dir/serve.out")

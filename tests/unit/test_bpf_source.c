@@ -478,6 +478,18 @@ static size_t make_seq_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock,
     return n;
 }
 
+/* s's counts of the kernel's marks: read, placed, not placed, repeats. */
+static void assert_ready_counts(const tt_bpf_source *s, uint64_t records, uint64_t marks, uint64_t unplaced,
+                                uint64_t repeats)
+{
+    tt_bpf_stats st;
+    tt_bpf_source_stats(s, &st);
+    assert_int_equal(st.ready_records, records);
+    assert_int_equal(st.ready_marks, marks);
+    assert_int_equal(st.ready_unplaced, unplaced);
+    assert_int_equal(st.ready_repeats, repeats);
+}
+
 /* READY records become TT_CHUNK_READY on the receive direction, placed by
  * sequence number: held until a read tells the sequence numbers, adopted
  * from before the accept (orphans), wrapping past 2^32, a refused one
@@ -571,11 +583,7 @@ static void test_ready_marks(void **state)
     assert_int_equal(srv.items[before].client_port, 40001);
     assert_int_equal(srv.items[before].offset, 0);
     assert_int_equal(srv.items[before].len, 10);
-    tt_bpf_stats st;
-    tt_bpf_source_stats(s, &st);
-    assert_int_equal(st.ready_records, 6);
-    assert_int_equal(st.ready_marks, 4);
-    assert_int_equal(st.ready_unplaced, 2); /* the stale orphan, the unbelievable mark */
+    assert_ready_counts(s, 6, 4, 2, 0); /* unplaced: the stale orphan, the unbelievable mark */
     tt_bpf_source_free(s);
 }
 
@@ -639,11 +647,9 @@ static void test_ready_marks_in_reads(void **state)
         n = add_marks(buf, n, many, 1);
         assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
         assert_int_equal(srv.n, 4);
+        assert_ready_counts(s, 3, 2, 0, 1);
         tt_bpf_stats st;
         tt_bpf_source_stats(s, &st);
-        assert_int_equal(st.ready_records, 3);
-        assert_int_equal(st.ready_marks, 2);
-        assert_int_equal(st.ready_repeats, 1);
         assert_int_equal(st.bad_records, 3);
         tt_bpf_source_free(s);
     }
@@ -666,11 +672,7 @@ static void test_ready_mark_on_absurd_offsets(void **state)
     n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 30, "cd", 2);
     n = add_marks(buf, n, m, 1);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    tt_bpf_stats st;
-    tt_bpf_source_stats(s, &st);
-    assert_int_equal(st.ready_records, 1);
-    assert_int_equal(st.ready_marks, 0);
-    assert_int_equal(st.ready_unplaced, 1);
+    assert_ready_counts(s, 1, 0, 1, 0);
     tt_bpf_source_free(s);
 }
 
