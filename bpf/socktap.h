@@ -150,7 +150,7 @@ enum tt_socktap_stat {
     TT_SOCKTAP_STAT_CHILDREN,        /* processes added to the traced set when a traced one forked */
     TT_SOCKTAP_STAT_TGIDS_FULL,      /* forks of traced processes not followed: set full */
     TT_SOCKTAP_STAT_READY,           /* readable instants noted (marks; held or sent in a READY record) */
-    TT_SOCKTAP_STAT_READY_FULL,      /* sockets whose READY records were not wanted: map full */
+    TT_SOCKTAP_STAT_READY_FULL,      /* sockets whose marks were not wanted: map full */
     TT_SOCKTAP_STAT_TLS_CALLS,       /* SSL read/write calls that moved plaintext */
     TT_SOCKTAP_STAT_TLS_UNPAIRED,    /* of those, calls whose socket was not known: not recorded */
     TT_SOCKTAP_STAT_TLS_UNPAIRED_BYTES,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* socktap_ready.bpf.h - part of socktap.bpf.c (included there, one object):
  * the instant the kernel made received bytes readable at a traced socket,
- * before the process read them (READY records, socktap.h).
+ * before the process read them (marks, socktap.h).
  *
  * The sock:sk_data_ready tracepoint fires in the receive path (softirq,
  * any CPU, any current task) when data was queued on a socket, just before

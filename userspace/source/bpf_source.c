@@ -96,7 +96,7 @@ void tt_bpf_conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
     free(c);
 }
 
-/* ---- readable instants (READY records) ---- */
+/* ---- readable instants (the kernel's marks) ---- */
 
 /* A mark put on the stream: its receive sequence numbers as stream offsets
  * of c's receive direction (recv_seq_known), delivered as TT_CHUNK_READY.
@@ -117,7 +117,7 @@ static void ready_deliver(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
     tt_chunk_conn_ready(&s->sinks, &c->cc, tt_chunk_conn_recv_dir(&c->cc), m->ns, (uint64_t)from, (uint64_t)end);
 }
 
-/* A READY record of connection c: delivered when c's sequence numbers are
+/* A mark of connection c: delivered when c's sequence numbers are
  * known, else held (the oldest dropped past the bound: the next mark then
  * does not meet the one before it, which says the bytes between are unknown). */
 static void ready_take(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
@@ -153,7 +153,7 @@ static void ready_learn_seq(tt_bpf_source *s, bpf_conn *c, uint32_t seq, uint64_
     c->n_pending = 0;
 }
 
-/* A new connection on a socket that already had READY records (a request
+/* A new connection on a socket that already had marks (a request
  * that arrived before accept returned): they become its own, from the
  * socket's first mark on (an earlier first mark at that address was
  * another socket's). */

@@ -17,13 +17,13 @@ struct ring_buffer;
 #define CONN_BUCKETS 1024u
 #define TT_BPF_DEFAULT_RING_BYTES (16u << 20) /* the events map's size in bpf/socktap.bpf.c */
 
-#define CONN_READY_PENDING 32  /* READY records held per connection until its sequence numbers are known */
-#define READY_ORPHANS 256      /* READY records of sockets not yet seen in a syscall (accept to come) */
+#define CONN_READY_PENDING 32  /* the kernel's marks held per connection until its sequence numbers are known */
+#define READY_ORPHANS 256      /* marks of sockets not yet seen in a syscall (accept to come) */
 #define READY_MAX_AHEAD (64u << 20) /* a mark further than this past the bytes read is not believed */
 #define TLS_PENDING_MAX 64     /* TLS plaintext records held for their thread's TLS_PAIR (all threads) */
 #define EXEC_QUEUE 64          /* processes that exec'd, to look at for TLS libraries */
 
-/* A READY record as the kernel gave it: receive sequence numbers. */
+/* A mark as the kernel gave it (struct tt_socktap_mark): receive sequence numbers. */
 typedef struct ready_mark {
     uint64_t ns;
     uint32_t end_seq, len;
