@@ -331,18 +331,13 @@ static __always_inline void fill_head(struct tt_socktap_event *ev, struct sock *
     ev->marks = 0;
 }
 
-static __always_inline bool port_rejected(const struct tt_socktap_event *ev)
-{
-    return targ_port && ev->lport != targ_port && ev->rport != targ_port;
-}
-
-/* Emit a record without data (close, connect, accept). */
+/* Emit a record without data (close, connect, accept, end of file); the
+ * caller has applied the port filter (sk_port_rejected). */
 static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u32 syscall, __u8 kind,
                                        __u64 enter_ns, __u64 exit_ns, __u64 ts_ns, long ret)
 {
     struct tt_socktap_event ev;
     fill_head(&ev, sk, id, fd, syscall, kind);
-    if (port_rejected(&ev)) return 0;
     if (kind == TT_SOCKTAP_KIND_EOF) ev.dir = TT_SOCKTAP_DIR_RECV;
     ev.enter_ns = enter_ns;
     ev.exit_ns = exit_ns;
@@ -377,7 +372,8 @@ static __always_inline bool takes_iovec(__u32 syscall)
  * or from each message of an mmsghdr array, in pieces of at most
  * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied.
  * args: the call (for a send, what its enter stored; for a receive, what
- * on_exit_recv read at its exit); live: the thread's call_args. */
+ * on_exit_recv read at its exit); live: the thread's call_args. The
+ * caller has applied the filters, the port's included (sk_port_rejected). */
 static __always_inline int exit_data(const struct call_args *call, struct call_args *live, long ret, __u8 dir)
 {
     struct call_args args = *call;
@@ -414,7 +410,6 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
     if (!rec) return 0;
     struct tt_socktap_event *ev = &rec->ev;
     fill_head(ev, sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_DATA);
-    if (port_rejected(ev)) return 0;
 
     ev->enter_ns = args.enter_ns ? args.enter_ns : exit_ns;
     ev->exit_ns = exit_ns;

@@ -118,8 +118,8 @@ static __always_inline void tls_emit(__u64 id, struct sock *sk, __s32 fd, __u8 d
         ev->kind = TT_SOCKTAP_KIND_DATA;
         ev->flags = TT_SOCKTAP_F_TLS_PENDING;
     } else {
+        if (sk_port_rejected(AS_KERNEL(struct sock, sk))) return;
         fill_head(ev, (struct sock *)sk, id, fd, call, TT_SOCKTAP_KIND_DATA);
-        if (port_rejected(ev)) return;
     }
     ev->flags |= TT_SOCKTAP_F_TLS;
     ev->socket_ns = socket_ns;
