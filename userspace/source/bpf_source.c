@@ -104,13 +104,15 @@ void tt_bpf_conn_end(tt_bpf_source *s, bpf_conn *c, uint64_t ns)
  * (a record of an earlier socket at the same address) is dropped. */
 static void ready_deliver(tt_bpf_source *s, bpf_conn *c, const ready_mark *m)
 {
-    /* a stream past 2^62 bytes (gaps the records claimed) is not believed either */
-    int64_t end = 0, from = 0;
-    bool absurd = c->recv_off_ref > (UINT64_MAX >> 2) ||
-                  __builtin_add_overflow((int64_t)c->recv_off_ref, (int32_t)(m->end_seq - c->recv_seq_ref), &end) ||
-                  (!m->from_start && __builtin_sub_overflow(end, (int64_t)m->len, &from));
-    if (absurd || from < 0 || end < from ||
-        (uint64_t)end > c->cc.offset[tt_chunk_conn_recv_dir(&c->cc)] + READY_MAX_AHEAD) {
+    /* a stream past 2^62 bytes (gaps its records claimed) gets no mark
+     * either; the bound also keeps the arithmetic below from overflowing */
+    if (c->recv_off_ref > (UINT64_MAX >> 2)) {
+        s->st.ready_unplaced++;
+        return;
+    }
+    int64_t end = (int64_t)c->recv_off_ref + (int32_t)(m->end_seq - c->recv_seq_ref);
+    int64_t from = m->from_start ? 0 : end - (int64_t)m->len;
+    if (from < 0 || end < from || (uint64_t)end > c->cc.offset[tt_chunk_conn_recv_dir(&c->cc)] + READY_MAX_AHEAD) {
         s->st.ready_unplaced++;
         return;
     }
