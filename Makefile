@@ -58,6 +58,16 @@ $(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c $(wildcard bpf/*.bpf.h) bpf/socktap.
 $(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
 	$(BPFTOOL) gen skeleton $< name socktap > $@.tmp && mv $@.tmp $@
 
+# build/tools/ttbpffloor's programs that do nothing (tests/bench/bpf.sh: the floor)
+$(BPF_DIR)/bpffloor.bpf.o: tests/tools/bpf/bpffloor.bpf.c $(BPF_DIR)/vmlinux.h
+	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I$(BPF_DIR) -c $< -o $@
+
+$(BPF_DIR)/bpffloor.skel.h: $(BPF_DIR)/bpffloor.bpf.o
+	$(BPFTOOL) gen skeleton $< name bpffloor > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tools/ttbpffloor: TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
+$(BUILD)/tools/ttbpffloor: $(BPF_DIR)/bpffloor.skel.h
+
 # the userspace files that load, attach or read the BPF object
 BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o bpf_tls_stream.o tls_attach.o tls_go.o)
 $(BPF_USERS): TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)

@@ -198,6 +198,21 @@ static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
     return sk;
 }
 
+/* sk when it is an IPv4 or IPv6 TCP sock that a process holds through a
+ * file, else NULL: what tcp_sock_of_fd would have found, for the socket
+ * layer's hooks that hand the sock over (socktap_sock.bpf.h). A kernel
+ * socket (a network filesystem's, read inside a task's read of a file)
+ * has no file and is turned away. */
+static __always_inline struct sock *tcp_user_sock(struct sock *sk)
+{
+    if (sk->sk_protocol != TT_IPPROTO_TCP) return NULL;
+    __u16 family = sk->__sk_common.skc_family;
+    if (family != AF_INET && family != AF_INET6) return NULL;
+    struct socket *sock = sk->sk_socket;
+    if (!sock || !sock->file) return NULL;
+    return sk;
+}
+
 /* Whether the port filter turns sk away (neither end on targ_port). */
 static __always_inline bool sk_port_rejected(const struct sock *sk)
 {
@@ -551,8 +566,9 @@ static __always_inline const struct pt_regs *syscall_regs(void)
  * blocked while another thread closed its fd and a new socket took the
  * number would be attributed to the new socket. regs: the syscall's
  * registers where the caller has them (tp_btf), else NULL (found here,
- * once the process filters passed). */
-static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt_regs *regs)
+ * once the process filters passed). hook_sk: the sock the socket layer's
+ * hook handed over (socktap_sock.bpf.h), else NULL (found from fd). */
+static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt_regs *regs, struct sock *hook_sk)
 {
     if (ret < 0) return 0;
     __u64 id = bpf_get_current_pid_tgid();
@@ -571,7 +587,7 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
     }
     /* MSG_PEEK consumed nothing: the next read returns the same bytes */
     if (flags & TT_MSG_PEEK) return 0;
-    struct sock *sk = tcp_sock_of_fd(fd);
+    struct sock *sk = hook_sk ? tcp_user_sock(hook_sk) : tcp_sock_of_fd(fd);
     if (!sk) return 0;
     if (sk_port_rejected(sk)) return 0;
     if (!live) live = thread_args();
@@ -636,10 +652,10 @@ SEC("tracepoint/syscalls/sys_exit_sendto")
 int tt_exit_sendto(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDTO); }
 
 SEC("tracepoint/syscalls/sys_exit_read")
-int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READ, NULL); }
+int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READ, NULL, NULL); }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVFROM, NULL); }
+int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVFROM, NULL, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_writev")
 int tt_enter_writev(struct trace_event_raw_sys_enter *ctx)
@@ -651,7 +667,7 @@ SEC("tracepoint/syscalls/sys_exit_writev")
 int tt_exit_writev(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_WRITEV); }
 
 SEC("tracepoint/syscalls/sys_exit_readv")
-int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READV, NULL); }
+int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READV, NULL, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmsg")
 int tt_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
@@ -663,7 +679,7 @@ SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int tt_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDMSG); }
 
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
-int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMSG, NULL); }
+int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMSG, NULL, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_connect")
 int tt_enter_connect(struct trace_event_raw_sys_enter *ctx)
@@ -735,7 +751,7 @@ int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmmsg")
-int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMMSG, NULL); }
+int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMMSG, NULL, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmmsg")
 int tt_enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)
@@ -800,3 +816,4 @@ int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
 
 #include "socktap_send.bpf.h"
 #include "socktap_raw.bpf.h"
+#include "socktap_sock.bpf.h"

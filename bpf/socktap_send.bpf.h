@@ -55,8 +55,9 @@ int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, con
 /* The exit of write or sendto (fd, buffer, length in the first three
  * registers either way): the send stamped by tt_send_stamp when the stamp
  * names this call's buffer and length, else the socket found from fd now
- * and the instant now. */
-static __always_inline int on_exit_stamped_send(long ret, __u32 syscall)
+ * (or the one the socket layer's hook handed over, hook_sk:
+ * socktap_sock.bpf.h) and the instant now. */
+static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct sock *hook_sk)
 {
     __u64 id = bpf_get_current_pid_tgid();
     struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
@@ -81,7 +82,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall)
         if (!regs) regs = syscall_regs();
         __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
         if (fd < 0) return 0;
-        sk = tcp_sock_of_fd(fd);
+        sk = hook_sk ? tcp_user_sock(hook_sk) : tcp_sock_of_fd(fd);
         if (!sk || sk_port_rejected(sk)) return 0;
         if (!live) live = thread_args();
         send_ns = bpf_ktime_get_ns();
@@ -101,11 +102,11 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall)
 SEC("tracepoint/syscalls/sys_exit_write")
 int tt_exit_write_stamped(struct trace_event_raw_sys_exit *ctx)
 {
-    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE);
+    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE, NULL);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int tt_exit_sendto_stamped(struct trace_event_raw_sys_exit *ctx)
 {
-    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO);
+    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO, NULL);
 }

@@ -19,8 +19,9 @@
 # Needs root and loadable eBPF; otherwise the section says why it is empty.
 # 1b. The same cost without wakeups (ttpingpong --one-thread: one thread
 #    plays both ends of the loopback TCP pair) and what tracing costs a
-#    process it does not trace (ttpingpong --getppid: getppid() in a loop,
-#    watch filtered to a name nothing has), each with the classic syscall
+#    process it does not trace (ttpingpong --getppid: getppid() in a loop;
+#    --devnull: 64-byte reads of /dev/zero written to /dev/null, a bystander
+#    doing file I/O; watch filtered to a name nothing has), each with the classic syscall
 #    tracepoints (the default) and with TOKENTAP_BPF_RAW=1 (the data
 #    syscalls through tp_btf sys_enter/sys_exit). PAIRED as above,
 #    BPFBENCH_RAW_PAIRS repetitions (3; 0 skips it).
@@ -30,7 +31,12 @@
 #    symbol, (samples traced - samples off) x the sample period over the
 #    syscalls made: the ns per syscall each function added.
 #    BPFBENCH_PROFILE_PAIRS repetitions (3; 0 skips it; needs perf).
-# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_PROFILE_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
+# 1b'. The floor of the hooks: the one-thread ping-pong with build/tools/
+#    ttbpffloor's programs that do nothing attached instead of watch (on the
+#    syscall exits, on the socket layer's return hooks, on the four hooks
+#    watch --pid runs for it), paired with watch --pid, BPFBENCH_FLOOR_PAIRS
+#    repetitions (9; 0 skips it); the getppid bystander with the first two.
+# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_FLOOR_PAIRS (9), BPFBENCH_PROFILE_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
 # BPFBENCH_STEPS ("25 50 100 200 300 400 max"), BPFBENCH_STEP_SECONDS (3),
 # BPFBENCH_TOKENS (100), BPFBENCH_WORKERS (2: serve's --workers).
 set -eu
@@ -39,9 +45,11 @@ BUILD=${BUILD:-build}
 TT="$BUILD/tokentap"
 PINGPONG="$BUILD/tools/ttpingpong"
 LOAD="$BUILD/tools/ttload"
+FLOOR="$BUILD/tools/ttbpffloor"
 work=${BPFBENCH_DIR:-$BUILD/bpfbench}
 pairs=${BPFBENCH_PAIRS:-5}
 raw_pairs=${BPFBENCH_RAW_PAIRS:-3}
+floor_pairs=${BPFBENCH_FLOOR_PAIRS:-9}
 profile_pairs=${BPFBENCH_PROFILE_PAIRS:-3}
 getppid_calls=${BPFBENCH_GETPPID:-1000000}
 rounds=${BPFBENCH_ROUNDS:-50000}
@@ -74,7 +82,7 @@ empty_section() { # why
     exit 0
 }
 [ "$(id -u)" = 0 ] || empty_section "not root (eBPF tracing needs root)"
-for f in "$TT" "$PINGPONG" "$LOAD"; do [ -x "$f" ] || empty_section "$f is not built"; done
+for f in "$TT" "$PINGPONG" "$LOAD" "$FLOOR"; do [ -x "$f" ] || empty_section "$f is not built"; done
 probe_rc=0; TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 0.2 -q > /dev/null 2> "$work/probe.err" || probe_rc=$?
 [ $probe_rc = 0 ] || [ $probe_rc = 4 ] || empty_section "the eBPF programs do not load ($(head -1 "$work/probe.err"))"
 
@@ -87,6 +95,16 @@ start_watch() {
     for _ in $(seq 100); do grep -q '^tokentap watch: tracing' "$out.err" && return 0; kill -0 "$watch_pid" 2>/dev/null || break; sleep 0.05; done
     log "watch did not start: $(cat "$out.err")"; return 1
 }
+# start_floor OUT MODE: build/tools/ttbpffloor MODE (programs that do
+# nothing on watch's hooks) pinned to the tracer CPU, in watch_pid's place
+# (stop_watch stops it); returns once its programs are attached.
+start_floor() {
+    local out=$1; shift
+    taskset -c "$tr_cpu" "$FLOOR" "$@" > "$out" 2> "$out.err" &
+    watch_pid=$!; started+=("$watch_pid")
+    for _ in $(seq 100); do grep -q '^attached' "$out.err" && return 0; kill -0 "$watch_pid" 2>/dev/null || break; sleep 0.05; done
+    log "ttbpffloor $* did not start: $(cat "$out.err")"; return 1
+}
 stop_watch() {
     kill -INT "$watch_pid"
     wait "$watch_pid" || true   # 4 (no HTTP seen) is expected for the ping-pong
@@ -97,7 +115,9 @@ stop_watch() {
 # pid, all, or none: watch filtered to a name nothing has, so every program
 # rejects at its first check; pidraw and noneraw: pid and none with
 # TOKENTAP_BPF_RAW=1; pidnotls: pid with TOKENTAP_NO_TLS=1, no TLS uprobes
-# bound to the process; comm: watch --comm ttpingpong).
+# bound to the process; comm: watch --comm ttpingpong; noneexits: none with
+# TOKENTAP_NO_SOCK_HOOKS=1 (data at the syscall exits); floorexit, floorwatch,
+# floorsock: no watch, build/tools/ttbpffloor exit|watch|sock instead).
 pingpong() {
     local mode=$1 out=$2; shift 2
     local args=(-m "$rounds" -n "$bytes" "$@")
@@ -112,9 +132,11 @@ pingpong() {
     pid) start_watch "$out.watch" --pid "$pp" ;;
     pidraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --pid "$pp" ;;
     none) start_watch "$out.watch" --comm tt-no-such-name ;;
+    noneexits) WATCH_ENV=TOKENTAP_NO_SOCK_HOOKS=1 start_watch "$out.watch" --comm tt-no-such-name ;;
     noneraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --comm tt-no-such-name ;;
     pidnotls) WATCH_ENV=TOKENTAP_NO_TLS=1 start_watch "$out.watch" --pid "$pp" ;;
     comm) start_watch "$out.watch" --comm ttpingpong ;;
+    floorexit | floorwatch | floorsock) start_floor "$out.watch" "${mode#floor}" ;;
     *) start_watch "$out.watch" ;;
     esac
     [ -z "${on_traced:-}" ] || $on_traced
@@ -187,7 +209,7 @@ raw_series() { # NAME KEY MODES ARGS...: paired runs, off first; one row per mod
         log "$name repetition $i: $(for m in off $modes; do printf '%s %.0f  ' "$m" "$(json_num "$work/raw-$name-$i-$m.json" "$key")"; done)"
     done
     local per=1
-    [ "$key" = getppid.ns_per_call ] || per=$(json_num "$work/raw-$name-1-off.json" tcp.syscalls_per_round_trip)
+    case $key in *.ns_per_call) ;; *) per=$(json_num "$work/raw-$name-1-off.json" tcp.syscalls_per_round_trip) ;; esac
     for m in off $modes; do
         local med add=-
         med=$(for i in $(seq "$raw_pairs"); do json_num "$work/raw-$name-$i-$m.json" "$key"; done | median)
@@ -200,7 +222,11 @@ raw_series() { # NAME KEY MODES ARGS...: paired runs, off first; one row per mod
 if [ "$raw_pairs" -gt 0 ]; then
     raw_series tcp2 tcp.ns_per_round_trip "pid pidnotls comm" -t tcp
     raw_series tcp1 tcp.ns_per_round_trip "pid pidraw none noneraw" -t tcp --one-thread
-    raw_series getppid getppid.ns_per_call "none noneraw" --getppid "$getppid_calls"
+    raw_series getppid getppid.ns_per_call "none noneraw floorexit floorsock" --getppid "$getppid_calls"
+    raw_series devnull devnull.ns_per_call "none noneexits" --devnull "$((getppid_calls / 2))" -n "$bytes"
+fi
+if [ "$floor_pairs" -gt 0 ]; then
+    raw_pairs=$floor_pairs raw_series floor tcp.ns_per_round_trip "floorexit floorsock floorwatch pid" -t tcp --one-thread
 fi
 
 # ---- 1c. where the floor goes: a profile of the ping-pong's CPU ----
@@ -371,15 +397,27 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo
         echo "    taskset -c $pp_cpu ttpingpong -m $rounds -n $bytes -t tcp --one-thread   # tcp1: one thread plays both ends"
         echo "    taskset -c $pp_cpu ttpingpong --getppid $getppid_calls                  # getppid: a process nothing traces"
+        echo "    taskset -c $pp_cpu ttpingpong --devnull $((getppid_calls / 2)) -n $bytes          # devnull: one that reads /dev/zero and writes /dev/null"
         echo "    taskset -c $tr_cpu tokentap watch -q --pid PINGPONG_PID   (pid)   or --comm tt-no-such-name (none)"
         echo "    TOKENTAP_BPF_RAW=1 ... (pidraw, noneraw: read/write/readv/writev/sendto/recvfrom/sendmsg/recvmsg via tp_btf sys_enter/sys_exit)"
         echo "    tcp2: the two-thread ping-pong of the first table; pidnotls: --pid with TOKENTAP_NO_TLS=1; comm: --comm ttpingpong"
+        echo "    noneexits: none with TOKENTAP_NO_SOCK_HOOKS=1 (reads and writes taken at the syscall exits, bpf/README.md)"
+        echo "    taskset -c $tr_cpu ttbpffloor exit|sock|watch   (floorexit, floorsock, floorwatch: no watch, programs that do nothing)"
         echo
         echo "$raw_pairs repetitions, each running every mode of a row group back to back after off; medians,"
-        echo "and the median over repetitions of (mode - off) per syscall (tcp1, tcp2: 4 calls per round trip; getppid: 1)."
+        echo "and the median over repetitions of (mode - off) per syscall (tcp1, tcp2: 4 calls per round trip; getppid, devnull: 1)."
         echo "With --pid, watch binds the TLS uprobes to the traced process (perf events of that task),"
         echo "which the kernel switches on every context switch of its thread: pid against pidnotls"
         echo "and comm is that cost; tcp1 has no context switches."
+        echo
+        echo "The floor rows (the tcp1 ping-pong again, $floor_pairs repetitions) attach programs that return"
+        echo "at once (build/tools/ttbpffloor, tests/tools/bpf/bpffloor.bpf.c) instead of watch: floorexit on"
+        echo "sys_exit_read and sys_exit_write (the classic tracepoints where watch takes a read's and a"
+        echo "write's data), floorsock on tp_btf sock_recv_length and sock_send_length (the socket layer's"
+        echo "return hooks, where a tracer could take the same data), floorwatch on the four hooks watch runs"
+        echo "for that ping-pong: the two exits, tcp_sendmsg_locked (the send stamp) and sk_data_ready (the"
+        echo "arrival). floorexit and floorsock run one program per syscall, floorwatch two, as watch --pid"
+        echo "does: what its hooks cost before any program does work, against pid in the same repetitions."
         echo
         echo "| run | mode | ns per round trip (tcp1) or per call (getppid) | added ns per syscall |"
         echo "|---|---|---|---|"
@@ -462,6 +500,10 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         tcp1_pid=$(awk -F'\t' '$1 == "tcp1" && $2 == "pid" {print $4}' "$work/raw.tsv")
         tcp2_comm=$(awk -F'\t' '$1 == "tcp2" && $2 == "comm" {print $4}' "$work/raw.tsv")
         bystander=$(awk -F'\t' '$1 == "getppid" && $2 == "none" {print $4}' "$work/raw.tsv")
+        io_bystander=$(awk -F'\t' '$1 == "devnull" && $2 == "none" {print $4}' "$work/raw.tsv")
+        io_exits=$(awk -F'\t' '$1 == "devnull" && $2 == "noneexits" {print $4}' "$work/raw.tsv")
+        hooks_floor=$(awk -F'\t' '$1 == "floor" && $2 == "floorwatch" {print $4}' "$work/raw.tsv")
+        floor_pid=$(awk -F'\t' '$1 == "floor" && $2 == "pid" {print $4}' "$work/raw.tsv")
         max_rate=$(awk -F'\t' '$1 == "max" {print $4}' "$work/steps.tsv")
         ceiling=$(awk -F'\t' '$1 == "untraced" {print $4}' "$work/steps.tsv")
         share=$(awk -v a="$max_rate" -v b="$ceiling" 'BEGIN {if (b > 0) printf "%.0f", 100 * a / b; else print "?"}')
@@ -471,6 +513,21 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo "**$(met "$tcp1_pid" 250 max)** (tcp1 pid $tcp1_pid ns, tcp2 comm $tcp2_comm ns); at most 20 ns added to a syscall"
         echo "of a process nothing traces: **$(met "$bystander" 20 max)** (getppid none $bystander ns); the traced token-event"
         echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
+        if [ -n "$io_bystander" ]; then
+            echo "A process nothing traces that reads and writes files (devnull) pays $io_bystander ns per read or write"
+            echo "with the data taken at the socket layer's hooks (the default where the kernel has them), $io_exits ns with it taken at the"
+            echo "syscall exits (noneexits), whose programs run, and turn away, every read and write on the host."
+        fi
+        if [ -n "$hooks_floor" ]; then
+            echo "The hooks watch needs for a TCP write and read cost $hooks_floor ns per syscall here with programs"
+            if awk -v f="$hooks_floor" 'BEGIN {exit !(f + 0 >= 250)}'; then
+                echo "that do nothing (floorwatch), against $floor_pid ns for watch --pid in the same repetitions:"
+                echo "in this run the 250 ns target is under what two empty program runs per syscall cost."
+            else
+                echo "that do nothing (floorwatch), against $floor_pid ns for watch --pid in the same repetitions:"
+                echo "in this run the 250 ns target leaves $(awk -v f="$hooks_floor" 'BEGIN {printf "%.0f", 250 - f}') ns per syscall for the programs' work."
+            fi
+        fi
         echo
         echo "How far one run of this section is from the next here: three runs on 2026-12-05 within hours"
         echo "of each other, before the send stamp (bpf/README.md), gave getppid none 12.5, 46.3 and 142.6"

@@ -18,7 +18,11 @@
  *   no context switch and no second CPU, so (traced - untraced) is what the
  *   programs and tracepoints add to the calls themselves.
  * --getppid N: no sockets; getppid() N times, ns per call (what tracing
- *   costs a process it does not trace: the bystander). */
+ *   costs a process it does not trace: the bystander).
+ * --devnull N: no sockets; N reads of BYTES from /dev/zero and N writes of
+ *   them to /dev/null, ns per call (a bystander that does file I/O: the
+ *   read and write syscalls a tracer may hook). */
+#include <fcntl.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -41,6 +45,7 @@ typedef struct pingpong_options {
     size_t bytes;
     uint64_t rounds, warmup;
     uint64_t getppid_calls; /* --getppid: that many getppid() calls instead of sockets */
+    uint64_t devnull_pairs; /* --devnull: that many read+write pairs on /dev/zero, /dev/null */
     bool do_unix, do_tcp, wait_signal, one_thread;
 } pingpong_options;
 
@@ -228,6 +233,29 @@ static double getppid_ns(const pingpong_options *o)
     return (double)(mono_ns() - t0) / (double)o->getppid_calls;
 }
 
+/* --devnull: ns per call over o->devnull_pairs reads of o->bytes from
+ * /dev/zero each written to /dev/null (a tenth more before, as warm-up);
+ * negative when a file does not open or a call fails. */
+static double devnull_ns(const pingpong_options *o)
+{
+    int in = open("/dev/zero", O_RDONLY | O_CLOEXEC), out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    char *buf = malloc(o->bytes);
+    double ns = -1;
+    if (in < 0 || out < 0 || !buf) goto done;
+    for (uint64_t i = 0; i < o->devnull_pairs / 10; i++)
+        if (read(in, buf, o->bytes) != (ssize_t)o->bytes || write(out, buf, o->bytes) != (ssize_t)o->bytes) goto done;
+    uint64_t t0 = mono_ns();
+    for (uint64_t i = 0; i < o->devnull_pairs; i++)
+        if (read(in, buf, o->bytes) != (ssize_t)o->bytes || write(out, buf, o->bytes) != (ssize_t)o->bytes) goto done;
+    ns = (double)(mono_ns() - t0) / (2.0 * (double)o->devnull_pairs);
+done:
+    if (ns < 0) fprintf(stderr, "ttpingpong: /dev/zero -> /dev/null: %s\n", strerror(errno));
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+    free(buf);
+    return ns;
+}
+
 static int unix_pair(int fds[2])
 {
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
@@ -269,12 +297,13 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ttpingpong [-n BYTES] [-m ROUNDS] [-w WARMUP] [-t unix|tcp|both] [--one-thread]\n"
-            "                  [--getppid N] [--wait-signal]\n"
+            "                  [--getppid N] [--devnull N] [--wait-signal]\n"
             "  Two threads bounce a BYTES-byte message ROUNDS times with write()/read() over an\n"
             "  AF_UNIX socketpair and/or a loopback TCP connection; one JSON line on stdout.\n"
             "  Defaults: -n 64 -m 100000 -w ROUNDS/10 -t both. --wait-signal: print 'ready PID'\n"
             "  on stderr, then wait for SIGUSR1 before the first connection. --one-thread: one\n"
-            "  thread plays both ends (no wakeups). --getppid N: no sockets, N getppid() calls.\n");
+            "  thread plays both ends (no wakeups). --getppid N: no sockets, N getppid() calls.\n"
+            "  --devnull N: no sockets, N BYTES-byte reads from /dev/zero each written to /dev/null.\n");
 }
 
 static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -304,6 +333,9 @@ static int parse_options(pingpong_options *o, int argc, char **argv)
             o->one_thread = true;
         } else if (!strcmp(a, "--getppid") && parse_u64(val, 1, 1000000000000ull, &v)) {
             o->getppid_calls = v;
+            i++;
+        } else if (!strcmp(a, "--devnull") && parse_u64(val, 1, 1000000000000ull, &v)) {
+            o->devnull_pairs = v;
             i++;
         } else if (!strcmp(a, "-n") && parse_u64(val, 1, PINGPONG_MAX_BYTES, &v)) {
             o->bytes = (size_t)v;
@@ -360,6 +392,13 @@ int main(int argc, char **argv)
         double ns = getppid_ns(&o);
         printf("{\"pid\":%ld,\"getppid\":{\"calls\":%llu,\"ns_per_call\":%.2f}}\n", (long)getpid(),
                (unsigned long long)o.getppid_calls, ns);
+        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+    }
+    if (o.devnull_pairs) {
+        double ns = devnull_ns(&o);
+        if (ns < 0) return 1;
+        printf("{\"pid\":%ld,\"devnull\":{\"bytes\":%zu,\"calls\":%llu,\"ns_per_call\":%.2f}}\n", (long)getpid(),
+               o.bytes, (unsigned long long)(2 * o.devnull_pairs), ns);
         return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
     }
     pingpong_result ru = {0}, rt = {0};

@@ -386,6 +386,7 @@ int tt_cmd_watch(int argc, char **argv)
     tt_bpf_source_stats(src, &started_st);
     if (started_st.raw_syscalls) fprintf(stderr, " (data syscalls on raw tracepoints)");
     else if (!started_st.send_stamped) fprintf(stderr, " (sends stamped at syscall entry)");
+    if (!started_st.raw_syscalls && !started_st.sock_hooks) fprintf(stderr, " (data at syscall exits)");
     fputc('\n', stderr);
     fflush(stderr);
 

@@ -483,6 +483,12 @@ static const char *const classic_data_progs[] = {
 static const char *const classic_send_progs[] = {"tt_enter_write", "tt_exit_write", "tt_enter_sendto", "tt_exit_sendto"};
 static const char *const stamped_send_progs[] = {"tt_send_stamp", "tt_exit_write_stamped", "tt_exit_sendto_stamped"};
 
+/* The syscall-exit programs that the socket layer's hooks replace
+ * (socktap_sock.bpf.h): tt_sock_recv those of the four receives,
+ * tt_sock_send the stamped write and sendto exits. */
+static const char *const recv_exit_progs[] = {"tt_exit_read", "tt_exit_recvfrom", "tt_exit_readv", "tt_exit_recvmsg"};
+static const char *const stamped_exit_progs[] = {"tt_exit_write_stamped", "tt_exit_sendto_stamped"};
+
 static void set_autoload(struct bpf_object *obj, const char *const *names, size_t n, bool on)
 {
     for (size_t i = 0; i < n; i++) {
@@ -500,7 +506,12 @@ static void set_autoload(struct bpf_object *obj, const char *const *names, size_
  *   tcp_sendmsg_locked instead of at their enter (the default on a kernel
  *   with that tracepoint, unless TOKENTAP_NO_SEND_STAMP is set);
  * - the classic programs alone.
- * Sets st->raw_syscalls and st->send_stamped to what was picked. */
+ * Unless the raw pair is picked, a kernel with the sock:sock_recv_length
+ * and sock:sock_send_length tracepoints takes receives (and stamped sends)
+ * at those instead of the syscall exits (socktap_sock.bpf.h), unless
+ * TOKENTAP_NO_SOCK_HOOKS is set.
+ * Sets st->raw_syscalls, st->send_stamped and st->sock_hooks to what was
+ * picked. */
 static void tt_bpf_pick_data_attach(struct bpf_object *obj, tt_bpf_stats *st)
 {
     struct bpf_program *raw_enter = bpf_object__find_program_by_name(obj, "tt_raw_enter");
@@ -514,8 +525,18 @@ static void tt_bpf_pick_data_attach(struct bpf_object *obj, tt_bpf_stats *st)
     set_autoload(obj, classic_data_progs, sizeof classic_data_progs / sizeof classic_data_progs[0], !raw);
     if (stamped) set_autoload(obj, classic_send_progs, sizeof classic_send_progs / sizeof classic_send_progs[0], false);
     set_autoload(obj, stamped_send_progs, sizeof stamped_send_progs / sizeof stamped_send_progs[0], stamped);
+    struct bpf_program *sock_recv = bpf_object__find_program_by_name(obj, "tt_sock_recv");
+    struct bpf_program *sock_send = bpf_object__find_program_by_name(obj, "tt_sock_send");
+    bool sock = !raw && sock_recv && sock_send && !tt_env_flag("TOKENTAP_NO_SOCK_HOOKS") &&
+                tt_bpf_kernel_has_btf_typedef("btf_trace_sock_recv_length") &&
+                tt_bpf_kernel_has_btf_typedef("btf_trace_sock_send_length");
+    if (sock) set_autoload(obj, recv_exit_progs, sizeof recv_exit_progs / sizeof recv_exit_progs[0], false);
+    if (sock && stamped) set_autoload(obj, stamped_exit_progs, sizeof stamped_exit_progs / sizeof stamped_exit_progs[0], false);
+    if (sock_recv) bpf_program__set_autoload(sock_recv, sock);
+    if (sock_send) bpf_program__set_autoload(sock_send, sock && stamped);
     st->raw_syscalls = raw;
     st->send_stamped = stamped;
+    st->sock_hooks = sock;
 }
 
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)

@@ -59,6 +59,7 @@ typedef struct tt_bpf_stats {
     const char *ready_missing;
     bool raw_syscalls;       /* the data syscalls are traced through tp_btf sys_enter/sys_exit (TOKENTAP_BPF_RAW) */
     bool send_stamped;       /* write and sendto are stamped in tcp_sendmsg_locked, not at their enter */
+    bool sock_hooks;         /* receives (and stamped sends) are taken at sock_recv_length/sock_send_length */
     uint64_t ready_records, ready_marks, ready_unplaced, ready_repeats, kernel_ready, ready_full;
     /* Added (TLS plaintext, uprobes on the TLS libraries, tls_attach.h):
      * libraries attached (0: tls_note says why), connections with a
