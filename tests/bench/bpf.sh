@@ -36,7 +36,10 @@
 #    syscall exits, on the socket layer's return hooks, on the four hooks
 #    watch --pid runs for it), paired with watch --pid, BPFBENCH_FLOOR_PAIRS
 #    repetitions (9; 0 skips it); the getppid bystander with the first two.
-# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_FLOOR_PAIRS (9), BPFBENCH_PROFILE_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
+# 2b. The zero-ITL step traced and untraced in turn, BPFBENCH_RATE_PAIRS
+#    rounds (5): the median of the rounds' traced/untraced rates is what the
+#    issue 16 rate target is judged on.
+# Knobs: BPFBENCH_PAIRS (5), BPFBENCH_RAW_PAIRS (3), BPFBENCH_FLOOR_PAIRS (9), BPFBENCH_RATE_PAIRS (5), BPFBENCH_PROFILE_PAIRS (3), BPFBENCH_GETPPID (1000000), BPFBENCH_ROUNDS (50000), BPFBENCH_BYTES (64),
 # BPFBENCH_STEPS ("25 50 100 200 300 400 max"), BPFBENCH_STEP_SECONDS (3),
 # BPFBENCH_TOKENS (100), BPFBENCH_WORKERS (2: serve's --workers).
 set -eu
@@ -50,6 +53,7 @@ work=${BPFBENCH_DIR:-$BUILD/bpfbench}
 pairs=${BPFBENCH_PAIRS:-5}
 raw_pairs=${BPFBENCH_RAW_PAIRS:-3}
 floor_pairs=${BPFBENCH_FLOOR_PAIRS:-9}
+rate_pairs=${BPFBENCH_RATE_PAIRS:-5}
 profile_pairs=${BPFBENCH_PROFILE_PAIRS:-3}
 getppid_calls=${BPFBENCH_GETPPID:-1000000}
 rounds=${BPFBENCH_ROUNDS:-50000}
@@ -284,7 +288,9 @@ fi
 
 # ---- 2. the highest token-event rate traced with no loss ----
 ulimit -n 4096 2>/dev/null || true
-# step NAME CONNS ITL_MS [untraced]: one serve + watch + ttload run; appends a row to steps.tsv
+# step NAME CONNS ITL_MS [untraced]: one serve + watch + ttload run; appends a row to
+# $steps_tsv (steps.tsv unless the caller says otherwise)
+steps_tsv="$work/steps.tsv"
 step() {
     local name=$1 conns=$2 itl=$3 traced_run=yes dir="$work/step-$1"
     [ "${4:-}" != untraced ] || traced_run=no
@@ -309,7 +315,7 @@ step() {
     eps=$(json_num "$dir/load.json" events_per_s)
     tps=$(awk -v n="$logged" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
     if [ $traced_run = no ]; then
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns (untraced)" "$itl" "$tps" "$eps" "$logged" - - - - >> "$work/steps.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns (untraced)" "$itl" "$tps" "$eps" "$logged" - - - - >> "$steps_tsv"
         log "step $name: -c $conns --itl-ms $itl untraced: $tps token events/s written"
         rm -f "$dir/serve.log"
         return
@@ -325,7 +331,7 @@ print(sum(r["vantages"]["server"]["token_events"] for r in reqs if "server" in r
     args=$(sed -n 's/.* \([0-9]*\) args lost.*/\1/p' "$dir/watch.json.err")
     local ok=yes
     [ "${drops:-x}" = 0 ] && [ "${trunc:-x}" = 0 ] && [ "${args:-x}" = 0 ] && [ "$gap_bytes" = 0 ] && [ "${traced:-x}" = "$logged" ] && [ "$logged" -gt 0 ] && [ $rc = 0 ] || ok=no
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns" "$itl" "$tps" "$eps" "$logged" "${traced:-?}" "${drops:-?}" "$((${trunc:-0} + ${args:-0}))/$gap_bytes" "$ok" >> "$work/steps.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns" "$itl" "$tps" "$eps" "$logged" "${traced:-?}" "${drops:-?}" "$((${trunc:-0} + ${args:-0}))/$gap_bytes" "$ok" >> "$steps_tsv"
     log "step $name: -c $conns --itl-ms $itl: $tps token events/s written, $logged logged, ${traced:-?} traced, drops ${drops:-?}: $ok"
     rm -f "$dir/serve.log"
 }
@@ -334,6 +340,25 @@ for s in $steps; do
     if [ "$s" = max ]; then step max 100 0; else step "c$s" "$s" 1; fi
 done
 step untraced 100 0 untraced
+# The zero-ITL step again, traced and untraced in turn (which runs first
+# alternates), BPFBENCH_RATE_PAIRS rounds: the traced share of the untraced
+# rate per round, whose median the target is judged on (one pair of runs
+# minutes apart moves by tens of percent here).
+: > "$work/rate_pairs.tsv"
+for i in $(seq "$rate_pairs"); do
+    order="traced untraced"; [ $((i % 2)) = 0 ] && order="untraced traced"
+    for kind in $order; do
+        steps_tsv="$work/rate_pairs.tsv"
+        if [ "$kind" = traced ]; then step "pair$i" 100 0; else step "pair${i}u" 100 0 untraced; fi
+        steps_tsv="$work/steps.tsv"
+    done
+done
+pair_shares=$(awk -F'\t' '{rate[$1] = $4; held[$1] = $10} END {for (k in rate) if (k !~ /u$/ && (k "u") in rate && rate[k "u"] > 0) printf "%.1f %s\n", 100 * rate[k] / rate[k "u"], held[k]}' "$work/rate_pairs.tsv")
+pair_share=$(echo "$pair_shares" | awk 'NF {print $1}' | median)
+pair_lo=$(echo "$pair_shares" | awk 'NF {print $1}' | sort -g | head -1)
+pair_hi=$(echo "$pair_shares" | awk 'NF {print $1}' | sort -g | tail -1)
+pair_held=$(echo "$pair_shares" | awk '$2 == "yes"' | wc -l)
+pair_n=$(echo "$pair_shares" | awk 'NF' | wc -l)
 best=$(awk -F'\t' '$10 == "yes" && $4 > b {b = $4} END {print b + 0}' "$work/steps.tsv")
 rate_met=no; [ "$best" -ge 200000 ] && rate_met=yes
 n_traced=$(awk -F'\t' '$10 != "-"' "$work/steps.tsv" | wc -l)
@@ -507,12 +532,19 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         max_rate=$(awk -F'\t' '$1 == "max" {print $4}' "$work/steps.tsv")
         ceiling=$(awk -F'\t' '$1 == "untraced" {print $4}' "$work/steps.tsv")
         share=$(awk -v a="$max_rate" -v b="$ceiling" 'BEGIN {if (b > 0) printf "%.0f", 100 * a / b; else print "?"}')
+        [ -z "$pair_share" ] || share=$pair_share
         met() { awk -v v="$1" -v bound="$2" -v dir="$3" 'BEGIN {ok = dir == "max" ? v + 0 <= bound : v + 0 >= bound; print (v != "" && ok) ? "yes" : "no"}'; }
         echo
         echo "Issue 16 targets, from the tables above: at most 250 ns added per traced TCP syscall:"
         echo "**$(met "$tcp1_pid" 250 max)** (tcp1 pid $tcp1_pid ns, tcp2 comm $tcp2_comm ns); at most 20 ns added to a syscall"
         echo "of a process nothing traces: **$(met "$bystander" 20 max)** (getppid none $bystander ns); the traced token-event"
-        echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
+        if [ -n "$pair_share" ]; then
+            echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** ($share %: the median over $pair_n rounds of the"
+            echo "zero-ITL step traced and untraced in turn, the rounds $pair_lo to $pair_hi %, $pair_held of $pair_n traced runs held;"
+            echo "the table's single pair: $max_rate of $ceiling)."
+        else
+            echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
+        fi
         if [ -n "$io_bystander" ]; then
             echo "A process nothing traces that reads and writes files (devnull) pays $io_bystander ns per read or write"
             echo "with the data taken at the socket layer's hooks (the default where the kernel has them), $io_exits ns with it taken at the"
