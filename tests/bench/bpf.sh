@@ -398,7 +398,9 @@ n_held=$(awk -F'\t' '$10 == "yes"' "$work/steps.tsv" | wc -l)
         echo "syscalls, which the pid filter rejects at once. A receive has no enter program"
         echo "(its exit reads the arguments: bpf/README.md), so there is no tt_enter_read row; where"
         echo "the kernel has tcp:tcp_sendmsg_locked a write has none either (tt_send_stamp stamps it there,"
-        echo "tt_exit_write_stamped takes the stamp), else tt_enter_write and tt_exit_write."
+        echo "tt_exit_write_stamped takes the stamp), else tt_enter_write and tt_exit_write. Where it has"
+        echo "sock:sock_recv_length and sock_send_length, tt_sock_recv and tt_sock_send take the data there"
+        echo "in place of tt_exit_read and tt_exit_write_stamped (bpf/README.md)."
         echo
         echo "| program | ns per run, pid (copied) | ns per run, rejected at once |"
         echo "|---|---|---|"
@@ -407,14 +409,15 @@ rows = {}
 for i, f in enumerate(sys.argv[1:]):
     for line in open(f):
         name, cnt, ns = line.split("\t"); rows.setdefault(name, ["-", "-"])[i] = ns.strip()
-for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_stamped", "tt_exit_read", "tt_sk_data_ready"):
+for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_stamped", "tt_sock_send", "tt_exit_read",
+             "tt_sock_recv", "tt_sk_data_ready"):
     got = [k for k in rows if name.startswith(k)]  # the kernel keeps 15 bytes of a name
     if got: print("| %s | %s | %s |" % (name, rows[got[0]][0], rows[got[0]][1]))' "$work/prog-pid.tsv" "$work/prog-none.tsv"
         none_rt=$(json_num "$work/pp-stats-none.json" tcp.ns_per_round_trip)
         off_rt=$(json_num "$work/pp-stats-off.json" tcp.ns_per_round_trip)
         echo
         echo "TCP round trip with every program rejecting at once: $none_rt ns, off just before: $off_rt ns:"
-        echo "$(awk -v a="$none_rt" -v b="$off_rt" -v c="$(per_call tcp)" 'BEGIN {printf "%.0f", (a - b) / c}') ns per syscall is the floor of having the syscall tracepoints on at all (one pair, not a median)."
+        echo "$(awk -v a="$none_rt" -v b="$off_rt" -v c="$(per_call tcp)" 'BEGIN {printf "%.0f", (a - b) / c}') ns per syscall is the floor of having watch's programs attached at all (one pair, not a median)."
     fi
     if [ -s "$work/raw.tsv" ]; then
         echo
