@@ -27,22 +27,42 @@
  * tracepoint (Linux 6.12 or so; 6.18 here) and TOKENTAP_NO_SEND_STAMP is not set;
  * never together with the raw-tracepoint pair (socktap_raw.bpf.h). */
 
+/* Whether writev and sendmsg are stamped here too, their data taken at
+ * sock_send_length (socktap_sock.bpf.h), which clears every stamp of its
+ * task; userspace sets it when it loads tt_sock_send in place of their
+ * syscall programs. */
+const volatile bool stamp_vec_sends = false;
+
 /* tcp_sendmsg_locked fires this once per pass of its copy loop: the first
  * pass of a write() or send() has copied nothing of the user's one buffer
  * (an ITER_UBUF iterator at offset 0); a later pass has, or (after a wait
- * for buffer space) is the same send again, which keeps its first instant. */
+ * for buffer space) is the same send again, which keeps its first instant.
+ * With stamp_vec_sends, a writev or sendmsg of several buffers (ITER_IOVEC)
+ * is stamped at its first pass too (send_buf 0, send_len 0); a later pass
+ * at the start of a buffer keeps the stamp of its socket, which only the
+ * send's own sock_send_length clears. */
 SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
              int size_goal)
 {
     const struct iov_iter *it = &msg->msg_iter;
-    if (it->iter_type != bpf_core_enum_value(enum iter_type, ITER_UBUF) || it->iov_offset != 0) return 0;
+    __u8 type = it->iter_type;
+    bool vec = stamp_vec_sends && type == bpf_core_enum_value(enum iter_type, ITER_IOVEC);
+    if ((type != bpf_core_enum_value(enum iter_type, ITER_UBUF) && !vec) || it->iov_offset != 0) return 0;
     struct call_args *a;
     if (!task_traced_args(bpf_get_current_pid_tgid(), &a)) return 0;
     __u16 family = sk->__sk_common.skc_family;
     if ((family != AF_INET && family != AF_INET6) || sk_port_rejected(sk)) return 0;
     if (!a) a = thread_args();
     if (!a) return 0;
+    if (vec) {
+        if (a->send_ns && a->send_sk == (__u64)sk && !a->send_buf) return 0;
+        a->send_sk = (__u64)sk;
+        a->send_buf = 0;
+        a->send_len = 0;
+        a->send_ns = bpf_ktime_get_ns();
+        return 0;
+    }
     __u64 buf = (__u64)it->ubuf, len = it->count;
     if (a->send_ns && a->send_sk == (__u64)sk && a->send_buf == buf && a->send_len == len) return 0;
     a->send_sk = (__u64)sk;
@@ -56,7 +76,9 @@ int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, con
  * registers either way): the send stamped by tt_send_stamp when the stamp
  * names this call's buffer and length, else the socket found from fd now
  * (or the one the socket layer's hook handed over, hook_sk:
- * socktap_sock.bpf.h) and the instant now. */
+ * socktap_sock.bpf.h) and the instant now. From that hook also writev
+ * (fd, iovec array, count) and sendmsg (fd, user_msghdr): their stamp is
+ * the one on hook_sk (the hook clears every stamp, so it is this send's). */
 static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct sock *hook_sk)
 {
     __u64 id = bpf_get_current_pid_tgid();
@@ -64,9 +86,11 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
     const struct pt_regs *regs = NULL;
     struct sock *sk = NULL;
     __u64 send_ns = 0;
+    bool vec = syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_SENDMSG;
     if (live && live->send_ns) {
         regs = syscall_regs();
-        if (live->send_buf == PT_REGS_PARM2_SYSCALL(regs) && live->send_len == PT_REGS_PARM3_SYSCALL(regs)) {
+        if (vec ? live->send_sk == (__u64)hook_sk
+                : live->send_buf == PT_REGS_PARM2_SYSCALL(regs) && live->send_len == PT_REGS_PARM3_SYSCALL(regs)) {
             /* the filters passed when the send was stamped */
             sk = (struct sock *)live->send_sk;
             send_ns = live->send_ns;
@@ -90,6 +114,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
     if (!live) return 0;
     struct call_args args = {
         .buf = PT_REGS_PARM2_SYSCALL(regs),
+        .count = syscall == TT_SOCKTAP_SYS_WRITEV ? PT_REGS_PARM3_SYSCALL(regs) : 0,
         .enter_ns = send_ns,
         .sk = (__u64)sk,
         .fd = (__s32)PT_REGS_PARM1_SYSCALL(regs),

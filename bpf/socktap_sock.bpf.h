@@ -16,18 +16,19 @@
  *
  * What they see: the syscall is found from the registers the task entered
  * it with (orig_ax), and only read, recvfrom, readv and recvmsg (receives)
- * and write and sendto (sends, with the send stamp) of 64-bit tasks go on,
- * with the same arguments as at the syscall's exit; recvmmsg, sendmmsg,
- * writev, sendmsg and sendfile keep their syscall programs. The length is
- * the socket layer's return, which the syscall returns. A sock without a
- * file (a kernel socket, such as a network filesystem's, used inside a
- * task's read of a file) is turned away (tcp_user_sock).
+ * and write, sendto, writev and sendmsg (sends, with the send stamp:
+ * socktap_send.bpf.h) of 64-bit tasks go on, with the same arguments as at
+ * the syscall's exit; recvmmsg, sendmmsg and sendfile keep their syscall
+ * programs (the hooks fire once per message, or without a user buffer).
+ * The length is the socket layer's return, which the syscall returns. A
+ * sock without a file (a kernel socket, such as a network filesystem's,
+ * used inside a task's read of a file) is turned away (tcp_user_sock).
  *
- * Userspace loads tt_sock_recv in place of the four receive exits, and
- * tt_sock_send in place of tt_exit_write_stamped and
- * tt_exit_sendto_stamped when sends are stamped, on a kernel with both
- * tracepoints unless TOKENTAP_NO_SOCK_HOOKS is set; never with the raw
- * pair. */
+ * Userspace loads tt_sock_recv in place of the four receive exits, and,
+ * when sends are stamped, tt_sock_send in place of tt_exit_write_stamped,
+ * tt_exit_sendto_stamped and the enter and exit programs of writev and
+ * sendmsg (stamp_vec_sends), on a kernel with both tracepoints unless
+ * TOKENTAP_NO_SOCK_HOOKS is set; never with the raw pair. */
 #if defined(__TARGET_ARCH_x86)
 
 SEC("tp_btf/sock_recv_length")
@@ -42,13 +43,22 @@ int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
     return on_exit_recv(ret, sys, regs, sk);
 }
 
+/* Every send of the task clears its stamp, taken or not (a send this
+ * program does not take, io_uring's say, must not leave one for the next). */
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
 {
     const struct pt_regs *regs = syscall_regs();
     unsigned long nr = regs->orig_ax;
-    if ((nr != TT_NR_WRITE && nr != TT_NR_SENDTO) || regs->cs != TT_USER64_CS) return 0;
-    return on_exit_stamped_send(ret, nr == TT_NR_WRITE ? TT_SOCKTAP_SYS_WRITE : TT_SOCKTAP_SYS_SENDTO, sk);
+    if (raw_nr_is_data(nr) && regs->cs == TT_USER64_CS) {
+        __u32 sys = raw_sys_of_nr(nr);
+        if (sys == TT_SOCKTAP_SYS_WRITE || sys == TT_SOCKTAP_SYS_SENDTO ||
+            (stamp_vec_sends && (sys == TT_SOCKTAP_SYS_WRITEV || sys == TT_SOCKTAP_SYS_SENDMSG)))
+            return on_exit_stamped_send(ret, sys, sk);
+    }
+    struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    if (live && live->send_ns) live->send_ns = 0;
+    return 0;
 }
 
 #endif

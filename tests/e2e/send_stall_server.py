@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """An SSE server whose last token goes out in a send that must wait for
-send-buffer space, for test_watch_send_stamp.sh. For each of two
+send-buffer space, for test_watch_send_stamp.sh. For each of four
 connections, one after another: read the request head, write the response
 head, then token events without blocking until the socket refuses more
 (its send buffer, and the peer's receive buffer, are small and the client
 does not read yet), then, blocking, the rest of the event the kernel cut,
 3000 more token events, a last token "B" and [DONE], and close. Connection 1 writes with
-os.write (write), connection 2 with socket.send (sendto). Each blocking
+os.write (write), connection 2 with socket.send (sendto), connection 3 with
+os.writev of two buffers (writev), connection 4 with socket.sendmsg of two
+buffers (sendmsg). Each blocking
 send's CLOCK_MONOTONIC instants just before and just after it are printed
 as JSON lines to LOG. Prints its port.
 
@@ -17,7 +19,7 @@ TAIL_TOKENS = 3000
 log = open(sys.argv[1], "w")
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
-srv.listen(2)
+srv.listen(4)
 print(srv.getsockname()[1], flush=True)
 
 
@@ -25,7 +27,7 @@ def event(text):
     return b'data: {"choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n' % text.encode()
 
 
-for conn_no, how in ((1, "write"), (2, "sendto")):
+for conn_no, how in ((1, "write"), (2, "sendto"), (3, "writev"), (4, "sendmsg")):
     conn, _ = srv.accept()
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
     head = b""
@@ -51,7 +53,15 @@ for conn_no, how in ((1, "write"), (2, "sendto")):
     # the call cannot return before the client reads
     tail = left + b"".join(event("g%d" % i) for i in range(TAIL_TOKENS)) + event("B") + b"data: [DONE]\n\n"
     before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    n = os.write(conn.fileno(), tail) if how == "write" else conn.send(tail)
+    half = [tail[: len(tail) // 2], tail[len(tail) // 2 :]]
+    if how == "write":
+        n = os.write(conn.fileno(), tail)
+    elif how == "sendto":
+        n = conn.send(tail)
+    elif how == "writev":
+        n = os.writev(conn.fileno(), half)
+    else:
+        n = conn.sendmsg(half)
     after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     if n != len(tail):
         sys.exit(f"a blocking {how} took {n} of {len(tail)} bytes")

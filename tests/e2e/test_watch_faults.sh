@@ -299,7 +299,9 @@ for srv in ("plain", "tls"):
             ws = [e for e in log if e["type"] == "write" and e["peer"] == r["peer"] and e["ordinal"] == r["ordinal"]]
             shape = [(w["wire_len"], w["head_len"], w["body_off"], w["len"], w["events"], w.get("partial")) for w in ws]
             ref = ref or shape
-            assert shape == ref, (srv, rid, ph, "serve's writes differ from phase A's")
+            at = next((i for i, (x, y) in enumerate(zip(shape, ref)) if x != y), min(len(shape), len(ref)))
+            assert shape == ref, (srv, rid, ph, "serve's writes differ from phase A's", len(shape), len(ref), at,
+                                  shape[at - 1 : at + 2], ref[at - 1 : at + 2])
             toks = [w["mono_ns"] for w in ws if any(k == "token" for _, k in w["events"])]
             assert len(toks) == (long_ if rid.endswith("long") else short), (srv, rid, ph, len(toks))
             late = [t - (r["request_read_ns"] + ttft + k * itl) for k, t in enumerate(toks)]

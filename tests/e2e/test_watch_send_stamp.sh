@@ -5,7 +5,8 @@
 # way a send that has to wait for send-buffer space is stamped before the
 # wait, not when the kernel took its bytes: send_stall_server.py fills its
 # socket, then sends 3000 more tokens and a last one, "B", with a blocking
-# write (connection 1) and send (connection 2) while its client sleeps 0.5 s; B's instant at the
+# write (connection 1), send (connection 2), writev (3) and sendmsg (4) of
+# two buffers while its client sleeps 0.5 s; B's instant at the
 # server vantage must be within 20 ms of the server's own clock reading just
 # before that call, which returned at least 0.3 s later. Then test_watch.sh
 # and test_watch_iovec.sh pass with the sends stamped at syscall entry, and
@@ -30,7 +31,7 @@ stall_case() {
     env "$@" "$TT" watch --pid $spid --duration 30 --events --json -q -o "$dir/events.json" 2> "$dir/watch.err" &
     local wpid=$!
     wait_tracing "$dir/watch.err"
-    for i in 1 2; do
+    for i in 1 2 3 4; do
         /usr/bin/python3 - "$port" "stall-$i" <<'PY' || fail "$name: client $i failed"
 import socket, sys, time
 port, rid = int(sys.argv[1]), sys.argv[2]

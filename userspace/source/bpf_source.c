@@ -483,11 +483,13 @@ static const char *const classic_data_progs[] = {
 static const char *const classic_send_progs[] = {"tt_enter_write", "tt_exit_write", "tt_enter_sendto", "tt_exit_sendto"};
 static const char *const stamped_send_progs[] = {"tt_send_stamp", "tt_exit_write_stamped", "tt_exit_sendto_stamped"};
 
-/* The syscall-exit programs that the socket layer's hooks replace
- * (socktap_sock.bpf.h): tt_sock_recv those of the four receives,
- * tt_sock_send the stamped write and sendto exits. */
+/* The syscall programs that the socket layer's hooks replace
+ * (socktap_sock.bpf.h): tt_sock_recv the exits of the four receives,
+ * tt_sock_send (with the send stamp) the stamped write and sendto exits
+ * and the enter and exit of writev and sendmsg. */
 static const char *const recv_exit_progs[] = {"tt_exit_read", "tt_exit_recvfrom", "tt_exit_readv", "tt_exit_recvmsg"};
-static const char *const stamped_exit_progs[] = {"tt_exit_write_stamped", "tt_exit_sendto_stamped"};
+static const char *const hooked_send_progs[] = {"tt_exit_write_stamped", "tt_exit_sendto_stamped", "tt_enter_writev",
+                                                "tt_exit_writev",        "tt_enter_sendmsg",       "tt_exit_sendmsg"};
 
 static void set_autoload(struct bpf_object *obj, const char *const *names, size_t n, bool on)
 {
@@ -507,13 +509,14 @@ static void set_autoload(struct bpf_object *obj, const char *const *names, size_
  *   with that tracepoint, unless TOKENTAP_NO_SEND_STAMP is set);
  * - the classic programs alone.
  * Unless the raw pair is picked, a kernel with the sock:sock_recv_length
- * and sock:sock_send_length tracepoints takes receives (and stamped sends)
- * at those instead of the syscall exits (socktap_sock.bpf.h), unless
- * TOKENTAP_NO_SOCK_HOOKS is set.
+ * and sock:sock_send_length tracepoints takes receives at those instead of
+ * the syscall exits, and with the send stamp write, sendto, writev and
+ * sendmsg too (socktap_sock.bpf.h), unless TOKENTAP_NO_SOCK_HOOKS is set.
  * Sets st->raw_syscalls, st->send_stamped and st->sock_hooks to what was
  * picked. */
-static void tt_bpf_pick_data_attach(struct bpf_object *obj, tt_bpf_stats *st)
+static void tt_bpf_pick_data_attach(struct socktap *skel, tt_bpf_stats *st)
 {
+    struct bpf_object *obj = skel->obj;
     struct bpf_program *raw_enter = bpf_object__find_program_by_name(obj, "tt_raw_enter");
     struct bpf_program *raw_exit = bpf_object__find_program_by_name(obj, "tt_raw_exit");
     bool raw = raw_enter && raw_exit && tt_env_flag("TOKENTAP_BPF_RAW") &&
@@ -531,9 +534,10 @@ static void tt_bpf_pick_data_attach(struct bpf_object *obj, tt_bpf_stats *st)
                 tt_bpf_kernel_has_btf_typedef("btf_trace_sock_recv_length") &&
                 tt_bpf_kernel_has_btf_typedef("btf_trace_sock_send_length");
     if (sock) set_autoload(obj, recv_exit_progs, sizeof recv_exit_progs / sizeof recv_exit_progs[0], false);
-    if (sock && stamped) set_autoload(obj, stamped_exit_progs, sizeof stamped_exit_progs / sizeof stamped_exit_progs[0], false);
+    if (sock && stamped) set_autoload(obj, hooked_send_progs, sizeof hooked_send_progs / sizeof hooked_send_progs[0], false);
     if (sock_recv) bpf_program__set_autoload(sock_recv, sock);
     if (sock_send) bpf_program__set_autoload(sock_send, sock && stamped);
+    skel->rodata->stamp_vec_sends = sock && stamped;
     st->raw_syscalls = raw;
     st->send_stamped = stamped;
     st->sock_hooks = sock;
@@ -608,7 +612,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     bool tls_wanted = tt_bpf_source_takes_tls(s) && !tt_env_flag("TOKENTAP_NO_TLS");
     skel->rodata->tls_wanted = tls_wanted;
     if (!s->st.ready_available) bpf_program__set_autoload(skel->progs.tt_sk_data_ready, false);
-    tt_bpf_pick_data_attach(skel->obj, &s->st);
+    tt_bpf_pick_data_attach(skel, &s->st);
     int rc = socktap__load(skel);
     if (rc) {
         set_err(err, errlen, "loading the socktap BPF programs failed: %s (TOKENTAP_BPF_DEBUG=1 shows the verifier log)",
