@@ -52,18 +52,18 @@ $(BPF_DIR)/vmlinux.h:
 	@mkdir -p $(dir $@)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c $(wildcard bpf/*.bpf.h) bpf/socktap.h $(BPF_DIR)/vmlinux.h
-	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I$(BPF_DIR) -Ibpf -c $< -o $@
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I$(BPF_DIR)
 
-$(BPF_SKEL): $(BPF_DIR)/socktap.bpf.o
-	$(BPFTOOL) gen skeleton $< name socktap > $@.tmp && mv $@.tmp $@
+$(BPF_DIR)/socktap.bpf.o: bpf/socktap.bpf.c $(wildcard bpf/*.bpf.h) bpf/socktap.h $(BPF_DIR)/vmlinux.h
+	$(BPF_CLANG) $(BPF_CFLAGS) -Ibpf -c $< -o $@
 
 # build/tools/ttbpffloor's programs that do nothing (tests/bench/bpf.sh: the floor)
 $(BPF_DIR)/bpffloor.bpf.o: tests/tools/bpf/bpffloor.bpf.c $(BPF_DIR)/vmlinux.h
-	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I$(BPF_DIR) -c $< -o $@
+	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BPF_DIR)/bpffloor.skel.h: $(BPF_DIR)/bpffloor.bpf.o
-	$(BPFTOOL) gen skeleton $< name bpffloor > $@.tmp && mv $@.tmp $@
+# a BPF object's libbpf skeleton, named after it (socktap, bpffloor)
+$(BPF_DIR)/%.skel.h: $(BPF_DIR)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/tools/ttbpffloor: TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
 $(BUILD)/tools/ttbpffloor: $(BPF_DIR)/bpffloor.skel.h

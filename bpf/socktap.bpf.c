@@ -174,6 +174,13 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define AS_KERNEL(type, p) ((type *)bpf_rdonly_cast((const void *)(p), bpf_core_type_id_kernel(type)))
 
+/* Whether sk is a TCP sock of the IPv4 or IPv6 family. */
+static __always_inline bool sk_inet_tcp(const struct sock *sk)
+{
+    __u16 family = sk->__sk_common.skc_family;
+    return sk->sk_protocol == TT_IPPROTO_TCP && (family == AF_INET || family == AF_INET6);
+}
+
 /* The TCP sock behind fd in the current task, or NULL. One helper call
  * (the fd array entry); every other step is a direct load. */
 static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
@@ -192,10 +199,7 @@ static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
     struct socket *sock = AS_KERNEL(struct socket, f->private_data);
     if (!sock) return NULL;
     struct sock *sk = sock->sk;
-    if (!sk || sk->sk_protocol != TT_IPPROTO_TCP) return NULL;
-    __u16 family = sk->__sk_common.skc_family;
-    if (family != AF_INET && family != AF_INET6) return NULL;
-    return sk;
+    return sk && sk_inet_tcp(sk) ? sk : NULL;
 }
 
 /* sk when it is an IPv4 or IPv6 TCP sock that a process holds through a
@@ -205,9 +209,7 @@ static __always_inline struct sock *tcp_sock_of_fd(__s32 fd)
  * has no file and is turned away. */
 static __always_inline struct sock *tcp_user_sock(struct sock *sk)
 {
-    if (sk->sk_protocol != TT_IPPROTO_TCP) return NULL;
-    __u16 family = sk->__sk_common.skc_family;
-    if (family != AF_INET && family != AF_INET6) return NULL;
+    if (!sk_inet_tcp(sk)) return NULL;
     struct socket *sock = sk->sk_socket;
     if (!sock || !sock->file) return NULL;
     return sk;

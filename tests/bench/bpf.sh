@@ -348,9 +348,8 @@ step untraced 100 0 untraced
 for i in $(seq "$rate_pairs"); do
     order="traced untraced"; [ $((i % 2)) = 0 ] && order="untraced traced"
     for kind in $order; do
-        steps_tsv="$work/rate_pairs.tsv"
-        if [ "$kind" = traced ]; then step "pair$i" 100 0; else step "pair${i}u" 100 0 untraced; fi
-        steps_tsv="$work/steps.tsv"
+        if [ "$kind" = traced ]; then steps_tsv="$work/rate_pairs.tsv" step "pair$i" 100 0
+        else steps_tsv="$work/rate_pairs.tsv" step "pair${i}u" 100 0 untraced; fi
     done
 done
 pair_shares=$(awk -F'\t' '{rate[$1] = $4; held[$1] = $10} END {for (k in rate) if (k !~ /u$/ && (k "u") in rate && rate[k "u"] > 0) printf "%.1f %s\n", 100 * rate[k] / rate[k "u"], held[k]}' "$work/rate_pairs.tsv")

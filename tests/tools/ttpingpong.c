@@ -22,9 +22,9 @@
  * --devnull N: no sockets; N reads of BYTES from /dev/zero and N writes of
  *   them to /dev/null, ns per call (a bystander that does file I/O: the
  *   read and write syscalls a tracer may hook). */
-#include <fcntl.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
