@@ -74,6 +74,7 @@ print(d)' "$1" "$2"; }
 
 # Every process the bench starts is stopped on exit.
 . tests/bench/started.sh
+. tests/bench/machine.sh
 
 # The ping-pong runs on the last CPU, the tracer on the first, when there are two.
 ncpu=$(nproc)
@@ -366,7 +367,7 @@ n_held=$(awk -F'\t' '$10 == "yes"' "$work/steps.tsv" | wc -l)
 {
     echo "$heading"
     echo
-    echo "Measured by tests/bench/bpf.sh on $(date -u +%Y-%m-%d), $ncpu cores, kernel $(uname -r)."
+    echo "Measured by tests/bench/bpf.sh on $(date -u +%Y-%m-%d): $(machine_line)."
     echo
     echo "### Added cost per traced syscall"
     echo
@@ -471,8 +472,9 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo "|---|---|---|"
         awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}' "$work/profile.tsv"
         echo
-        echo "What the profile showed, measured by hand on 2026-12-05 (this section's method, 2"
-        echo "repetitions per build or setting, interleaved):"
+        echo "What the profile showed, measured by hand on 2026-12-05 on a machine with page-table"
+        echo "isolation and no PCID (kernel 6.18.44-fc-v1272; this section's method, 2 repetitions per"
+        echo "build or setting, interleaved):"
         echo
         echo "- With the code before (c54f5ab), hash-map lookups (lookup_nulls_elem_raw) were the"
         echo "  largest item under pid, 207 ns per syscall, and bpf_ringbuf_query 71: the pid"
@@ -492,10 +494,11 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo "  APIC's self-interrupt, an MSR write that a paravirtualized guest hands to the host."
         echo "  Each CPU now wakes the reader once per 256 KiB it committed unread, as one producing"
         echo "  CPU did before (with the code before, this row was 69 ns per syscall: one run, 2026-12-05)."
-        echo "- The getppid loop itself takes about 900 ns here (a system call on this guest, with"
-        echo "  PTI and no PCID, switches page tables twice), so every row above is dearer than on"
-        echo "  bare metal, and the tracepoints' own path (trace_call_bpf and its neighbours) is"
-        echo "  most of the floor."
+        echo "- The getppid loop itself took about 900 ns there (a system call on that guest switched"
+        echo "  page tables twice), so every row was dearer than on bare metal, and the tracepoints'"
+        echo "  own path (trace_call_bpf and its neighbours) was most of the floor. Without page-table"
+        echo "  isolation (2026-12-06, kernel 6.18.44-fc-v1300) the loop took 110 ns and the floor"
+        echo "  under watch's four hooks was 200 ns per syscall, against 361 there."
     fi
     echo
     echo "### Highest token-event rate traced with no loss"

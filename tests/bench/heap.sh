@@ -12,6 +12,7 @@
 # The capture is removed afterwards.
 set -eu
 cd "$(dirname "$0")/../.."
+. tests/bench/machine.sh
 BUILD=${BUILD:-build}
 runs=${HEAP_BENCH_RUNS:-3}
 streams=${HEAP_BENCH_STREAMS:-8000}
@@ -64,7 +65,7 @@ row() { # row PIN KEEP LABEL
 }
 echo "### Heap of the text report and --json"
 echo
-echo "Measured by tests/bench/heap.sh on $(date -u +%Y-%m-%d), $(nproc) cores. Capture:"
+echo "Measured by tests/bench/heap.sh on $(date -u +%Y-%m-%d): $(machine_line). Capture:"
 echo "\`${gen_cmd/$cap/FILE}\`"
 echo "($bytes bytes, $events token events). The text report and --json let go of"
 echo "each request's events once it is filed (its ITLs pooled into the quantile of"

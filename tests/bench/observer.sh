@@ -39,6 +39,7 @@ rm -rf "$work"; mkdir -p "$work"
 log() { echo "obsbench: $*" >&2; }
 
 . tests/bench/started.sh
+. tests/bench/machine.sh
 empty_section() { { echo "$heading"; echo; echo "Not measured on this machine: $1."; }; exit 0; }
 [ "$(id -u)" = 0 ] || empty_section "not root (eBPF tracing needs root)"
 [ -x "$TT" ] || empty_section "$TT is not built"
@@ -133,7 +134,7 @@ cat <<EOF
 $heading
 
 Measured by \`BUILD=$BUILD tests/bench/observer.sh\` (part of \`make bench\`) on
-$(nproc) CPUs, $(date -u +%Y-%m-%d).
+$(date -u +%Y-%m-%d): $(machine_line).
 
     tokentap serve --listen 127.0.0.1:0 --profile vllm --ttft-ms 20 --itl-ms 5
     vllm_like_client.py PORT 0 OUT $nreq PREFIX $ntok --concurrency $conc                 # plain

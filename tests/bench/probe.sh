@@ -25,6 +25,7 @@
 #    intercepted calls per second and the records dropped.
 set -eu
 cd "$(dirname "$0")/../.."
+. tests/bench/machine.sh
 BUILD=${BUILD:-build}
 runs=${PROBE_BENCH_RUNS:-5}
 TT=$BUILD/tokentap SO=$BUILD/libtokentap-probe.so
@@ -106,7 +107,7 @@ pf_lap_verdict=$(awk -v c="$pf_lap_cost" 'BEGIN {print (c <= 100) ? "within" : "
 cat <<MD
 ## The LD_PRELOAD probe (tokentap run)
 
-Measured by \`tests/bench/probe.sh\` on $(nproc) CPUs ($(uname -r)); $runs runs, medians.
+Measured by \`tests/bench/probe.sh\` on $(date -u +%Y-%m-%d): $(machine_line); $runs runs, medians.
 
 | measure | value |
 |---|---|
@@ -142,7 +143,7 @@ directory, so a 16 MiB ring is eight 2 MiB pages, and keeps spare rings
 there, one of which the process takes in its first \`socket()\` (the first
 page allocated and zeroed by the collector, not in the program). The second run
 of each round sets \`TOKENTAP_HUGE_RINGS=0\`: 4096 pages of 4 KiB, each a
-page fault, which in this VM costs microseconds (what a run without root
+page fault, which in these VMs costs microseconds (what a run without root
 pays). The third also sets \`TOKENTAP_PROBE_PREFAULT=1\`: the probe maps
 and touches the ring's pages right after making it, in the process's first
 TCP \`socket()\`, which then takes that much longer (off by default: the
@@ -152,12 +153,17 @@ The floor rows are what any LD_PRELOAD recorder pays on this machine
 before it writes a record: the third and fourth kinds of block in
 ttprobe_bench read the clock, or the TSC, after each direct system call,
 and a library whose read and write only call the next ones is preloaded in
-place of the probe. On this VM both cost far more than their instructions
-(a clock read in a loop takes about 25 ns, an \`rdtsc\` about 11): after
-each system call the code, data and vDSO pages they touch are walked
-again (no PCID, page-table isolation on: each page about 20 ns). Besides
-those, the probe's common path reads two data pages after the call (its
-globals with the low fds' slots and the reservation cursor, and the ring's
-line; the ring's header only when a record crosses a multiple of 64 KiB)
-and the caller's buffer.
+place of the probe (its read and write compile to jumps to the next
+ones: nothing of it runs after the system call). What a page touched after
+a system call costs depends on the machine (the line under the heading
+says which this run had): where the kernel isolates its page tables and
+the CPU has no PCID, every system call leaves the TLB cold and each code,
+data or vDSO page touched after it is walked again, about 20 ns a page. On
+such a machine (2026-12-05, kernel 6.18.44-fc-v1272) a \`CLOCK_MONOTONIC\`
+read after each call cost 62.3 ns (about 25 in a loop), an \`rdtsc\` 9.4,
+the probe preloaded but inactive 53.9, and recording 139.2 steady and
+135.7 on the first lap. The probe's common path reads two data pages
+after the call (its globals with the low fds' slots and the reservation
+cursor, and the ring's line; the ring's header only when a record crosses
+a multiple of 64 KiB) and the caller's buffer.
 MD

@@ -62,6 +62,7 @@ frac() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 
 # Every process the bench starts is stopped on exit.
 . tests/bench/started.sh
+. tests/bench/machine.sh
 
 # The text of one section from the current docs/performance.md (when kept):
 # from its heading (the first line of the file for analyze) to the next
@@ -165,8 +166,8 @@ analyze_section() {
     {
         echo "# Performance"
         echo
-        echo "Measured by \`make bench\` (tests/bench/run.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
-        echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')."
+        echo "Measured by \`make bench\` (tests/bench/run.sh) on $(date -u +%Y-%m-%d):"
+        echo "$(machine_line)."
         echo "Medians of $runs runs (tshark: ${BENCH_TSHARK_RUNS:-3} rounds, each beside a run of tokentap"
         echo "pinned and one of \`--jobs 2\`; its ratios are the medians of the rounds' ratios)."
         echo "tokentap is pinned to one core (taskset -c 0)."
@@ -448,7 +449,7 @@ PY
         echo "build/tools/ttload (tests/tools/ttload.c: one thread, epoll, keep-alive connections,"
         echo "each sending its next streaming request as soon as the previous response ends;"
         echo "events counted by their blank-line separators in the de-chunked body). Both on the"
-        echo "same $(nproc)-core machine, unpinned; RLIMIT_NOFILE raised by the bench."
+        echo "same machine ($(machine_line)), unpinned; RLIMIT_NOFILE raised by the bench."
         echo "serve runs $workers worker threads (\`--workers\`, one event loop each; connections"
         echo "dealt round-robin), the default being 1."
         echo
@@ -535,6 +536,8 @@ PY
     rm -rf "$work/merge"
     {
         echo "## Clocks of two hosts (analyze DIR DIR...)"
+        echo
+        echo "Measured on $(date -u +%Y-%m-%d): $(machine_line)."
         echo
         echo "    build/tools/ttclockfit 100000 20      # median of $runs runs"
         echo

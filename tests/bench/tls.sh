@@ -16,6 +16,7 @@
 #    drops; the same without tokentap for comparison.
 set -eu
 cd "$(dirname "$0")/../.."
+. tests/bench/machine.sh
 BUILD=${BUILD:-build}
 runs=${TLS_BENCH_RUNS:-3}
 TT=$BUILD/tokentap BENCH=$BUILD/tools/tttlsbench
@@ -109,6 +110,8 @@ fi
 
 echo "## TLS plaintext vantage (uprobes on OpenSSL and Go)"
 echo
+echo "Measured on $(date -u +%Y-%m-%d): $(machine_line)."
+echo
 echo "    BUILD=$BUILD tests/bench/tls.sh      # TLS_BENCH_RUNS=$runs"
 echo
 echo "Added cost per SSL call (build/tools/tttlsbench calls 30 2000: a client and a"
@@ -150,8 +153,8 @@ echo "program about 0.35 us and the return program about 1.1 us per call; the re
 echo "of the added cost is the two traps (entry and return) the kernel takes per"
 echo "call. A second entry probe in place of the return probe costs about the same"
 echo "(measured once, with a build that attached the return program at the entry:"
-echo "a bystander paid 19.0 us per call against 21.6 us): it is the trap, ~9 us on"
-echo "this machine, not the kind of probe. The"
+echo "a bystander paid 19.0 us per call against 21.6 us, on an earlier machine"
+echo "of this kind): it is the trap, then ~9 us, not the kind of probe. The"
 echo "--comm bystander row is that cost paid by every process mapping the library,"
 echo "traced or not, while tokentap runs without a process list; with --pid, other"
 echo "processes pay nothing."
@@ -187,6 +190,6 @@ if [ -n "${gp:-}" ]; then
     echo "Go's probes sit at the conditional jump of each function's stack check, which"
     echo "the kernel emulates (one trap); a probe on an ordinary instruction (measured"
     echo "once: the instruction after that jump) is stepped out of line, a second trap,"
-    echo "and cost 38 us per call here instead of about 21. Read's return instructions"
+    echo "and cost 38 us per call instead of about 21 (on that earlier machine). Read's return instructions"
     echo "cannot be emulated: a Read costs three traps, a Write one."
 fi

@@ -39,6 +39,7 @@ heading="## The watcher in production (watch --metrics)"
 log() { echo "watchbench: $*" >&2; }
 
 . tests/bench/started.sh
+. tests/bench/machine.sh
 empty_section() { { echo "$heading"; echo; echo "Not measured on this machine: $1."; }; exit 0; }
 [ "$(id -u)" = 0 ] || empty_section "not root (eBPF tracing needs root)"
 for f in "$TT" "$LOAD"; do [ -x "$f" ] || empty_section "$f is not built"; done
@@ -179,7 +180,7 @@ cat <<EOF2
 $heading
 
 Measured by \`BUILD=$BUILD tests/bench/watch.sh\` (part of \`make bench\`) on
-$(nproc) CPUs, $(date -u +%Y-%m-%d).
+$(date -u +%Y-%m-%d): $(machine_line).
 
 **The watcher's own cost** (\`TOKENTAP_NO_TLS=1 watch --port P --metrics 127.0.0.1:0 -q\`
 tracing \`serve --ttft-ms 0 --itl-ms 1 --tokens 2000\` under \`ttload -c C
