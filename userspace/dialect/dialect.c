@@ -141,10 +141,13 @@ static void pick_top(const cJSON *root, dialect_top *top)
     }
 }
 
-static bool type_is(const char *type, size_t len, const char *name)
+/* Inlined, so that a literal name's length is a constant: this runs for
+ * every event, and most have no type at all. */
+static inline __attribute__((always_inline)) bool type_is(const char *type, size_t len, const char *name)
 {
+    if (!type) return false;
     size_t n = strlen(name);
-    return type && len == n && memcmp(type, name, n) == 0;
+    return len == n && memcmp(type, name, n) == 0;
 }
 
 static bool is_anthropic_type(const char *type, size_t len)

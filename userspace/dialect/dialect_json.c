@@ -254,10 +254,11 @@ static inline unsigned char *scan_raw_string(json_reader *r, unsigned char *p, r
 
 /* Decode the escapes of [s, close) to out (at most s: output never
  * overtakes input), NUL-terminated; false on a bad escape or an unpaired
- * surrogate. */
-static bool unescape(const unsigned char *s, const unsigned char *close, unsigned char *out)
+ * surrogate. text_len (when not NULL): the decoded length up to the first
+ * NUL (a \u0000 escape), what strlen(out) would say. */
+static bool unescape(const unsigned char *s, const unsigned char *close, unsigned char *out, size_t *text_len)
 {
-    size_t k = 0;
+    size_t k = 0, first_nul = SIZE_MAX;
     while (s < close) {
         if (*s != '\\') {
             out[k++] = *s++;
@@ -287,6 +288,7 @@ static bool unescape(const unsigned char *s, const unsigned char *close, unsigne
                 s += 6;
                 cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
             }
+            if (cp == 0 && first_nul == SIZE_MAX) first_nul = k;
             k += put_utf8(out + k, cp);
             break;
         }
@@ -295,13 +297,14 @@ static bool unescape(const unsigned char *s, const unsigned char *close, unsigne
         }
     }
     out[k] = 0;
+    if (text_len) *text_len = first_nul != SIZE_MAX ? first_nul : k;
     return true;
 }
 
 /* The string's decoded NUL-terminated text, in place; NULL on a bad escape. */
 static inline char *string_text(const raw_string *raw)
 {
-    if (raw->escaped) return unescape(raw->start, raw->close, raw->start) ? (char *)raw->start : NULL;
+    if (raw->escaped) return unescape(raw->start, raw->close, raw->start, NULL) ? (char *)raw->start : NULL;
     *raw->close = 0;
     return (char *)raw->start;
 }
@@ -562,7 +565,5 @@ bool dj_decode_string_body(const unsigned char *s, size_t len, unsigned char *ou
         if (s[i] == '\\' && ++i == len) return false; /* the escaped byte is checked by unescape */
     }
     /* ... then what string_text checks while decoding */
-    if (!unescape(s, s + len, out)) return false;
-    *out_len = strlen((const char *)out);
-    return true;
+    return unescape(s, s + len, out, out_len);
 }

@@ -84,7 +84,10 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-static uint64_t endpoint_hash(const tt_endpoint *e)
+/* One endpoint folded into 64 bits without mixing: the address's words,
+ * and its port and family spread by odd multipliers, so that endpoints
+ * differing only in port (a server's many clients) fold apart. */
+static uint64_t endpoint_fold(const tt_endpoint *e)
 {
     uint64_t lo = 0, hi = 0;
     if (e->family == 6) {
@@ -95,13 +98,14 @@ static uint64_t endpoint_hash(const tt_endpoint *e)
         memcpy(&v4, e->addr, 4);
         lo = v4;
     }
-    return mix64(lo ^ mix64(hi ^ ((uint64_t)e->port << 8) ^ e->family));
+    return lo ^ hi * 0x9E3779B97F4A7C15ULL ^ (((uint64_t)e->port << 8 | e->family) * 0xC2B2AE3D27D4EB4FULL);
 }
 
-/* Symmetric: both directions of a 4-tuple hash alike. */
+/* Symmetric: both directions of a 4-tuple hash alike (the folds are
+ * added before the one mix). */
 static uint64_t tuple_hash(const tt_endpoint *a, const tt_endpoint *b)
 {
-    return mix64(endpoint_hash(a) + endpoint_hash(b));
+    return mix64(endpoint_fold(a) + endpoint_fold(b));
 }
 
 static bool conn_matches(const conn *c, const tt_endpoint *src, const tt_endpoint *dst)

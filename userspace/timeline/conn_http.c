@@ -12,16 +12,15 @@
 uint16_t tt_conn_intern_type(tt_tracker *t, const char *s, size_t len)
 {
     if (!s) return 0;
-    if (t->last_type) {
-        const char *n = t->type_names[t->last_type];
-        if (strlen(n) == len && memcmp(n, s, len) == 0) return t->last_type;
-    }
-    for (uint16_t i = 1; i < t->n_types; i++) {
-        const char *n = t->type_names[i];
-        if (strlen(n) == len && memcmp(n, s, len) == 0) return t->last_type = i;
-    }
+    if (t->last_type && t->type_lens[t->last_type] == len && memcmp(t->type_names[t->last_type], s, len) == 0)
+        return t->last_type;
+    for (uint16_t i = 1; i < t->n_types; i++)
+        if (t->type_lens[i] == len && memcmp(t->type_names[i], s, len) == 0) return t->last_type = i;
     if (t->n_types >= MAX_EVENT_TYPES) return MAX_EVENT_TYPES - 1;
-    t->type_names[t->n_types] = strndup(s, len > 80 ? 80 : len);
+    char *name = strndup(s, len > MAX_TYPE_NAME ? MAX_TYPE_NAME : len);
+    if (!name) return 0; /* out of memory: the event keeps no type */
+    t->type_names[t->n_types] = name;
+    t->type_lens[t->n_types] = (uint8_t)strlen(name);
     return t->last_type = t->n_types++;
 }
 

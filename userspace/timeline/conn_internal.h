@@ -23,6 +23,7 @@
 #define MAX_REQUEST_BODY (1u << 20)
 #define HELD_MAX (64u << 10) /* bytes held per connection (per direction mid-stream) before deciding anyway */
 #define MAX_EVENT_TYPES 1024
+#define MAX_TYPE_NAME 80 /* bytes of an event type kept */
 #define TEXT_SCRATCH (64u << 10)
 
 typedef struct conn_state conn_state;
@@ -143,6 +144,7 @@ struct tt_tracker {
     uint64_t order_key; /* of the chunk being taken (tt_conn_info.order_key), for notes */
 
     char *type_names[MAX_EVENT_TYPES];
+    uint8_t type_lens[MAX_EVENT_TYPES]; /* strlen of each name (at most MAX_TYPE_NAME) */
     uint16_t n_types;
     uint16_t last_type;
 
