@@ -976,6 +976,54 @@ static void test_deferred_delivery(void **state)
     remove_dir(dir_gone);
 }
 
+/* Past max_bytes a deferring source delivers its oldest held block, not
+ * every record it holds: the rest stay held (the rings are drained again
+ * after a block's delivery, not after all of it), and the chunks at finish
+ * are a source delivering at once's, in the same order. */
+static void test_deferred_cap_releases_oldest_block(void **state)
+{
+    (void)state;
+    char *dir_now = make_dir(), *dir_later = make_dir();
+    ring_writer now_w, later_w;
+    uint32_t alive = (uint32_t)getpid();
+    ring_writer_open(&now_w, dir_now, alive, TT_PROBE_MIN_RING);
+    ring_writer_open(&later_w, dir_later, alive, TT_PROBE_MIN_RING);
+    tt_strbuf now_b = {0}, later_b = {0};
+    tt_probe_source *now = tt_probe_source_new(trace_chunk, &now_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    tt_probe_source *later = tt_probe_source_new(trace_chunk, &later_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(now, dir_now, false, err, sizeof err), 0);
+    assert_int_equal(tt_probe_source_open_dir(later, dir_later, false, err, sizeof err), 0);
+    tt_probe_source_defer(later, 3u << 20); /* one and a half 2 MiB blocks */
+    const int total = 12000, batch = 100;  /* about 3.4 MB held: past the cap once */
+    for (int i = 0; i < total; i += batch) {
+        put_records(&now_w, i, batch);
+        put_records(&later_w, i, batch);
+        assert_int_equal(tt_probe_source_poll(now), batch);
+        assert_int_equal(tt_probe_source_poll(later), batch);
+    }
+    tt_probe_stats st;
+    tt_probe_source_stats(later, &st);
+    /* a record is held in about 280 bytes: one 2 MiB block went out, and
+     * over 1 MiB is still held (delivering all at the cap leaves < 0.4) */
+    assert_true(st.records > 0);
+    assert_true(st.records <= (uint64_t)total - (1u << 20) / 280);
+    tt_probe_source_finish(now);
+    tt_probe_source_finish(later);
+    assert_non_null(later_b.s);
+    assert_string_equal(later_b.s, now_b.s);
+    tt_probe_source_stats(later, &st);
+    assert_int_equal(st.records, total);
+    ring_writer_close(&now_w);
+    ring_writer_close(&later_w);
+    tt_probe_source_free(now);
+    tt_probe_source_free(later);
+    tt_sb_free(&now_b);
+    tt_sb_free(&later_b);
+    remove_dir(dir_now);
+    remove_dir(dir_later);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -994,6 +1042,7 @@ int main(void)
         cmocka_unit_test(test_open_dir_errors),
         cmocka_unit_test(test_new_rings_found_later),
         cmocka_unit_test(test_deferred_delivery),
+        cmocka_unit_test(test_deferred_cap_releases_oldest_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,7 +74,7 @@ typedef struct held_block {
  * program runs). */
 #define HELD_BLOCK (2u << 20)
 
-static held_block *held_block_new(size_t need)
+static held_block *held_block_map(size_t need)
 {
     size_t len = (sizeof(held_block) + need + HELD_BLOCK - 1) / HELD_BLOCK * HELD_BLOCK;
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -107,6 +107,7 @@ struct tt_probe_source {
     size_t defer_max;            /* tt_probe_source_defer: most bytes held (0: deliver at once) */
     size_t held_bytes;
     held_block *held_first, *held_last;
+    held_block *spare_blocks;    /* released blocks of HELD_BLOCK bytes, kept for the next ones held */
     bool drain_all;              /* finish: every ring drained, whatever its fill */
     tt_tsc_clock *tsc;           /* TT_PROBE_F_TSC records' ticks to ns (tt_probe_source_use_tsc); NULL: none */
 };
@@ -314,24 +315,67 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
 
 /* ---- held records (deferred delivery) ---- */
 
+/* A block with room for need bytes: a spare one when it fits, else a new
+ * mapping. Spares matter in a VM: a new block's first touch zeroes 2 MiB
+ * the host may first have to back, ~5 ms here (2026-12-06), during which
+ * no ring is drained. */
+static held_block *held_block_new(tt_probe_source *s, size_t need)
+{
+    held_block *b = s->spare_blocks;
+    if (b && b->cap >= need) {
+        s->spare_blocks = b->next;
+        b->next = NULL;
+        b->used = 0;
+        return b;
+    }
+    return held_block_map(need);
+}
+
+/* b's records were delivered: kept as a spare when of the usual size. */
+static void held_block_done(tt_probe_source *s, held_block *b)
+{
+    if (b->map_len != HELD_BLOCK) {
+        munmap(b, b->map_len);
+        return;
+    }
+    b->next = s->spare_blocks;
+    s->spare_blocks = b;
+}
+
+static void spare_blocks_free(tt_probe_source *s)
+{
+    while (s->spare_blocks) {
+        held_block *next = s->spare_blocks->next;
+        munmap(s->spare_blocks, s->spare_blocks->map_len);
+        s->spare_blocks = next;
+    }
+}
+
+/* Deliver the records of the oldest held block, in the order held, and
+ * let it go. */
+static size_t release_oldest_block(tt_probe_source *s)
+{
+    held_block *b = s->held_first;
+    if (!b) return 0;
+    s->held_first = b->next;
+    if (!s->held_first) s->held_last = NULL;
+    s->held_bytes -= b->used;
+    size_t n = 0;
+    for (size_t at = 0; at < b->used;) {
+        held_rec h;
+        memcpy(&h, b->data + at, sizeof h);
+        if (tt_probe_source_feed(s, h.pid, b->data + at + sizeof h, h.size) == 0) n++;
+        at += sizeof h + h.size;
+    }
+    held_block_done(s, b);
+    return n;
+}
+
 /* Deliver every held record in the order held, and let the blocks go. */
 static size_t release_held(tt_probe_source *s)
 {
     size_t n = 0;
-    held_block *b = s->held_first;
-    s->held_first = s->held_last = NULL;
-    s->held_bytes = 0;
-    while (b) {
-        for (size_t at = 0; at < b->used;) {
-            held_rec h;
-            memcpy(&h, b->data + at, sizeof h);
-            if (tt_probe_source_feed(s, h.pid, b->data + at + sizeof h, h.size) == 0) n++;
-            at += sizeof h + h.size;
-        }
-        held_block *next = b->next;
-        munmap(b, b->map_len);
-        b = next;
-    }
+    while (s->held_first) n += release_oldest_block(s);
     return n;
 }
 
@@ -340,10 +384,14 @@ static size_t release_held(tt_probe_source *s)
 static void hold(tt_probe_source *s, uint32_t pid, const void *rec, uint32_t size)
 {
     size_t need = sizeof(held_rec) + size;
-    if (s->held_bytes + need > s->defer_max) release_held(s);
+    /* over the cap: the oldest block goes out, not all of them, so that
+     * the rings are drained again within a block's delivery (a flood
+     * fills a 16 MiB ring in tens of ms; delivering 64 MiB at once took
+     * long enough for it to overflow) */
+    while (s->held_first && s->held_bytes + need > s->defer_max) release_oldest_block(s);
     held_block *b = s->held_last;
     if (!b || b->cap - b->used < need) {
-        b = held_block_new(need);
+        b = held_block_new(s, need);
         if (!b) {
             release_held(s);
             tt_probe_source_feed(s, pid, rec, size);
@@ -683,6 +731,7 @@ void tt_probe_source_finish(tt_probe_source *s)
     s->drain_all = true;
     tt_probe_source_poll(s);
     release_held(s);
+    spare_blocks_free(s);
     for (probe_ring *r = s->rings; r; r = r->next) {
         if (r->done || r->broken || !r->map) continue;
         uint64_t waiting = ring_waiting(r);

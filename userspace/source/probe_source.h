@@ -75,11 +75,12 @@ size_t tt_probe_source_poll(tt_probe_source *s);
  * CPU as it can from the program while it runs. From now on a poll takes
  * records out of a ring only when it is at least a quarter full or its
  * process is gone, and holds them (copies, in the order taken) instead of
- * delivering them; when holding the next would pass max_bytes, every held
- * record is delivered first, and finish delivers the rest before its own
+ * delivering them; when holding the next would pass max_bytes, the oldest
+ * held records are delivered first, a block (2 MiB) at a time, and the
+ * block is kept for the next ones; finish delivers the rest before its own
  * work. The chunks and their order are the same as without. max_bytes 0:
- * deliver at once (the default). A poll every 10 ms keeps up with a ring
- * of 4 MiB or more at the probe's highest rates (docs/probe.md). */
+ * deliver at once (the default). Polls every 10 ms, and every 1 ms once a
+ * ring fills, keep up with a ring of 4 MiB or more (docs/probe.md). */
 void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes);
 
 /* Convert records stamped with the TSC (TT_PROBE_F_TSC) to CLOCK_MONOTONIC
