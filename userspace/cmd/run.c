@@ -486,15 +486,10 @@ static void start_root_vantages(run_state *st, const run_options *o, const char 
  * which the oldest are delivered: tt_probe_source_defer) and
  * looks at the rings every DEFERRED_PAUSE_MS, taking records out only of
  * a ring a quarter full, so that it leaves CMD's CPUs alone while it runs
- * (docs/probe.md). While a ring is DEFERRED_FILLING_PERMILLE full or more
- * it looks every millisecond, so that a ring filling fast is taken soon
- * after it passes a quarter: a flood here came in bursts of ~700 MB/s
- * (2026-12-06), at which a 16 MiB ring goes from a quarter to full in
- * 17 ms. A ring that small polls keep up with is needed: at ~80 MB/s
- * three quarters of 4 MiB fill in 40 ms. */
+ * (docs/probe.md). A ring that small polls keep up with is needed: at
+ * ~80 MB/s three quarters of 4 MiB fill in 40 ms. */
 #define DEFERRED_HOLD_MAX (8u << 20)
 #define DEFERRED_PAUSE_MS 10
-#define DEFERRED_FILLING_PERMILLE 50
 #define DEFERRED_MIN_RING (4u << 20)
 
 /* The ring size in bytes CMD's processes get (--ring-kb, else the
@@ -527,10 +522,8 @@ static int collect(run_state *st, pid_t child, bool deferred, tt_ring_dir *rings
          * record (docs/probe.md). The pause is skipped while a ring is a
          * quarter full, so a flood is drained as fast as it comes. */
         size_t n = tt_probe_source_poll(st->probe);
-        unsigned fill = tt_probe_source_last_fill(st->probe);
-        bool pressing = fill >= TT_PROBE_SOURCE_PRESSING_PERMILLE;
-        int deferred_pause = fill >= DEFERRED_FILLING_PERMILLE ? 1 : DEFERRED_PAUSE_MS;
-        int pause_ms = pressing ? 0 : deferred ? deferred_pause : n ? 1 : 2;
+        bool pressing = tt_probe_source_last_fill(st->probe) >= TT_PROBE_SOURCE_PRESSING_PERMILLE;
+        int pause_ms = pressing ? 0 : deferred ? DEFERRED_PAUSE_MS : n ? 1 : 2;
         if (st->bpf && tt_bpf_source_poll(st->bpf, pause_ms ? pause_ms + (n ? 0 : 3) : 0, err, sizeof err) < 0) {
             fprintf(stderr, "tokentap run: server vantage: %s\n", err);
             tt_bpf_source_free(st->bpf);

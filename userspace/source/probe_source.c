@@ -74,11 +74,12 @@ typedef struct held_block {
  * program runs). */
 #define HELD_BLOCK (2u << 20)
 
-static held_block *held_block_map(size_t need)
+static held_block *held_block_map(size_t *blocks_mapped, size_t need)
 {
     size_t len = (sizeof(held_block) + need + HELD_BLOCK - 1) / HELD_BLOCK * HELD_BLOCK;
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
+    if (len == HELD_BLOCK) ++*blocks_mapped;
     madvise(m, len, MADV_HUGEPAGE); /* a hint: 4 KiB pages where refused */
     held_block *b = m;
     b->next = NULL;
@@ -108,6 +109,7 @@ struct tt_probe_source {
     size_t held_bytes;
     held_block *held_first, *held_last;
     held_block *spare_blocks;    /* released blocks of HELD_BLOCK bytes, kept for the next ones held */
+    size_t blocks_mapped;        /* blocks of HELD_BLOCK bytes mapped: held or spare */
     bool drain_all;              /* finish: every ring drained, whatever its fill */
     tt_tsc_clock *tsc;           /* TT_PROBE_F_TSC records' ticks to ns (tt_probe_source_use_tsc); NULL: none */
 };
@@ -328,7 +330,7 @@ static held_block *held_block_new(tt_probe_source *s, size_t need)
         b->used = 0;
         return b;
     }
-    return held_block_map(need);
+    return held_block_map(&s->blocks_mapped, need);
 }
 
 /* b's records were delivered: kept as a spare when of the usual size. */
@@ -347,8 +349,22 @@ static void spare_blocks_free(tt_probe_source *s)
     while (s->spare_blocks) {
         held_block *next = s->spare_blocks->next;
         munmap(s->spare_blocks, s->spare_blocks->map_len);
+        s->blocks_mapped--;
         s->spare_blocks = next;
     }
+}
+
+/* Deferring and not pressed: one more spare block made ahead, its pages
+ * touched now, while fewer than the cap's worth (and one) are mapped, so
+ * that a flood later finds its blocks zeroed instead of waiting for them
+ * (held_block_new). One per poll: about 5 ms each in a VM here. */
+static void spare_block_ahead(tt_probe_source *s)
+{
+    if (!s->defer_max || s->drain_all || s->spare_blocks || s->blocks_mapped > s->defer_max / HELD_BLOCK) return;
+    held_block *b = held_block_map(&s->blocks_mapped, HELD_BLOCK - sizeof *b);
+    if (!b) return;
+    for (size_t at = 0; at < b->cap; at += 4096) ((volatile uint8_t *)b->data)[at] = 0;
+    held_block_done(s, b);
 }
 
 /* Deliver the records of the oldest held block, in the order held, and
@@ -721,6 +737,7 @@ size_t tt_probe_source_poll(tt_probe_source *s)
         ring_retire_if_done(s, r);
     }
     s->last_fill_permille = fill;
+    if (fill < TT_PROBE_SOURCE_PRESSING_PERMILLE) spare_block_ahead(s);
     return n;
 }
 

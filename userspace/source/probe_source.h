@@ -77,10 +77,12 @@ size_t tt_probe_source_poll(tt_probe_source *s);
  * process is gone, and holds them (copies, in the order taken) instead of
  * delivering them; when holding the next would pass max_bytes, the oldest
  * held records are delivered first, a block (2 MiB) at a time, and the
- * block is kept for the next ones; finish delivers the rest before its own
- * work. The chunks and their order are the same as without. max_bytes 0:
- * deliver at once (the default). Polls every 10 ms, and every 1 ms once a
- * ring fills, keep up with a ring of 4 MiB or more (docs/probe.md). */
+ * block is kept for the next ones; polls that find no ring a quarter full
+ * make the blocks ahead (one each, up to max_bytes' worth and one), their
+ * pages touched; finish delivers the rest before its own work. The chunks
+ * and their order are the same as without. max_bytes 0: deliver at once
+ * (the default). A poll every 10 ms keeps up with a ring of 4 MiB or more
+ * (docs/probe.md). */
 void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes);
 
 /* Convert records stamped with the TSC (TT_PROBE_F_TSC) to CLOCK_MONOTONIC
