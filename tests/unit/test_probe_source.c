@@ -879,49 +879,78 @@ static void put_records(ring_writer *w, int first, int count)
     }
 }
 
+/* Two sources over two rings of one live process, fed the same records:
+ * `now` delivers at once, `later` defers with max_bytes. */
+typedef struct defer_pair {
+    char *dir_now, *dir_later;
+    ring_writer now_w, later_w;
+    tt_strbuf now_b, later_b;
+    tt_probe_source *now, *later;
+} defer_pair;
+
+static void defer_pair_open(defer_pair *p, size_t max_bytes)
+{
+    memset(p, 0, sizeof *p);
+    p->dir_now = make_dir();
+    p->dir_later = make_dir();
+    uint32_t alive = (uint32_t)getpid();
+    ring_writer_open(&p->now_w, p->dir_now, alive, TT_PROBE_MIN_RING);
+    ring_writer_open(&p->later_w, p->dir_later, alive, TT_PROBE_MIN_RING);
+    p->now = tt_probe_source_new(trace_chunk, &p->now_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    p->later = tt_probe_source_new(trace_chunk, &p->later_b, NULL, NULL, NULL, NULL, NULL, NULL);
+    char err[256];
+    assert_int_equal(tt_probe_source_open_dir(p->now, p->dir_now, false, err, sizeof err), 0);
+    assert_int_equal(tt_probe_source_open_dir(p->later, p->dir_later, false, err, sizeof err), 0);
+    tt_probe_source_defer(p->later, max_bytes);
+}
+
+static void defer_pair_close(defer_pair *p)
+{
+    ring_writer_close(&p->now_w);
+    ring_writer_close(&p->later_w);
+    tt_probe_source_free(p->now);
+    tt_probe_source_free(p->later);
+    tt_sb_free(&p->now_b);
+    tt_sb_free(&p->later_b);
+    remove_dir(p->dir_now);
+    remove_dir(p->dir_later);
+}
+
 static void test_deferred_delivery(void **state)
 {
     (void)state;
-    char *dir_now = make_dir(), *dir_later = make_dir();
-    ring_writer now_w, later_w;
+    defer_pair p;
+    defer_pair_open(&p, 1u << 20);
     uint32_t alive = (uint32_t)getpid();
-    ring_writer_open(&now_w, dir_now, alive, TT_PROBE_MIN_RING);
-    ring_writer_open(&later_w, dir_later, alive, TT_PROBE_MIN_RING);
-    tt_strbuf now_b = {0}, later_b = {0};
-    tt_probe_source *now = tt_probe_source_new(trace_chunk, &now_b, NULL, NULL, NULL, NULL, NULL, NULL);
-    tt_probe_source *later = tt_probe_source_new(trace_chunk, &later_b, NULL, NULL, NULL, NULL, NULL, NULL);
     char err[256];
-    assert_int_equal(tt_probe_source_open_dir(now, dir_now, false, err, sizeof err), 0);
-    assert_int_equal(tt_probe_source_open_dir(later, dir_later, false, err, sizeof err), 0);
-    tt_probe_source_defer(later, 1u << 20);
-    struct tt_probe_ring *later_h = (struct tt_probe_ring *)later_w.map;
+    struct tt_probe_ring *later_h = (struct tt_probe_ring *)p.later_w.map;
 
-    put_records(&now_w, 0, 10); /* about 3 KiB: under a quarter of 64 KiB */
-    put_records(&later_w, 0, 10);
-    assert_int_equal(tt_probe_source_poll(now), 10);
-    assert_int_equal(tt_probe_source_poll(later), 0);
+    put_records(&p.now_w, 0, 10); /* about 3 KiB: under a quarter of 64 KiB */
+    put_records(&p.later_w, 0, 10);
+    assert_int_equal(tt_probe_source_poll(p.now), 10);
+    assert_int_equal(tt_probe_source_poll(p.later), 0);
     assert_int_equal(later_h->consumed_pos, 0);
-    assert_null(later_b.s);
-    assert_true(tt_probe_source_last_fill(later) > 0);
+    assert_null(p.later_b.s);
+    assert_true(tt_probe_source_last_fill(p.later) > 0);
 
-    put_records(&now_w, 10, 50); /* past a quarter */
-    put_records(&later_w, 10, 50);
-    assert_int_equal(tt_probe_source_poll(now), 50);
-    assert_int_equal(tt_probe_source_poll(later), 60);
-    assert_true(tt_probe_source_last_fill(later) >= 250);
-    assert_int_equal(later_h->consumed_pos, later_w.pos); /* the space is handed back */
-    assert_null(later_b.s);                               /* but nothing delivered yet */
+    put_records(&p.now_w, 10, 50); /* past a quarter */
+    put_records(&p.later_w, 10, 50);
+    assert_int_equal(tt_probe_source_poll(p.now), 50);
+    assert_int_equal(tt_probe_source_poll(p.later), 60);
+    assert_true(tt_probe_source_last_fill(p.later) >= 250);
+    assert_int_equal(later_h->consumed_pos, p.later_w.pos); /* the space is handed back */
+    assert_null(p.later_b.s);                               /* but nothing delivered yet */
     tt_probe_stats st;
-    tt_probe_source_stats(later, &st);
+    tt_probe_source_stats(p.later, &st);
     assert_int_equal(st.records, 0);
 
-    put_records(&now_w, 60, 5);
-    put_records(&later_w, 60, 5);
-    tt_probe_source_finish(now);
-    tt_probe_source_finish(later);
-    assert_non_null(later_b.s);
-    assert_string_equal(later_b.s, now_b.s);
-    tt_probe_source_stats(later, &st);
+    put_records(&p.now_w, 60, 5);
+    put_records(&p.later_w, 60, 5);
+    tt_probe_source_finish(p.now);
+    tt_probe_source_finish(p.later);
+    assert_non_null(p.later_b.s);
+    assert_string_equal(p.later_b.s, p.now_b.s);
+    tt_probe_source_stats(p.later, &st);
     assert_int_equal(st.records, 65);
     assert_int_equal(st.bad_records, 0);
 
@@ -938,7 +967,7 @@ static void test_deferred_delivery(void **state)
     tt_probe_source_stats(capped, &st);
     assert_true(st.records > 0 && st.records < 65);
     tt_probe_source_finish(capped);
-    assert_string_equal(cap_b.s, now_b.s);
+    assert_string_equal(cap_b.s, p.now_b.s);
 
     /* a ring whose process is gone is taken under a quarter full */
     char *dir_gone = make_dir();
@@ -958,20 +987,13 @@ static void test_deferred_delivery(void **state)
     tt_probe_source_finish(gone);
     assert_non_null(gone_b.s);
 
-    ring_writer_close(&now_w);
-    ring_writer_close(&later_w);
+    defer_pair_close(&p);
     ring_writer_close(&cap_w);
     ring_writer_close(&gone_w);
-    tt_probe_source_free(now);
-    tt_probe_source_free(later);
     tt_probe_source_free(capped);
     tt_probe_source_free(gone);
-    tt_sb_free(&now_b);
-    tt_sb_free(&later_b);
     tt_sb_free(&cap_b);
     tt_sb_free(&gone_b);
-    remove_dir(dir_now);
-    remove_dir(dir_later);
     remove_dir(dir_cap);
     remove_dir(dir_gone);
 }
@@ -983,45 +1005,28 @@ static void test_deferred_delivery(void **state)
 static void test_deferred_cap_releases_oldest_block(void **state)
 {
     (void)state;
-    char *dir_now = make_dir(), *dir_later = make_dir();
-    ring_writer now_w, later_w;
-    uint32_t alive = (uint32_t)getpid();
-    ring_writer_open(&now_w, dir_now, alive, TT_PROBE_MIN_RING);
-    ring_writer_open(&later_w, dir_later, alive, TT_PROBE_MIN_RING);
-    tt_strbuf now_b = {0}, later_b = {0};
-    tt_probe_source *now = tt_probe_source_new(trace_chunk, &now_b, NULL, NULL, NULL, NULL, NULL, NULL);
-    tt_probe_source *later = tt_probe_source_new(trace_chunk, &later_b, NULL, NULL, NULL, NULL, NULL, NULL);
-    char err[256];
-    assert_int_equal(tt_probe_source_open_dir(now, dir_now, false, err, sizeof err), 0);
-    assert_int_equal(tt_probe_source_open_dir(later, dir_later, false, err, sizeof err), 0);
-    tt_probe_source_defer(later, 3u << 20); /* one and a half 2 MiB blocks */
-    const int total = 12000, batch = 100;  /* about 3.4 MB held: past the cap once */
+    defer_pair p;
+    defer_pair_open(&p, 3u << 20); /* one and a half 2 MiB blocks */
+    const int total = 12000, batch = 100; /* about 3.4 MB held: past the cap once */
     for (int i = 0; i < total; i += batch) {
-        put_records(&now_w, i, batch);
-        put_records(&later_w, i, batch);
-        assert_int_equal(tt_probe_source_poll(now), batch);
-        assert_int_equal(tt_probe_source_poll(later), batch);
+        put_records(&p.now_w, i, batch);
+        put_records(&p.later_w, i, batch);
+        assert_int_equal(tt_probe_source_poll(p.now), batch);
+        assert_int_equal(tt_probe_source_poll(p.later), batch);
     }
     tt_probe_stats st;
-    tt_probe_source_stats(later, &st);
+    tt_probe_source_stats(p.later, &st);
     /* a record is held in about 280 bytes: one 2 MiB block went out, and
      * over 1 MiB is still held (delivering all at the cap leaves < 0.4) */
     assert_true(st.records > 0);
     assert_true(st.records <= (uint64_t)total - (1u << 20) / 280);
-    tt_probe_source_finish(now);
-    tt_probe_source_finish(later);
-    assert_non_null(later_b.s);
-    assert_string_equal(later_b.s, now_b.s);
-    tt_probe_source_stats(later, &st);
+    tt_probe_source_finish(p.now);
+    tt_probe_source_finish(p.later);
+    assert_non_null(p.later_b.s);
+    assert_string_equal(p.later_b.s, p.now_b.s);
+    tt_probe_source_stats(p.later, &st);
     assert_int_equal(st.records, total);
-    ring_writer_close(&now_w);
-    ring_writer_close(&later_w);
-    tt_probe_source_free(now);
-    tt_probe_source_free(later);
-    tt_sb_free(&now_b);
-    tt_sb_free(&later_b);
-    remove_dir(dir_now);
-    remove_dir(dir_later);
+    defer_pair_close(&p);
 }
 
 int main(void)

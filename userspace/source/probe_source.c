@@ -401,9 +401,8 @@ static void hold(tt_probe_source *s, uint32_t pid, const void *rec, uint32_t siz
 {
     size_t need = sizeof(held_rec) + size;
     /* over the cap: the oldest block goes out, not all of them, so that
-     * the rings are drained again within a block's delivery (a flood
-     * fills a 16 MiB ring in tens of ms; delivering 64 MiB at once took
-     * long enough for it to overflow) */
+     * the rings are drained again after a block's delivery, not after
+     * the whole hold's (a flood fills a 16 MiB ring in tens of ms) */
     while (s->held_first && s->held_bytes + need > s->defer_max) release_oldest_block(s);
     held_block *b = s->held_last;
     if (!b || b->cap - b->used < need) {
