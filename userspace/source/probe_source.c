@@ -354,13 +354,14 @@ static void spare_blocks_free(tt_probe_source *s)
     }
 }
 
-/* Deferring and not pressed: one more spare block made ahead, its pages
- * touched now, while fewer than the cap's worth (and one) are mapped, so
- * that a flood later finds its blocks zeroed instead of waiting for them
- * (held_block_new). One per poll: about 5 ms each in a VM here. */
+/* Deferring, with a ring and none pressing: one more spare block made
+ * ahead, its pages touched now, while fewer than the cap's worth (and one)
+ * are mapped, so that a flood later finds its blocks zeroed instead of
+ * waiting for them (held_block_new). One per poll: about 5 ms each in a VM
+ * here. */
 static void spare_block_ahead(tt_probe_source *s)
 {
-    if (!s->defer_max || s->drain_all || s->spare_blocks || s->blocks_mapped > s->defer_max / HELD_BLOCK) return;
+    if (!s->defer_max || s->drain_all || !s->rings || s->blocks_mapped > s->defer_max / HELD_BLOCK) return;
     held_block *b = held_block_map(&s->blocks_mapped, HELD_BLOCK - sizeof *b);
     if (!b) return;
     for (size_t at = 0; at < b->cap; at += 4096) ((volatile uint8_t *)b->data)[at] = 0;
