@@ -349,8 +349,8 @@ step untraced 100 0 untraced
 for i in $(seq "$rate_pairs"); do
     order="traced untraced"; [ $((i % 2)) = 0 ] && order="untraced traced"
     for kind in $order; do
-        if [ "$kind" = traced ]; then steps_tsv="$work/rate_pairs.tsv" step "pair$i" 100 0
-        else steps_tsv="$work/rate_pairs.tsv" step "pair${i}u" 100 0 untraced; fi
+        run_args=("pair$i" 100 0); [ "$kind" = traced ] || run_args=("pair${i}u" 100 0 untraced)
+        steps_tsv="$work/rate_pairs.tsv" step "${run_args[@]}"
     done
 done
 pair_shares=$(awk -F'\t' '{rate[$1] = $4; held[$1] = $10} END {for (k in rate) if (k !~ /u$/ && (k "u") in rate && rate[k "u"] > 0) printf "%.1f %s\n", 100 * rate[k] / rate[k "u"], held[k]}' "$work/rate_pairs.tsv")
