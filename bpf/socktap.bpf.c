@@ -39,6 +39,8 @@ struct call_args {
     __s32 fd;
     __u32 syscall;
     __u32 pending;  /* set at enter, cleared at exit */
+    __u32 not_copied; /* count the bytes, do not copy them: one message of a recvmmsg or sendmmsg
+                         seen at the socket layer's hook (socktap_state.bpf.h) */
     /* An SSL call in progress on this thread (socktap_tls.bpf.h): its
      * arguments, and the socket the library moved bytes on inside it. */
     __u64 tls_ssl, tls_buf, tls_len_ptr, tls_enter_ns, tls_sk;
@@ -434,7 +436,7 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
     ev->ret = ret;
     ev->dir = dir;
     __u32 total = ret > 0xffffffffL ? 0xffffffffu : (__u32)ret;
-    bool mmsg = args.syscall == TT_SOCKTAP_SYS_RECVMMSG || args.syscall == TT_SOCKTAP_SYS_SENDMMSG;
+    bool mmsg = (args.syscall == TT_SOCKTAP_SYS_RECVMMSG || args.syscall == TT_SOCKTAP_SYS_SENDMMSG) && !args.not_copied;
     if (!mmsg) {
         /* The socket's sequence just past what this call moved, less its
          * length: the sequence number of its first byte. */
@@ -495,7 +497,7 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
     st->total = total;
     st->dir = dir;
     st->base_flags = ev->flags;
-    if (args.syscall == TT_SOCKTAP_SYS_SENDFILE) {
+    if (args.syscall == TT_SOCKTAP_SYS_SENDFILE || args.not_copied) {
         finish_message(st, ev, TT_SOCKTAP_F_NOT_COPIED);
     } else {
         if (mmsg) {
@@ -600,6 +602,7 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
         .sk = (__u64)sk,
         .fd = fd,
         .syscall = syscall,
+        .not_copied = hook_sk && syscall == TT_SOCKTAP_SYS_RECVMMSG, /* one message of the array */
     };
     return exit_data(&args, live, ret, TT_SOCKTAP_DIR_RECV);
 }
@@ -818,4 +821,5 @@ int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
 
 #include "socktap_send.bpf.h"
 #include "socktap_raw.bpf.h"
+#include "socktap_state.bpf.h"
 #include "socktap_sock.bpf.h"

@@ -77,8 +77,10 @@ int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, con
  * names this call's buffer and length, else the socket found from fd now
  * (or the one the socket layer's hook handed over, hook_sk:
  * socktap_sock.bpf.h) and the instant now. From that hook also writev
- * (fd, iovec array, count) and sendmsg (fd, user_msghdr): their stamp is
- * the one on hook_sk (the hook clears every stamp, so it is this send's). */
+ * (fd, iovec array, count) and sendmsg (fd, user_msghdr), and with
+ * sock_state one message of a sendmmsg or a chunk of a sendfile (counted,
+ * not copied: socktap_state.bpf.h): their stamp is the one on hook_sk (the
+ * hook clears every stamp, so it is this send's). */
 static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct sock *hook_sk)
 {
     __u64 id = bpf_get_current_pid_tgid();
@@ -86,10 +88,12 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
     const struct pt_regs *regs = NULL;
     struct sock *sk = NULL;
     __u64 send_ns = 0;
-    bool vec = syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_SENDMSG;
+    /* writev, sendmsg, and from the hook also sendmmsg and sendfile: the stamp of the hook's socket */
+    bool by_sock = syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_SENDMSG ||
+                   syscall == TT_SOCKTAP_SYS_SENDMMSG || syscall == TT_SOCKTAP_SYS_SENDFILE;
     if (live && live->send_ns) {
         regs = syscall_regs();
-        if (vec ? live->send_sk == (__u64)hook_sk
+        if (by_sock ? live->send_sk == (__u64)hook_sk
                 : live->send_buf == PT_REGS_PARM2_SYSCALL(regs) && live->send_len == PT_REGS_PARM3_SYSCALL(regs)) {
             /* the filters passed when the send was stamped */
             sk = (struct sock *)live->send_sk;
@@ -119,6 +123,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
         .sk = (__u64)sk,
         .fd = (__s32)PT_REGS_PARM1_SYSCALL(regs),
         .syscall = syscall,
+        .not_copied = hook_sk && syscall == TT_SOCKTAP_SYS_SENDMMSG, /* one message of the array */
     };
     tls_note_send(live, sk, args.fd, syscall, send_ns);
     return exit_data(&args, live, ret, TT_SOCKTAP_DIR_SEND);

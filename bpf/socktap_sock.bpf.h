@@ -19,7 +19,10 @@
  * and write, sendto, writev and sendmsg (sends, with the send stamp:
  * socktap_send.bpf.h) of 64-bit tasks go on, with the same arguments as at
  * the syscall's exit; recvmmsg, sendmmsg and sendfile keep their syscall
- * programs (the hooks fire once per message, or without a user buffer).
+ * programs (the hooks fire once per message, or without a user buffer),
+ * unless sock_state: then each message or chunk is counted here
+ * (socktap_state.bpf.h). The first hook on a socket accepted on a traced
+ * port says ACCEPT first (announce_accept).
  * The length is the socket layer's return, which the syscall returns. A
  * sock without a file (a kernel socket, such as a network filesystem's,
  * used inside a task's read of a file) is turned away (tcp_user_sock).
@@ -37,9 +40,17 @@ int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
     if (ret < 0) return 0;
     const struct pt_regs *regs = syscall_regs();
     unsigned long nr = regs->orig_ax;
-    if (!raw_nr_is_data(nr) || regs->cs != TT_USER64_CS) return 0;
-    __u32 sys = raw_sys_of_nr(nr);
-    if (!is_recv_syscall(sys)) return 0;
+    __u32 sys;
+    if (raw_nr_is_data(nr)) {
+        sys = raw_sys_of_nr(nr);
+        if (!is_recv_syscall(sys)) return 0;
+    } else if (sock_state && nr == TT_NR_RECVMMSG) {
+        sys = TT_SOCKTAP_SYS_RECVMMSG;
+    } else {
+        return 0;
+    }
+    if (regs->cs != TT_USER64_CS) return 0;
+    announce_accept(sk, regs);
     return on_exit_recv(ret, sys, regs, sk);
 }
 
@@ -50,11 +61,17 @@ int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
 {
     const struct pt_regs *regs = syscall_regs();
     unsigned long nr = regs->orig_ax;
-    if (raw_nr_is_data(nr) && regs->cs == TT_USER64_CS) {
-        __u32 sys = raw_sys_of_nr(nr);
-        if (sys == TT_SOCKTAP_SYS_WRITE || sys == TT_SOCKTAP_SYS_SENDTO ||
-            (stamp_vec_sends && (sys == TT_SOCKTAP_SYS_WRITEV || sys == TT_SOCKTAP_SYS_SENDMSG)))
+    if (regs->cs == TT_USER64_CS) {
+        __u32 sys = TT_SOCKTAP_SYS_COUNT;
+        if (raw_nr_is_data(nr)) sys = raw_sys_of_nr(nr);
+        else if (sock_state && nr == TT_NR_SENDMMSG) sys = TT_SOCKTAP_SYS_SENDMMSG;
+        else if (sock_state && nr == TT_NR_SENDFILE) sys = TT_SOCKTAP_SYS_SENDFILE;
+        if (sys == TT_SOCKTAP_SYS_WRITE || sys == TT_SOCKTAP_SYS_SENDTO || sys == TT_SOCKTAP_SYS_SENDMMSG ||
+            sys == TT_SOCKTAP_SYS_SENDFILE ||
+            (stamp_vec_sends && (sys == TT_SOCKTAP_SYS_WRITEV || sys == TT_SOCKTAP_SYS_SENDMSG))) {
+            announce_accept(sk, regs);
             return on_exit_stamped_send(ret, sys, sk);
+        }
     }
     struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
     if (live && live->send_ns) live->send_ns = 0;

@@ -7,7 +7,12 @@
 # x-request-id), with the text ttmmsg itself read. Then a read into 12
 # messages: past the 8-message bound the bytes are missing, and watch must
 # say so (truncated syscalls, gaps, an incomplete request), never report a
-# clean stream. Root; skipped when BPF cannot load.
+# clean stream. The mmsg messages are copied by syscall programs, which
+# watch loads only with TOKENTAP_NO_SOCK_STATE=1 (bpf/socktap_state.bpf.h);
+# by default their bytes are counted at the socket hooks: the last part
+# checks that every byte ttmmsg moved is counted, none claimed as read, and
+# that watch says how to have them copied. Root; skipped when BPF cannot
+# load.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF tracing needs root"
@@ -21,7 +26,7 @@ spid=$SERVE_PID port=$SERVE_PORT
 
 watch_start() {  # NAME EXTRA_ARGS...
     local name=$1; shift
-    "$TT" watch --port "$port" --duration 30 --vantage client --json -q -o "$work/$name.json" "$@" 2> "$work/$name.err" &
+    TOKENTAP_NO_SOCK_STATE=1 "$TT" watch --port "$port" --duration 30 --vantage client --json -q -o "$work/$name.json" "$@" 2> "$work/$name.err" &
     wpid=$!
     wait_tracing "$work/$name.err"
 }
@@ -39,10 +44,20 @@ watch_stop mm
 watch_start cut
 "$BUILD/tools/ttmmsg" "$port" cut-1 "$work/cut-1.raw" 12 4 40 > "$work/cut-1.out" || fail "ttmmsg exit $?"
 watch_stop cut
+
+# the default: counted at the socket hooks, not copied
+"$TT" watch --port "$port" --duration 30 --vantage client --json -q -o "$work/count.json" 2> "$work/count.err" &
+wpid=$!
+wait_tracing "$work/count.err"
+"$BUILD/tools/ttmmsg" "$port" count-1 "$work/count-1.raw" 4 16 40 > "$work/count-1.out" || fail "ttmmsg exit $?"
+sleep 0.2
+kill -INT $wpid
+rc=0; wait $wpid || rc=$?
+[ $rc = 0 ] || [ $rc = 4 ] || fail "watch exit $rc: $(cat "$work/count.err")"
 kill -TERM $spid; wait $spid || fail "serve exit $?"
 
 /usr/bin/python3 - "$work" "$(dirname "$0")" <<'PY'
-import json, sys
+import json, re, sys
 sys.path.insert(0, sys.argv[2])
 import sse_response
 work = sys.argv[1]
@@ -78,4 +93,21 @@ cut_toks = r["vantages"]["client"]["token_events"]
 assert cut_toks < 40, "a stream with bytes missing was reported whole"
 print(f"watch mmsg: 12 messages of 8 bytes per recvmmsg: {ntrunc} records for bytes past the 8-message bound, "
       f"turned into gaps; {cut_toks} of 40 token events claimed, the request incomplete ({r['incomplete_reasons']})")
+
+err = open(f"{work}/count.err").read()
+m = re.search(r"(\d+) sendfile or mmsg calls not copied \((\d+) bytes\)", err)
+# ttmmsg: "calls C messages M bytes B" (its recvmmsg side); the request went out by sendmmsg
+c = open(f"{work}/count-1.out").read().split()
+received = int(c[5])
+assert m and int(m.group(2)) > received, (received, err)
+assert "TOKENTAP_NO_SOCK_STATE=1 copies them" in err, err
+toks = 0
+try:
+    rep = json.load(open(f"{work}/count.json"))
+    toks = sum(r["vantages"].get("client", {}).get("token_events", 0) for r in rep["requests"])
+except (OSError, ValueError):
+    pass
+assert toks == 0, toks
+print(f"watch mmsg, default: {m.group(1)} messages counted at the socket hooks, {m.group(2)} bytes "
+      f"({received} of them read by recvmmsg), no token event claimed, the way to copy them said")
 PY

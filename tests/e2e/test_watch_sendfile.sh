@@ -73,7 +73,7 @@ import json, re, sys
 work = sys.argv[1]
 sent = json.load(open(f"{work}/server.json"))["sendfile_bytes"]
 err = open(f"{work}/watch.err").read()
-m = re.search(r"(\d+) sendfile syscalls \((\d+) bytes not copied\)", err)
+m = re.search(r"(\d+) sendfile or mmsg calls not copied \((\d+) bytes\)", err)
 assert m and int(m.group(1)) >= 3 and int(m.group(2)) == sent, (sent, err)
 text = open(f"{work}/report.json").read()
 docs, at, dec = {}, 0, json.JSONDecoder()

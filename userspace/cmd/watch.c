@@ -387,6 +387,8 @@ int tt_cmd_watch(int argc, char **argv)
     if (started_st.raw_syscalls) fprintf(stderr, " (data syscalls on raw tracepoints)");
     else if (!started_st.send_stamped) fprintf(stderr, " (sends stamped at syscall entry)");
     if (!started_st.raw_syscalls && !started_st.sock_hooks) fprintf(stderr, " (data at syscall exits)");
+    else if (!started_st.raw_syscalls && !started_st.sock_state)
+        fprintf(stderr, " (connect, accept and close at syscall tracepoints)");
     fputc('\n', stderr);
     fflush(stderr);
 
@@ -432,16 +434,21 @@ int tt_cmd_watch(int argc, char **argv)
     tt_bpf_source_stats(src, &bs);
     char ready[160];
     fprintf(stderr,
-            "tokentap watch: %llu records, %llu connections (%llu closed), %llu bytes; kernel: %llu events, %llu ring-buffer "
-            "drops (%llu bytes), %llu truncated syscalls (%llu bytes), %llu args lost, %llu sendfile syscalls "
-            "(%llu bytes not copied), %llu children followed; %s\n",
-            (unsigned long long)bs.records, (unsigned long long)bs.connections, (unsigned long long)bs.closes,
+            "tokentap watch: %llu records, %llu connections (%llu connected, %llu accepted, %llu closed), %llu bytes; "
+            "kernel: %llu events, %llu ring-buffer "
+            "drops (%llu bytes), %llu truncated syscalls (%llu bytes), %llu args lost, %llu sendfile or mmsg calls "
+            "not copied (%llu bytes), %llu children followed; %s\n",
+            (unsigned long long)bs.records, (unsigned long long)bs.connections, (unsigned long long)bs.connects,
+            (unsigned long long)bs.accepts, (unsigned long long)bs.closes,
             (unsigned long long)bs.data_bytes,
             (unsigned long long)bs.kernel_events, (unsigned long long)bs.rb_fail,
             (unsigned long long)bs.rb_fail_bytes, (unsigned long long)bs.truncated,
             (unsigned long long)bs.truncated_bytes, (unsigned long long)bs.args_full,
             (unsigned long long)bs.not_copied, (unsigned long long)bs.not_copied_bytes,
             (unsigned long long)bs.children, tt_bpf_ready_note(&bs, ready, sizeof ready));
+    if (bs.not_copied && bs.sock_state)
+        fprintf(stderr, "tokentap watch: sendmmsg and recvmmsg bytes are counted at the socket hooks, not copied; "
+                        "TOKENTAP_NO_SOCK_STATE=1 copies them through syscall tracepoints (bpf/README.md)\n");
     if (bs.tls_note)
         fprintf(stderr, "tokentap watch: %s; %llu SSL calls, %llu TLS records on %llu connections (%llu with their "
                         "socket instant), %llu calls (%llu bytes) whose socket was not known; %llu uprobe links "

@@ -196,11 +196,12 @@ static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
 
 /* The TCP ports pid listens on (its sockets in LISTEN state, from
  * /proc/PID/fd and its network namespace's /proc/PID/net/tcp{,6}) go into
- * the kernel's ready_port_on (ports_on, the programs' mapped global data):
- * connections accepted on them are followed for ready instants from their
- * first byte, the first connection included. Best effort: what cannot be
- * read is skipped. */
-static void seed_listen_ports(volatile uint8_t *ports_on, uint32_t pid)
+ * the kernel's accept_port_on (the sockets accepted on them say ACCEPT:
+ * socktap_state.bpf.h) and, when ready instants are wanted, ready_port_on
+ * (connections accepted on them are followed for ready instants from
+ * their first byte, the first connection included): the programs' mapped
+ * global data. Best effort: what cannot be read is skipped. */
+static void seed_listen_ports(struct socktap__bss *bss, bool ready, uint32_t pid)
 {
     char path[96];
     snprintf(path, sizeof path, "/proc/%u/fd", pid);
@@ -236,7 +237,9 @@ static void seed_listen_ports(volatile uint8_t *ports_on, uint32_t pid)
             if (state != 0x0A || !colon) continue;
             for (size_t i = 0; i < n; i++) {
                 if (inodes[i] != ino) continue;
-                ports_on[(uint16_t)strtoul(colon + 1, NULL, 16)] = 1;
+                uint16_t port = (uint16_t)strtoul(colon + 1, NULL, 16);
+                bss->accept_port_on[port] = 1;
+                if (ready) bss->ready_port_on[port] = 1;
                 break;
             }
         }
@@ -245,8 +248,8 @@ static void seed_listen_ports(volatile uint8_t *ports_on, uint32_t pid)
 }
 
 /* Put the requested processes and every descendant alive now into the
- * kernel's traced set (and, with ready instants, their listening ports in
- * ready_port_on). Returns how many went in, or -1 with err. */
+ * kernel's traced set, and their listening ports in accept_port_on (and,
+ * with ready instants, ready_port_on). Returns how many went in, or -1 with err. */
 int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen)
 {
     int map = bpf_map__fd(skel->maps.traced_tgids);
@@ -280,7 +283,7 @@ int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
     for (size_t i = 0; i < n_proc && added >= 0; i++) {
         if (!procs[i].traced) continue;
         added = add_traced(map, procs[i].pid, err, errlen) < 0 ? -1 : added + 1;
-        if (skel->rodata->ready_wanted && skel->bss) seed_listen_ports(skel->bss->ready_port_on, procs[i].pid);
+        if (skel->bss) seed_listen_ports(skel->bss, skel->rodata->ready_wanted, procs[i].pid);
     }
     free(procs);
     return added;

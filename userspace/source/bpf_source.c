@@ -284,6 +284,16 @@ bpf_conn *tt_bpf_conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
     return c;
 }
 
+/* The fd of the connection of ev's process on ev's socket, for a record
+ * that could not name it (fd -1: a socket released outside close(),
+ * socktap_state.bpf.h); -1 when there is none. */
+static int32_t fd_of_sock(const tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    for (const bpf_conn *c = s->sock_buckets[sock_bucket(ev->sock_id)]; c; c = c->sock_next)
+        if (c->sock_id == ev->sock_id && c->tgid == ev->tgid) return c->fd;
+    return -1;
+}
+
 /* close(fd): the connection on fd ends; when it is this sock, the local
  * end's direction ends cleanly (close sends FIN), the other is cut off. */
 static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
@@ -323,6 +333,8 @@ static int feed_role(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     bpf_conn *c = tt_bpf_conn_for(s, ev);
     if (!c) return -1;
+    if (ev->kind == TT_SOCKTAP_KIND_CONNECT) s->st.connects++;
+    else s->st.accepts++;
     if (c->cc.info.orientation_guessed && c->cc.offset[TT_DIR_C2S] == 0 && c->cc.offset[TT_DIR_S2C] == 0)
         conn_orient(c, ev, ev->kind == TT_SOCKTAP_KIND_ACCEPT, false);
     if (ev->ts_ns > c->cc.last_ns) c->cc.last_ns = ev->ts_ns;
@@ -364,6 +376,13 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         return -1;
     }
     s->st.records++;
+    if (ev.fd < 0 && (ev.kind == TT_SOCKTAP_KIND_CLOSE || ev.kind == TT_SOCKTAP_KIND_DATA) && ev.sock_id &&
+        !(ev.flags & TT_SOCKTAP_F_TLS)) {
+        /* released outside close(): the socket names the connection, and
+         * none means nothing of it was seen */
+        ev.fd = fd_of_sock(s, &ev);
+        if (ev.fd < 0) return 0;
+    }
     if (ev.kind == TT_SOCKTAP_KIND_READY) {
         feed_marks(s, &ev, data + marks_at);
         return 0;
@@ -491,6 +510,14 @@ static const char *const recv_exit_progs[] = {"tt_exit_read", "tt_exit_recvfrom"
 static const char *const hooked_send_progs[] = {"tt_exit_write_stamped", "tt_exit_sendto_stamped", "tt_enter_writev",
                                                 "tt_exit_writev",        "tt_enter_sendmsg",       "tt_exit_sendmsg"};
 
+/* The syscall programs that the socket's state changes and the socket
+ * layer's hooks replace (socktap_state.bpf.h), and the three that do. */
+static const char *const state_syscall_progs[] = {
+    "tt_enter_connect", "tt_exit_connect",  "tt_enter_accept",   "tt_exit_accept",   "tt_enter_accept4", "tt_exit_accept4",
+    "tt_enter_close",   "tt_exit_recvmmsg", "tt_enter_sendmmsg", "tt_exit_sendmmsg", "tt_enter_sendfile", "tt_exit_sendfile",
+};
+static const char *const state_hook_progs[] = {"tt_sock_state_task", "tt_sock_state_net", "tt_sock_destroy"};
+
 static void set_autoload(struct bpf_object *obj, const char *const *names, size_t n, bool on)
 {
     for (size_t i = 0; i < n; i++) {
@@ -512,8 +539,13 @@ static void set_autoload(struct bpf_object *obj, const char *const *names, size_
  * and sock:sock_send_length tracepoints takes receives at those instead of
  * the syscall exits, and with the send stamp write, sendto, writev and
  * sendmsg too (socktap_sock.bpf.h), unless TOKENTAP_NO_SOCK_HOOKS is set.
- * Sets st->raw_syscalls, st->send_stamped and st->sock_hooks to what was
- * picked. */
+ * With both, on a kernel with the sock:inet_sock_set_state and
+ * tcp:tcp_destroy_sock tracepoints, connect, accept and close come from the
+ * socket's state and recvmmsg, sendmmsg and sendfile are counted at the
+ * hooks (socktap_state.bpf.h), unless TOKENTAP_NO_SOCK_STATE is set: no
+ * syscall tracepoint is left, which every process's syscalls would pay for.
+ * Sets st->raw_syscalls, st->send_stamped, st->sock_hooks and
+ * st->sock_state to what was picked. */
 static void tt_bpf_pick_data_attach(struct socktap *skel, tt_bpf_stats *st)
 {
     struct bpf_object *obj = skel->obj;
@@ -538,9 +570,16 @@ static void tt_bpf_pick_data_attach(struct socktap *skel, tt_bpf_stats *st)
     if (sock_recv) bpf_program__set_autoload(sock_recv, sock);
     if (sock_send) bpf_program__set_autoload(sock_send, sock && stamped);
     skel->rodata->stamp_vec_sends = sock && stamped;
+    bool state = sock && stamped && !tt_env_flag("TOKENTAP_NO_SOCK_STATE") &&
+                 tt_bpf_kernel_has_btf_typedef("btf_trace_inet_sock_set_state") &&
+                 tt_bpf_kernel_has_btf_typedef("btf_trace_tcp_destroy_sock");
+    set_autoload(obj, state_syscall_progs, sizeof state_syscall_progs / sizeof state_syscall_progs[0], !state);
+    set_autoload(obj, state_hook_progs, sizeof state_hook_progs / sizeof state_hook_progs[0], state);
+    skel->rodata->sock_state = state;
     st->raw_syscalls = raw;
     st->send_stamped = stamped;
     st->sock_hooks = sock;
+    st->sock_state = state;
 }
 
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
@@ -625,6 +664,8 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
          * byte, the first one included */
         skel->bss->ready_port_on[opt->port] = 1;
     }
+    /* --port: a socket accepted on it says ACCEPT (socktap_state.bpf.h) */
+    if (opt && opt->port && skel->bss) skel->bss->accept_port_on[opt->port] = 1;
     /* Attach first, then seed: a fork between the /proc walk and the
      * attach would otherwise be missed. */
     rc = socktap__attach(skel);

@@ -37,6 +37,7 @@ typedef struct tt_bpf_stats {
     uint64_t connections;      /* connection instances seen */
     uint64_t data_bytes;       /* bytes delivered as TT_CHUNK_DATA */
     uint64_t gaps, gap_bytes;  /* TT_CHUNK_GAP chunks delivered */
+    uint64_t connects, accepts; /* CONNECT and ACCEPT records: connections whose role was known */
     uint64_t closes;           /* connections ended by close(fd) */
     uint64_t closes_other_sock; /* of those, closes naming another sock than the one tracked on fd */
     /* kernel-side counters (summed over CPUs; 0 before load) */
@@ -60,6 +61,7 @@ typedef struct tt_bpf_stats {
     bool raw_syscalls;       /* the data syscalls are traced through tp_btf sys_enter/sys_exit (TOKENTAP_BPF_RAW) */
     bool send_stamped;       /* write and sendto are stamped in tcp_sendmsg_locked, not at their enter */
     bool sock_hooks;         /* receives (and stamped sends) are taken at sock_recv_length/sock_send_length */
+    bool sock_state;         /* connect, accept and close come from the socket's state: no syscall tracepoint */
     uint64_t ready_records, ready_marks, ready_unplaced, ready_repeats, kernel_ready, ready_full;
     /* Added (TLS plaintext, uprobes on the TLS libraries, tls_attach.h):
      * libraries attached (0: tls_note says why), connections with a

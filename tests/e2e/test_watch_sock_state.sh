@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# connect, accept and close from the TCP socket's state changes
+# (bpf/socktap_state.bpf.h), so that watch attaches no syscall tracepoint
+# by default, which would send every syscall of every process through the
+# kernel's slow path. Checked here:
+# - bpftool lists no syscalls:* tracepoint among watch's attachments, and
+#   does with TOKENTAP_NO_SOCK_STATE=1 (which watch says on its first line);
+# - watch --port on serve and five clients, each a new connection, each
+#   ended its own way: curl (close), python closing by close(), by
+#   os.closerange (close_range: no fd in the record), by exiting with the
+#   socket open, and by a reset (SO_LINGER 0: serve's socket is already
+#   closed when serve releases it). Every connection must be said
+#   connected by its client and accepted by serve (5 and 5), every one
+#   closed at both ends (10), and every request complete at both vantages.
+# Root; skipped when BPF cannot load or the kernel lacks the tracepoints.
+set -eu
+. "$(dirname "$0")/lib.sh"
+need_root "eBPF tracing needs root"
+work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+need_bpf "$work"
+command -v bpftool > /dev/null || skip "bpftool not installed"
+bpftool btf dump file /sys/kernel/btf/vmlinux format raw | grep -q "'btf_trace_inet_sock_set_state'" \
+    || skip "this kernel has no sock:inet_sock_set_state tracepoint"
+
+# attachments: LIST_FILE ENV... (watch --comm of nothing for a second)
+attachments() {
+    local out=$1; shift
+    env "$@" TOKENTAP_NO_TLS=1 "$TT" watch --comm tt-no-such-name --duration 3 -q > /dev/null 2> "$out.err" &
+    local w=$!
+    for _ in $(seq 50); do grep -q 'tracing' "$out.err" 2> /dev/null && break; sleep 0.1; done
+    bpftool perf list | awk -v p="$w" '$2 == p' > "$out"
+    kill -INT $w; wait $w || true
+    [ -s "$out" ] || fail "no attachment of watch listed by bpftool: $(cat "$out.err")"
+}
+attachments "$work/default.att" TOKENTAP_X=0
+attachments "$work/classic.att" TOKENTAP_NO_SOCK_STATE=1
+if grep -q 'tracepoint *sys_' "$work/default.att"; then
+    grep -q 'btf_trace_tcp_destroy_sock' < <(bpftool btf dump file /sys/kernel/btf/vmlinux format raw) \
+        || skip "no tcp:tcp_destroy_sock tracepoint: watch keeps connect, accept and close on syscall tracepoints"
+    fail "watch attached syscall tracepoints by default: $(grep 'tracepoint *sys_' "$work/default.att" | tr '\n' ' ')"
+fi
+grep -q 'raw_tracepoint *inet_sock_set_state' "$work/default.att" || fail "no inet_sock_set_state program: $(cat "$work/default.att")"
+grep -q 'tracepoint *sys_enter_connect' "$work/classic.att" \
+    || fail "TOKENTAP_NO_SOCK_STATE=1: no sys_enter_connect program: $(cat "$work/classic.att")"
+grep -q '(connect, accept and close at syscall tracepoints)' "$work/classic.att.err" \
+    || fail "TOKENTAP_NO_SOCK_STATE=1: watch does not say so: $(head -1 "$work/classic.att.err")"
+! grep -q 'at syscall tracepoints' "$work/default.att.err" || fail "watch says syscall tracepoints by default"
+echo "watch sock state: no syscall tracepoint attached by default ($(wc -l < "$work/default.att") attachments)," \
+     "sys_enter_connect and the rest with TOKENTAP_NO_SOCK_STATE=1"
+
+start_serve "$work" --profile vllm --ttft-ms 5 --itl-ms 2
+spid=$SERVE_PID port=$SERVE_PORT
+"$TT" watch --port "$port" --duration 30 --json -q -o "$work/report.json" 2> "$work/watch.err" &
+wpid=$!
+wait_tracing "$work/watch.err"
+curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: st-curl' \
+    -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
+    "http://127.0.0.1:$port/v1/chat/completions" > /dev/null || fail "curl exit $?"
+for how in close closerange exit reset; do
+    /usr/bin/python3 - "$port" "$how" <<'PY' || fail "client ($how) failed"
+import json, os, socket, struct, sys
+port, how = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+body = json.dumps({"model": "m", "stream": True, "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           f"x-request-id: st-{how}\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+got = b""
+while not got.endswith(b"0\r\n\r\n"):
+    chunk = s.recv(65536)
+    assert chunk, got[-200:]
+    got += chunk
+assert b"[DONE]" in got
+if how == "close":
+    s.close()
+elif how == "closerange":
+    os.closerange(s.fileno(), s.fileno() + 1)
+    s.detach()
+elif how == "exit":
+    sys.stdout.flush()
+    os._exit(0)
+else:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+PY
+done
+sleep 0.5
+kill -INT $wpid; wait $wpid || fail "watch exit $?: $(cat "$work/watch.err")"
+kill -TERM $spid; wait $spid || fail "serve exit $?"
+
+/usr/bin/python3 - "$work" <<'PY'
+import json, re, sys
+work = sys.argv[1]
+err = open(f"{work}/watch.err").read()
+m = re.search(r"(\d+) connections \((\d+) connected, (\d+) accepted, (\d+) closed\)", err)
+assert m, err
+conns, connected, accepted, closed = map(int, m.groups())
+assert (conns, connected, accepted, closed) == (10, 5, 5, 10), (m.group(0), err)
+text = open(f"{work}/report.json").read()
+docs, at, dec = {}, 0, json.JSONDecoder()
+while at < len(text):
+    if text[at].isspace():
+        at += 1
+        continue
+    doc, at = dec.raw_decode(text, at)
+    docs[doc["vantage"]] = doc
+for v in ("server", "client"):
+    reqs = {r["request_id"]: r for r in docs[v]["requests"]}
+    want = {"st-curl", "st-close", "st-closerange", "st-exit", "st-reset"}
+    assert set(reqs) == want, (v, sorted(reqs))
+    bad = {k: r["incomplete_reasons"] for k, r in reqs.items() if not r["complete"]}
+    assert not bad, (v, bad)
+print(f"watch sock state: {m.group(0)}: every connection's role said by connect and accept, every end closed "
+      f"(close, close_range, exit, reset), 5 requests complete at both vantages")
+PY
