@@ -11,7 +11,9 @@
 #   socket open, and by a reset (SO_LINGER 0: serve's socket is already
 #   closed when serve releases it). Every connection must be said
 #   connected by its client and accepted by serve (5 and 5), every one
-#   closed at both ends (10), and every request complete at both vantages.
+#   closed at both ends (10), and every request complete at both vantages;
+# - watch --comm on serve, listening since before watch started: its
+#   connection still says ACCEPT (the port read from /proc at start).
 # Root; skipped when BPF cannot load or the kernel lacks the tracepoints.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -85,6 +87,21 @@ PY
 done
 sleep 0.5
 kill -INT $wpid; wait $wpid || fail "watch exit $?: $(cat "$work/watch.err")"
+
+# --comm on a server that was listening before watch started: its port is
+# read from /proc at start, so its accepted connection still says ACCEPT
+comm=$(cat "/proc/$spid/comm")
+"$TT" watch --comm "$comm" --duration 30 -q -o /dev/null 2> "$work/comm.err" &
+wpid=$!
+wait_tracing "$work/comm.err"
+curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: st-comm' \
+    -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
+    "http://127.0.0.1:$port/v1/chat/completions" > /dev/null || fail "curl exit $?"
+sleep 0.5
+kill -INT $wpid; wait $wpid || fail "watch --comm exit $?: $(cat "$work/comm.err")"
+grep -q ' 1 connections (0 connected, 1 accepted, 1 closed)' "$work/comm.err" \
+    || fail "watch --comm $comm: not one connection accepted and closed: $(cat "$work/comm.err")"
+echo "watch sock state: --comm $comm, listening since before watch: its connection said accepted and closed"
 kill -TERM $spid; wait $spid || fail "serve exit $?"
 
 /usr/bin/python3 - "$work" <<'PY'

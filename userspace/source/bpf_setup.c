@@ -247,6 +247,33 @@ static void seed_listen_ports(struct socktap__bss *bss, bool ready, uint32_t pid
     }
 }
 
+/* The listening ports of every process named comm now (its group
+ * leader's name, as the kernel's --comm filter compares it), as
+ * seed_listen_ports puts them. */
+void tt_bpf_seed_comm_ports(struct socktap *skel, const char *comm)
+{
+    if (!skel->bss) return;
+    DIR *d = opendir("/proc");
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        unsigned long pid = strtoul(de->d_name, &end, 10);
+        if (*end || pid == 0 || pid > UINT32_MAX) continue;
+        char path[64], name[32];
+        snprintf(path, sizeof path, "/proc/%lu/comm", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t len = read(fd, name, sizeof name - 1);
+        close(fd);
+        if (len <= 0) continue;
+        name[len] = 0;
+        name[strcspn(name, "\n")] = 0;
+        if (strcmp(name, comm) == 0) seed_listen_ports(skel->bss, skel->rodata->ready_wanted, (uint32_t)pid);
+    }
+    closedir(d);
+}
+
 /* Put the requested processes and every descendant alive now into the
  * kernel's traced set, and their listening ports in accept_port_on (and,
  * with ready instants, ready_port_on). Returns how many went in, or -1 with err. */

@@ -34,9 +34,14 @@ bool tt_bpf_kernel_has_btf_typedef(const char *name);
 int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *err, size_t errlen);
 
 /* Put opt's processes and every descendant alive now into the kernel's
- * traced set (and, with ready instants, their listening ports in
- * ready_port_on). Returns how many went in, or -1 with err. */
+ * traced set, and their listening ports in accept_port_on (and, with ready
+ * instants, ready_port_on). Returns how many went in, or -1 with err. */
 int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen);
+
+/* --comm: the TCP ports the processes of that name listen on now go into
+ * the kernel's accept_port_on (and, with ready instants, ready_port_on),
+ * as for --pid; best effort. */
+void tt_bpf_seed_comm_ports(struct socktap *skel, const char *comm);
 #endif
 
 #endif

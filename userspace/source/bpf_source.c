@@ -681,6 +681,8 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
             return -1;
         }
         s->st.tgids_at_start = (uint64_t)seeded;
+    } else if (opt && opt->comm) {
+        tt_bpf_seed_comm_ports(skel, opt->comm);
     }
     /* TLS plaintext: uprobes on the libraries of the traced processes (all
      * of them without a process filter) and the system's */
