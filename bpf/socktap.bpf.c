@@ -353,10 +353,11 @@ static __always_inline void fill_head(struct tt_socktap_event *ev, struct sock *
 /* Emit a record without data (close, connect, accept, end of file); the
  * caller has applied the port filter (sk_port_rejected). */
 static __always_inline int emit_marker(struct sock *sk, __u64 id, __s32 fd, __u32 syscall, __u8 kind,
-                                       __u64 enter_ns, __u64 exit_ns, __u64 ts_ns, long ret)
+                                       __u64 enter_ns, __u64 exit_ns, __u64 ts_ns, long ret, __u8 flags)
 {
     struct tt_socktap_event ev;
     fill_head(&ev, sk, id, fd, syscall, kind);
+    ev.flags |= flags;
     if (kind == TT_SOCKTAP_KIND_EOF) ev.dir = TT_SOCKTAP_DIR_RECV;
     ev.enter_ns = enter_ns;
     ev.exit_ns = exit_ns;
@@ -402,7 +403,7 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
         /* end of file: the peer's FIN was read */
         __u64 now = bpf_ktime_get_ns();
         return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF,
-                           args.enter_ns ? args.enter_ns : now, now, now, 0);
+                           args.enter_ns ? args.enter_ns : now, now, now, 0, 0);
     }
     if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
     /* A send is stamped at its enter: its exit is not read (a clock read
@@ -635,7 +636,7 @@ static __always_inline int on_exit_role(long ret, __u32 syscall)
         ready_follow_accepted(sk);
     }
     __u64 exit_ns = bpf_ktime_get_ns();
-    return emit_marker(sk, id, fd, args.syscall, kind, args.enter_ns, exit_ns, exit_ns, ret);
+    return emit_marker(sk, id, fd, args.syscall, kind, args.enter_ns, exit_ns, exit_ns, ret, 0);
 }
 
 SEC("tracepoint/syscalls/sys_enter_write")
@@ -752,7 +753,7 @@ int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_SEND, now);
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_RECV, now);
     ready_forget(sk);
-    return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0);
+    return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmmsg")

@@ -12,7 +12,8 @@
  * copied) are missing; that record may carry no data at all.
  *
  * Records of kind CLOSE, CONNECT, ACCEPT and EOF carry no data (copied 0,
- * total_len 0): the fd's socket is being closed, or this process connected
+ * total_len 0): the fd's socket is being closed (with TT_SOCKTAP_F_RELEASED:
+ * the socket is gone), or this process connected
  * it (the local end is the client) or accepted it (the local end is the
  * server), or a read on it returned end of file (dir RECV).
  *
@@ -126,7 +127,11 @@ enum tt_socktap_flags {
                                            user buffer, so not copied (copied is 0) */
     TT_SOCKTAP_F_SEQ = 1u << 4,         /* seq is valid: for DATA the TCP sequence number of the
                                            syscall's first byte (data[0] is at seq + piece_off) */
-                                        /* 1u << 5: unused (READY's from-start flag before marks) */
+    TT_SOCKTAP_F_RELEASED = 1u << 5,    /* CLOSE: the socket itself was released (its file's last
+                                           reference put: socktap_state.bpf.h), so every connection
+                                           on sock_id ends, in any process; fd is -1 when the release
+                                           was not a close(). Without it, close(fd) of that fd alone.
+                                           (Once READY's from-start flag, before marks.) */
     TT_SOCKTAP_F_TLS = 1u << 6,         /* DATA: TLS plaintext of the socket's connection, from a
                                            uprobe on the library (socktap_tls.bpf.h); its bytes are
                                            a stream of their own beside the socket's ciphertext.

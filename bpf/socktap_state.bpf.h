@@ -32,12 +32,13 @@
  *   its state to FIN_WAIT1, LAST_ACK or CLOSE, or, for a socket already in
  *   CLOSE (reset by its peer), destroys it while its closer holds its lock
  *   (tcp_destroy_sock).
- *   Either way the closing task is current: CLOSE carries the fd when its
- *   syscall is close(), else fd -1 (close_range, exit, the end of a read
- *   that held the last reference), which userspace matches by socket.
+ *   Either way the closing task is current: CLOSE, flagged
+ *   TT_SOCKTAP_F_RELEASED (every connection on the socket ends, in any
+ *   process), carries the fd when its syscall is close(), else fd -1
+ *   (close_range, exit, the end of a read that held the last reference).
  *   What moves: a dup()ed fd closed while another still refers to the
- *   socket says nothing (its connection ends when the fd is used again or
- *   watch stops), and a process that exits now ends its connections.
+ *   socket says nothing until the last one goes, and a process that exits
+ *   now ends its connections.
  * - recvmmsg, sendmmsg, sendfile: the hooks fire once per message (or
  *   chunk) with no way to tell which message of the array it is, so the
  *   bytes are counted, not copied (F_NOT_COPIED: a gap userspace reports).
@@ -125,7 +126,8 @@ static __always_inline int state_closed(struct sock *sk)
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_SEND, now);
     flush_lost(sk, id, fd, TT_SOCKTAP_DIR_RECV, now);
     ready_forget(sk);
-    return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0);
+    return emit_marker(sk, id, fd, TT_SOCKTAP_SYS_CLOSE, TT_SOCKTAP_KIND_CLOSE, now, 0, now, 0,
+                       TT_SOCKTAP_F_RELEASED);
 }
 
 /* The state changes a task makes by its own call: connect (CLOSE ->
@@ -169,7 +171,9 @@ int BPF_PROG(tt_sock_state_task, const struct sock *csk, const int oldstate, con
     r->enter_ns = bpf_ktime_get_ns();
     r->fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
     r->kind = TT_SOCKTAP_KIND_CONNECT;
-    ready_follow(sk, true);
+    /* the local port is not chosen yet: the port filter by the remote one
+     * (or a port bound before), as the handshake's end will apply it */
+    if (!sk_port_rejected(sk)) ready_follow(sk, true);
     return 0;
 }
 
@@ -188,7 +192,7 @@ int BPF_PROG(tt_sock_state_net, const struct sock *csk, const int oldstate, cons
         if (!r) return 0;
         if (newstate == TT_TCP_ESTABLISHED && r->kind == TT_SOCKTAP_KIND_CONNECT && !sk_port_rejected(sk)) {
             __u64 now = bpf_ktime_get_ns();
-            emit_marker(sk, r->id, r->fd, TT_SOCKTAP_SYS_CONNECT, TT_SOCKTAP_KIND_CONNECT, r->enter_ns, now, now, 0);
+            emit_marker(sk, r->id, r->fd, TT_SOCKTAP_SYS_CONNECT, TT_SOCKTAP_KIND_CONNECT, r->enter_ns, now, now, 0, 0);
         }
         bpf_sk_storage_delete(&conn_roles, sk);
         return 0;
@@ -232,7 +236,7 @@ static __always_inline void announce_accept(struct sock *sk, const struct pt_reg
         __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
         __u64 now = bpf_ktime_get_ns();
         ready_follow_accepted(sk);
-        emit_marker(sk, id, fd, TT_SOCKTAP_SYS_ACCEPT, TT_SOCKTAP_KIND_ACCEPT, now, now, now, fd);
+        emit_marker(sk, id, fd, TT_SOCKTAP_SYS_ACCEPT, TT_SOCKTAP_KIND_ACCEPT, now, now, now, fd, 0);
     }
     bpf_sk_storage_delete(&conn_roles, sk);
 }

@@ -121,7 +121,9 @@ stop_watch() {
 # rejects at its first check; pidraw and noneraw: pid and none with
 # TOKENTAP_BPF_RAW=1; pidnotls: pid with TOKENTAP_NO_TLS=1, no TLS uprobes
 # bound to the process; comm: watch --comm ttpingpong; noneexits: none with
-# TOKENTAP_NO_SOCK_HOOKS=1 (data at the syscall exits); floorexit, floorwatch,
+# TOKENTAP_NO_SOCK_HOOKS=1 (data at the syscall exits); pidstate, nonestate:
+# pid and none with TOKENTAP_NO_SOCK_STATE=1 (connect, accept and close on
+# syscall tracepoints); floorexit, floorwatch,
 # floorsock: no watch, build/tools/ttbpffloor exit|watch|sock instead).
 pingpong() {
     local mode=$1 out=$2; shift 2
@@ -138,6 +140,8 @@ pingpong() {
     pidraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --pid "$pp" ;;
     none) start_watch "$out.watch" --comm tt-no-such-name ;;
     noneexits) WATCH_ENV=TOKENTAP_NO_SOCK_HOOKS=1 start_watch "$out.watch" --comm tt-no-such-name ;;
+    pidstate) WATCH_ENV=TOKENTAP_NO_SOCK_STATE=1 start_watch "$out.watch" --pid "$pp" ;;
+    nonestate) WATCH_ENV=TOKENTAP_NO_SOCK_STATE=1 start_watch "$out.watch" --comm tt-no-such-name ;;
     noneraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --comm tt-no-such-name ;;
     pidnotls) WATCH_ENV=TOKENTAP_NO_TLS=1 start_watch "$out.watch" --pid "$pp" ;;
     comm) start_watch "$out.watch" --comm ttpingpong ;;
@@ -226,8 +230,8 @@ raw_series() { # NAME KEY MODES ARGS...: paired runs, off first; one row per mod
 }
 if [ "$raw_pairs" -gt 0 ]; then
     raw_series tcp2 tcp.ns_per_round_trip "pid pidnotls comm" -t tcp
-    raw_series tcp1 tcp.ns_per_round_trip "pid pidraw none noneraw" -t tcp --one-thread
-    raw_series getppid getppid.ns_per_call "none noneraw floorexit floorsock" --getppid "$getppid_calls"
+    raw_series tcp1 tcp.ns_per_round_trip "pid pidstate pidraw none noneraw" -t tcp --one-thread
+    raw_series getppid getppid.ns_per_call "none nonestate noneraw floorexit floorsock" --getppid "$getppid_calls"
     raw_series devnull devnull.ns_per_call "none noneexits" --devnull "$((getppid_calls / 2))" -n "$bytes"
 fi
 if [ "$floor_pairs" -gt 0 ]; then
@@ -430,6 +434,8 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo "    TOKENTAP_BPF_RAW=1 ... (pidraw, noneraw: read/write/readv/writev/sendto/recvfrom/sendmsg/recvmsg via tp_btf sys_enter/sys_exit)"
         echo "    tcp2: the two-thread ping-pong of the first table; pidnotls: --pid with TOKENTAP_NO_TLS=1; comm: --comm ttpingpong"
         echo "    noneexits: none with TOKENTAP_NO_SOCK_HOOKS=1 (reads and writes taken at the syscall exits, bpf/README.md)"
+        echo "    pidstate, nonestate: pid and none with TOKENTAP_NO_SOCK_STATE=1 (connect, accept, close, the mmsg pair and sendfile"
+        echo "      on classic syscall tracepoints, the default before 2026-12-06; bpf/README.md)"
         echo "    taskset -c $tr_cpu ttbpffloor exit|sock|watch   (floorexit, floorsock, floorwatch: no watch, programs that do nothing)"
         echo
         echo "$raw_pairs repetitions, each running every mode of a row group back to back after off; medians,"
@@ -531,6 +537,7 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         tcp2_comm=$(awk -F'\t' '$1 == "tcp2" && $2 == "comm" {print $4}' "$work/raw.tsv")
         bystander=$(awk -F'\t' '$1 == "getppid" && $2 == "none" {print $4}' "$work/raw.tsv")
         io_bystander=$(awk -F'\t' '$1 == "devnull" && $2 == "none" {print $4}' "$work/raw.tsv")
+        state_bystander=$(awk -F'\t' '$1 == "getppid" && $2 == "nonestate" {print $4}' "$work/raw.tsv")
         io_exits=$(awk -F'\t' '$1 == "devnull" && $2 == "noneexits" {print $4}' "$work/raw.tsv")
         hooks_floor=$(awk -F'\t' '$1 == "floor" && $2 == "floorwatch" {print $4}' "$work/raw.tsv")
         floor_pid=$(awk -F'\t' '$1 == "floor" && $2 == "pid" {print $4}' "$work/raw.tsv")
@@ -549,6 +556,11 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
             echo "the table's single pair: $max_rate of $ceiling)."
         else
             echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
+        fi
+        if [ -n "$state_bystander" ]; then
+            echo "With connect, accept and close on their syscall tracepoints (nonestate, TOKENTAP_NO_SOCK_STATE=1) the same"
+            echo "getppid pays $state_bystander ns: while any syscall tracepoint has a program, every syscall of every task takes"
+            echo "the kernel's slow entry and exit; by default watch attaches none (bpf/README.md)."
         fi
         if [ -n "$io_bystander" ]; then
             echo "A process nothing traces that reads and writes files (devnull) pays $io_bystander ns per read or write"

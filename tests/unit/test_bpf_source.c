@@ -244,11 +244,24 @@ static void test_connect_role_and_close(void **state)
     assert_int_equal(cli.n, 10);
 }
 
-/* A socket released outside close() (close_range, exit, a read holding the
- * last reference: bpf/socktap_state.bpf.h) is said with fd -1: the close and
- * a lost-bytes record find the connection by its socket and process; on a
- * socket nothing was seen of, they start no connection. */
-static void test_release_without_fd_matches_socket(void **state)
+/* A release of the socket (TT_SOCKTAP_F_RELEASED: its file's last
+ * reference put, bpf/socktap_state.bpf.h) ends every connection on it,
+ * whichever process it comes from (a forked child may hold the last
+ * reference), with fd -1 when it was not a close(); bytes owed then find
+ * the connection by socket. Nothing of an unseen socket starts a
+ * connection, and the next socket on the same fd and address is a new one. */
+static size_t make_release(uint8_t *buf, uint32_t tgid, uint64_t sock, uint64_t ns)
+{
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, sock, ns);
+    struct tt_socktap_event ev;
+    memcpy(&ev, buf, sizeof ev);
+    ev.tgid = tgid;
+    ev.flags |= TT_SOCKTAP_F_RELEASED;
+    memcpy(buf, &ev, sizeof ev);
+    return n;
+}
+
+static void test_release_ends_every_connection_on_the_socket(void **state)
 {
     log_ctx cli = {0};
     tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
@@ -260,38 +273,44 @@ static void test_release_without_fd_matches_socket(void **state)
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 1);
     /* unknown socket: nothing */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, 0xf, 12);
+    n = make_release(buf, 42, 0xf, 12);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xf, 13, "", 0, 0, 0, 7);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    /* bytes owed to the known socket: a gap on its connection */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xc, 14, "", 0, 0, 0, 9);
+    /* a close(fd) of fd -1 names no connection */
+    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, 0xc, 13);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(cli.n, 2);
-    assert_int_equal(cli.items[1].kind, TT_CHUNK_GAP);
-    assert_int_equal(cli.items[1].dir, TT_DIR_C2S);
-    assert_int_equal(cli.items[1].conn_id, cli.items[0].conn_id);
-    /* the same socket in another process: not this connection */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, 0xc, 15);
+    assert_int_equal(cli.n, 1);
+    /* bytes owed to the known socket, said by another process: a gap on its connection */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xc, 14, "", 0, 0, 0, 9);
     struct tt_socktap_event ev;
     memcpy(&ev, buf, sizeof ev);
     ev.tgid = 43;
     memcpy(buf, &ev, sizeof ev);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 2);
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, 0xc, 20);
+    assert_int_equal(cli.items[1].kind, TT_CHUNK_GAP);
+    assert_int_equal(cli.items[1].dir, TT_DIR_C2S);
+    assert_int_equal(cli.items[1].conn_id, cli.items[0].conn_id);
+    /* released by another process (a forked child's exit): the connection ends */
+    n = make_release(buf, 43, 0xc, 20);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 5);
     assert_int_equal(cli.items[2].kind, TT_CHUNK_FIN);
     assert_int_equal(cli.items[2].dir, TT_DIR_C2S);
     assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
     assert_int_equal(cli.items[4].mono_ns, 20);
+    /* the next socket on fd 4 at the same address: a new connection */
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 30, "GET", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    assert_int_equal(cli.n, 6);
+    assert_true(cli.items[5].conn_id != cli.items[0].conn_id);
+    assert_int_equal(cli.items[5].offset, 0);
     tt_bpf_stats st;
     tt_bpf_source_stats(s, &st);
     assert_int_equal(st.closes, 1);
-    assert_int_equal(st.connections, 1);
+    assert_int_equal(st.connections, 2);
     tt_bpf_source_free(s);
-    assert_int_equal(cli.n, 5);
 }
 
 static void test_iovec_pieces_and_truncation_record(void **state)
@@ -940,7 +959,7 @@ int main(void)
         cmocka_unit_test(test_server_orientation_offsets_and_gaps),
         cmocka_unit_test(test_client_and_fd_reuse),
         cmocka_unit_test(test_connect_role_and_close),
-        cmocka_unit_test(test_release_without_fd_matches_socket),
+        cmocka_unit_test(test_release_ends_every_connection_on_the_socket),
         cmocka_unit_test(test_iovec_pieces_and_truncation_record),
         cmocka_unit_test(test_mmsg_sendfile_and_flushed_loss),
         cmocka_unit_test(test_eof_then_close),

@@ -284,22 +284,25 @@ bpf_conn *tt_bpf_conn_for(tt_bpf_source *s, const struct tt_socktap_event *ev)
     return c;
 }
 
-/* The fd of the connection of ev's process on ev's socket, for a record
- * that could not name it (fd -1: a socket released outside close(),
- * socktap_state.bpf.h); -1 when there is none. */
-static int32_t fd_of_sock(const tt_bpf_source *s, const struct tt_socktap_event *ev)
+/* A connection on ev's socket, for a record that names the socket rather
+ * than an fd (a release: socktap_state.bpf.h): the one of ev's process
+ * first, else any (a forked child may hold the last reference); NULL when
+ * there is none. */
+static bpf_conn *conn_of_sock(const tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
-    for (const bpf_conn *c = s->sock_buckets[sock_bucket(ev->sock_id)]; c; c = c->sock_next)
-        if (c->sock_id == ev->sock_id && c->tgid == ev->tgid) return c->fd;
-    return -1;
+    bpf_conn *any = NULL;
+    for (bpf_conn *c = s->sock_buckets[sock_bucket(ev->sock_id)]; c; c = c->sock_next) {
+        if (c->sock_id != ev->sock_id) continue;
+        if (c->tgid == ev->tgid) return c;
+        if (!any) any = c;
+    }
+    return any;
 }
 
-/* close(fd): the connection on fd ends; when it is this sock, the local
- * end's direction ends cleanly (close sends FIN), the other is cut off. */
-static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
+/* c, unlinked, ends at ev's close: when it is ev's sock, the local end's
+ * direction ends cleanly (close sends FIN), the other is cut off. */
+static void close_conn(tt_bpf_source *s, bpf_conn *c, const struct tt_socktap_event *ev)
 {
-    bpf_conn *c = conn_unlink(s, ev->tgid, ev->fd);
-    if (!c) return;
     uint64_t ns = ev->ts_ns > c->cc.last_ns ? ev->ts_ns : c->cc.last_ns;
     if (c->sock_id != ev->sock_id) {
         s->st.closes_other_sock++; /* stale: ended all the same */
@@ -310,6 +313,24 @@ static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
     }
     s->st.closes++;
     tt_bpf_conn_end(s, c, ns);
+}
+
+/* close(fd): the connection on fd ends. */
+static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    bpf_conn *c = conn_unlink(s, ev->tgid, ev->fd);
+    if (c) close_conn(s, c, ev);
+}
+
+/* The socket was released (TT_SOCKTAP_F_RELEASED): no process holds it any
+ * more, so every connection on it ends, whichever process and fd it was
+ * seen through. (Left open, one on an fd whose socket a forked child
+ * released would take the next socket that reuses both the fd and the
+ * socket's address as its own continuation.) */
+static void feed_release(tt_bpf_source *s, const struct tt_socktap_event *ev)
+{
+    bpf_conn *c;
+    while ((c = conn_of_sock(s, ev)) && conn_unlink(s, c->tgid, c->fd) == c) close_conn(s, c, ev);
 }
 
 /* A read returned end of file: the peer's direction ended cleanly. */
@@ -376,19 +397,21 @@ int tt_bpf_source_feed(tt_bpf_source *s, const void *rec, size_t len)
         return -1;
     }
     s->st.records++;
-    if (ev.fd < 0 && (ev.kind == TT_SOCKTAP_KIND_CLOSE || ev.kind == TT_SOCKTAP_KIND_DATA) && ev.sock_id &&
-        !(ev.flags & TT_SOCKTAP_F_TLS)) {
-        /* released outside close(): the socket names the connection, and
-         * none means nothing of it was seen */
-        ev.fd = fd_of_sock(s, &ev);
-        if (ev.fd < 0) return 0;
+    if (ev.fd < 0 && ev.kind == TT_SOCKTAP_KIND_DATA && ev.sock_id && !(ev.flags & TT_SOCKTAP_F_TLS)) {
+        /* bytes owed at a release outside close(): the socket names the
+         * connection, and none means nothing of it was seen */
+        bpf_conn *c = conn_of_sock(s, &ev);
+        if (!c) return 0;
+        ev.tgid = c->tgid;
+        ev.fd = c->fd;
     }
     if (ev.kind == TT_SOCKTAP_KIND_READY) {
         feed_marks(s, &ev, data + marks_at);
         return 0;
     }
     if (ev.kind == TT_SOCKTAP_KIND_CLOSE) {
-        feed_close(s, &ev);
+        if (ev.flags & TT_SOCKTAP_F_RELEASED) feed_release(s, &ev);
+        else feed_close(s, &ev);
         return 0;
     }
     if (ev.kind == TT_SOCKTAP_KIND_EOF) {
