@@ -81,18 +81,19 @@ int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, con
  * sock_state one message of a sendmmsg or a chunk of a sendfile (counted,
  * not copied: socktap_state.bpf.h): their stamp is the one on hook_sk (the
  * hook clears every stamp, so it is this send's). */
-static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct sock *hook_sk)
+static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct sock *hook_sk,
+                                                const struct pt_regs *hook_regs)
 {
     __u64 id = bpf_get_current_pid_tgid();
     struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
-    const struct pt_regs *regs = NULL;
+    const struct pt_regs *regs = hook_regs; /* the hook read them already, else found when needed */
     struct sock *sk = NULL;
     __u64 send_ns = 0;
     /* writev, sendmsg, and from the hook also sendmmsg and sendfile: the stamp of the hook's socket */
     bool by_sock = syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_SENDMSG ||
                    syscall == TT_SOCKTAP_SYS_SENDMMSG || syscall == TT_SOCKTAP_SYS_SENDFILE;
     if (live && live->send_ns) {
-        regs = syscall_regs();
+        if (!regs) regs = syscall_regs();
         if (by_sock ? live->send_sk == (__u64)hook_sk
                 : live->send_buf == PT_REGS_PARM2_SYSCALL(regs) && live->send_len == PT_REGS_PARM3_SYSCALL(regs)) {
             /* the filters passed when the send was stamped */
@@ -132,11 +133,11 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
 SEC("tracepoint/syscalls/sys_exit_write")
 int tt_exit_write_stamped(struct trace_event_raw_sys_exit *ctx)
 {
-    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE, NULL);
+    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE, NULL, NULL);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int tt_exit_sendto_stamped(struct trace_event_raw_sys_exit *ctx)
 {
-    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO, NULL);
+    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO, NULL, NULL);
 }

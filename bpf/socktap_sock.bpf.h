@@ -70,7 +70,7 @@ int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
             sys == TT_SOCKTAP_SYS_SENDFILE ||
             (stamp_vec_sends && (sys == TT_SOCKTAP_SYS_WRITEV || sys == TT_SOCKTAP_SYS_SENDMSG))) {
             announce_accept(sk, regs);
-            return on_exit_stamped_send(ret, sys, sk);
+            return on_exit_stamped_send(ret, sys, sk, regs);
         }
     }
     struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);

@@ -90,6 +90,11 @@ struct {
  * stale port costs a connection to it one socket-storage entry). */
 __u8 accept_port_on[65536];
 
+/* Sockets marked accepted and not announced yet: while there are none,
+ * the hooks do not look a socket's storage up. A marked socket that dies
+ * unannounced leaves its count behind, which only costs those lookups. */
+__u32 accepts_pending = 0;
+
 /* Without a process filter every task is traced: every accepted socket
  * is marked. */
 static __always_inline bool every_task_traced(void)
@@ -205,7 +210,10 @@ int BPF_PROG(tt_sock_state_net, const struct sock *csk, const int oldstate, cons
         stat_add(TT_SOCKTAP_STAT_ARGS_FULL, 1);
         return 0;
     }
-    r->kind = TT_SOCKTAP_KIND_ACCEPT;
+    if (r->kind != TT_SOCKTAP_KIND_ACCEPT) {
+        r->kind = TT_SOCKTAP_KIND_ACCEPT;
+        __sync_fetch_and_add(&accepts_pending, 1);
+    }
     return 0;
 }
 
@@ -227,7 +235,7 @@ int BPF_PROG(tt_sock_destroy, struct sock *sk)
  * is, with the fd of its syscall. Called by the socket layer's hooks. */
 static __always_inline void announce_accept(struct sock *sk, const struct pt_regs *regs)
 {
-    if (!sock_state) return;
+    if (!sock_state || !accepts_pending) return;
     struct conn_role *r = bpf_sk_storage_get(&conn_roles, sk, NULL, 0);
     if (!r) return;
     if (r->kind == TT_SOCKTAP_KIND_ACCEPT) {
@@ -237,6 +245,8 @@ static __always_inline void announce_accept(struct sock *sk, const struct pt_reg
         __u64 now = bpf_ktime_get_ns();
         ready_follow_accepted(sk);
         emit_marker(sk, id, fd, TT_SOCKTAP_SYS_ACCEPT, TT_SOCKTAP_KIND_ACCEPT, now, now, now, fd, 0);
+        if (bpf_sk_storage_delete(&conn_roles, sk) == 0) __sync_fetch_and_add(&accepts_pending, -1);
+        return;
     }
     bpf_sk_storage_delete(&conn_roles, sk);
 }
