@@ -13,7 +13,8 @@
 #   connected by its client and accepted by serve (5 and 5), every one
 #   closed at both ends (10), and every request complete at both vantages;
 # - watch --comm on serve, listening since before watch started: its
-#   connection still says ACCEPT (the port read from /proc at start).
+#   connection still says ACCEPT (the port read from /proc at start);
+# - the same states over IPv6 loopback.
 # Root; skipped when BPF cannot load or the kernel lacks the tracepoints.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -103,6 +104,39 @@ grep -q ' 1 connections (0 connected, 1 accepted, 1 closed)' "$work/comm.err" \
     || fail "watch --comm $comm: not one connection accepted and closed: $(cat "$work/comm.err")"
 echo "watch sock state: --comm $comm, listening since before watch: its connection said accepted and closed"
 kill -TERM $spid; wait $spid || fail "serve exit $?"
+
+# IPv6: the same states, the 16-byte addresses in the records
+grep -q '^0\{31\}1 .* lo$' /proc/net/if_inet6 2> /dev/null || skip "no IPv6 loopback (::1 on lo) here; the IPv4 parts passed"
+"$TT" serve --listen '[::1]:0' --profile vllm --ttft-ms 5 --itl-ms 2 --log "$work/serve6.log" > "$work/serve6.out" 2> "$work/serve6.err" &
+spid6=$!
+port6=$(wait_listening "$work/serve6.out")
+[ -n "$port6" ] || fail "serve on [::1] did not start: $(cat "$work/serve6.err")"
+"$TT" watch --port "$port6" --duration 30 --json -q -o "$work/report6.json" 2> "$work/watch6.err" &
+wpid=$!
+wait_tracing "$work/watch6.err"
+curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: st-v6' \
+    -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
+    "http://[::1]:$port6/v1/chat/completions" > /dev/null || fail "curl over IPv6 exit $?"
+sleep 0.5
+kill -INT $wpid; wait $wpid || fail "watch (IPv6) exit $?: $(cat "$work/watch6.err")"
+kill -TERM $spid6; wait $spid6 || fail "serve (IPv6) exit $?"
+grep -q ' 2 connections (1 connected, 1 accepted, 2 closed)' "$work/watch6.err" \
+    || fail "IPv6: not one connection connected, accepted and closed at both ends: $(cat "$work/watch6.err")"
+/usr/bin/python3 - "$work/report6.json" <<'PY' || fail "IPv6 request not complete at both vantages"
+import json, sys
+text = open(sys.argv[1]).read()
+docs, at, dec = {}, 0, json.JSONDecoder()
+while at < len(text):
+    if text[at].isspace():
+        at += 1
+        continue
+    doc, at = dec.raw_decode(text, at)
+    docs[doc["vantage"]] = doc
+for v in ("server", "client"):
+    (r,) = docs[v]["requests"]
+    assert r["request_id"] == "st-v6" and r["complete"], (v, r["request_id"], r["incomplete_reasons"])
+PY
+echo "watch sock state: IPv6 loopback: 2 connections (1 connected, 1 accepted, 2 closed), the request complete at both vantages"
 
 /usr/bin/python3 - "$work" <<'PY'
 import json, re, sys
