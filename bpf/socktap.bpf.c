@@ -392,12 +392,13 @@ static __always_inline bool takes_iovec(__u32 syscall)
  * or from each message of an mmsghdr array, in pieces of at most
  * TT_SOCKTAP_MAX_COPY bytes. sendfile's bytes are counted, not copied.
  * args: the call (for a send, what its enter stored; for a receive, what
- * on_exit_recv read at its exit); live: the thread's call_args. The
+ * on_exit_recv read at its exit); live: the thread's call_args; id: the
+ * current pid_tgid, which the caller read already. The
  * caller has applied the filters, the port's included (sk_port_rejected). */
-static __always_inline int exit_data(const struct call_args *call, struct call_args *live, long ret, __u8 dir)
+static __always_inline int exit_data(const struct call_args *call, struct call_args *live, long ret, __u8 dir,
+                                     __u64 id)
 {
     struct call_args args = *call;
-    __u64 id = bpf_get_current_pid_tgid();
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
         /* end of file: the peer's FIN was read */
@@ -552,7 +553,7 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
     struct call_args args;
     struct call_args *live = take_args(syscall, &args);
     if (!live) return 0;
-    return exit_data(&args, live, ret, dir);
+    return exit_data(&args, live, ret, dir, bpf_get_current_pid_tgid());
 }
 
 /* The registers the current task entered its syscall with. */
@@ -605,7 +606,7 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
         .syscall = syscall,
         .not_copied = hook_sk && syscall == TT_SOCKTAP_SYS_RECVMMSG, /* one message of the array */
     };
-    return exit_data(&args, live, ret, TT_SOCKTAP_DIR_RECV);
+    return exit_data(&args, live, ret, TT_SOCKTAP_DIR_RECV, id);
 }
 
 /* The exit of connect, accept or accept4: the role of the local end. */

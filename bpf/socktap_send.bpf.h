@@ -127,7 +127,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
         .not_copied = hook_sk && syscall == TT_SOCKTAP_SYS_SENDMMSG, /* one message of the array */
     };
     tls_note_send(live, sk, args.fd, syscall, send_ns);
-    return exit_data(&args, live, ret, TT_SOCKTAP_DIR_SEND);
+    return exit_data(&args, live, ret, TT_SOCKTAP_DIR_SEND, id);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
