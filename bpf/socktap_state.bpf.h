@@ -92,7 +92,8 @@ __u8 accept_port_on[65536];
 
 /* Sockets marked accepted and not announced yet: while there are none,
  * the hooks do not look a socket's storage up. A marked socket that dies
- * unannounced leaves its count behind, which only costs those lookups. */
+ * unannounced gives its count back when it is destroyed (tt_sock_destroy);
+ * a count left behind (a destruction this missed) only costs lookups. */
 __u32 accepts_pending = 0;
 
 /* Without a process filter every task is traced: every accepted socket
@@ -222,10 +223,17 @@ int BPF_PROG(tt_sock_state_net, const struct sock *csk, const int oldstate, cons
  * lock, says CLOSE instead. Destructions in softirq (an orphan's last
  * packet, with nobody holding the lock) are turned away. After a release
  * that moved it to CLOSE itself this says CLOSE a second time, which
- * userspace ignores (the connection has ended). */
+ * userspace ignores (the connection has ended). Every TCP socket is
+ * destroyed here, so a socket marked accepted that was never announced
+ * (closed before any data, or never accept()ed) gives its count back. */
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(tt_sock_destroy, struct sock *sk)
 {
+    if (accepts_pending) {
+        struct conn_role *r = bpf_sk_storage_get(&conn_roles, sk, NULL, 0);
+        if (r && r->kind == TT_SOCKTAP_KIND_ACCEPT && bpf_sk_storage_delete(&conn_roles, sk) == 0)
+            __sync_fetch_and_add(&accepts_pending, -1);
+    }
     if (!sk->sk_lock.owned || sk->sk_socket || !sk_inet_tcp(sk)) return 0;
     return state_closed(sk);
 }

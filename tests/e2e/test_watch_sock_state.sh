@@ -122,38 +122,28 @@ kill -INT $wpid; wait $wpid || fail "watch (IPv6) exit $?: $(cat "$work/watch6.e
 kill -TERM $spid6; wait $spid6 || fail "serve (IPv6) exit $?"
 grep -q ' 2 connections (1 connected, 1 accepted, 2 closed)' "$work/watch6.err" \
     || fail "IPv6: not one connection connected, accepted and closed at both ends: $(cat "$work/watch6.err")"
-/usr/bin/python3 - "$work/report6.json" <<'PY' || fail "IPv6 request not complete at both vantages"
-import json, sys
-text = open(sys.argv[1]).read()
-docs, at, dec = {}, 0, json.JSONDecoder()
-while at < len(text):
-    if text[at].isspace():
-        at += 1
-        continue
-    doc, at = dec.raw_decode(text, at)
-    docs[doc["vantage"]] = doc
+/usr/bin/python3 - "$work/report6.json" "$(dirname "$0")" <<'PY' || fail "IPv6 request not complete at both vantages"
+import sys
+sys.path.insert(0, sys.argv[2])
+import json_docs
+docs = json_docs.by_vantage(sys.argv[1])
 for v in ("server", "client"):
     (r,) = docs[v]["requests"]
     assert r["request_id"] == "st-v6" and r["complete"], (v, r["request_id"], r["incomplete_reasons"])
 PY
 echo "watch sock state: IPv6 loopback: 2 connections (1 connected, 1 accepted, 2 closed), the request complete at both vantages"
 
-/usr/bin/python3 - "$work" <<'PY'
-import json, re, sys
+/usr/bin/python3 - "$work" "$(dirname "$0")" <<'PY'
+import re, sys
+sys.path.insert(0, sys.argv[2])
+import json_docs
 work = sys.argv[1]
 err = open(f"{work}/watch.err").read()
 m = re.search(r"(\d+) connections \((\d+) connected, (\d+) accepted, (\d+) closed\)", err)
 assert m, err
 conns, connected, accepted, closed = map(int, m.groups())
 assert (conns, connected, accepted, closed) == (10, 5, 5, 10), (m.group(0), err)
-text = open(f"{work}/report.json").read()
-docs, at, dec = {}, 0, json.JSONDecoder()
-while at < len(text):
-    if text[at].isspace():
-        at += 1
-        continue
-    doc, at = dec.raw_decode(text, at)
-    docs[doc["vantage"]] = doc
+docs = json_docs.by_vantage(f"{work}/report.json")
 for v in ("server", "client"):
     reqs = {r["request_id"]: r for r in docs[v]["requests"]}
     want = {"st-curl", "st-close", "st-closerange", "st-exit", "st-reset"}

@@ -261,17 +261,24 @@ static size_t make_release(uint8_t *buf, uint32_t tgid, uint64_t sock, uint64_t 
     return n;
 }
 
+/* A client connection on fd 4 (sock 0xc): connected at 5, "GET" sent at 10. */
+static void feed_connected_get(tt_bpf_source *s, uint8_t *buf)
+{
+    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 10, "GET", 0, 0, 0, 0);
+    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+}
+
 static void test_release_ends_every_connection_on_the_socket(void **state)
 {
     log_ctx cli = {0};
     tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
     assert_non_null(s);
     uint8_t buf[512];
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 10, "GET", 0, 0, 0, 0);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
+    feed_connected_get(s, buf);
     assert_int_equal(cli.n, 1);
+    size_t n;
     /* unknown socket: nothing */
     n = make_release(buf, 42, 0xf, 12);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
@@ -412,11 +419,8 @@ static void test_eof_then_close(void **state)
     tt_bpf_source *s = tt_bpf_source_new(NULL, NULL, collect, &cli);
     assert_non_null(s);
     uint8_t buf[512];
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 10, "GET", 0, 0, 0, 0);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 20, "HTTP", 0, 0, 0, 0);
+    feed_connected_get(s, buf);
+    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 20, "HTTP", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* EOF on another sock behind the same fd, or on an unknown fd: nothing */
     n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xd, 25);

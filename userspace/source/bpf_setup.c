@@ -142,6 +142,26 @@ static proc_parent *find_proc(proc_parent *v, size_t n, uint32_t pid)
     return bsearch(&key, v, n, sizeof *v, by_pid);
 }
 
+/* When de is a process's directory in /proc: its pid in *pid and the
+ * start of its file `name` in buf (NUL-terminated, at most cap - 1 bytes),
+ * and how many bytes that is; 0 otherwise (not a process, or gone). */
+static size_t read_proc_file(const struct dirent *de, const char *name, char *buf, size_t cap, uint32_t *pid)
+{
+    char *end;
+    unsigned long n = strtoul(de->d_name, &end, 10);
+    if (*end || n == 0 || n > UINT32_MAX) return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%lu/%s", n, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t len = read(fd, buf, cap - 1);
+    close(fd);
+    if (len <= 0) return 0;
+    buf[len] = 0;
+    *pid = (uint32_t)n;
+    return (size_t)len;
+}
+
 /* Every process in /proc with its parent, sorted by pid; NULL when /proc
  * cannot be read or out of memory. */
 static proc_parent *read_proc_parents(size_t *n_out)
@@ -152,17 +172,9 @@ static proc_parent *read_proc_parents(size_t *n_out)
     proc_parent *v = malloc(cap * sizeof *v);
     struct dirent *de;
     while (v && (de = readdir(d))) {
-        char *end;
-        unsigned long pid = strtoul(de->d_name, &end, 10);
-        if (*end || pid == 0 || pid > UINT32_MAX) continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%lu/stat", pid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        ssize_t len = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (len <= 0) continue;
-        buf[len] = 0;
+        char buf[512];
+        uint32_t pid;
+        if (!read_proc_file(de, "stat", buf, sizeof buf, &pid)) continue;
         /* pid (comm) state ppid ...: comm may hold anything, so from the last ')' */
         char *paren = strrchr(buf, ')');
         unsigned long ppid;
@@ -178,7 +190,7 @@ static proc_parent *read_proc_parents(size_t *n_out)
             v = grown;
             cap *= 2;
         }
-        v[n++] = (proc_parent){.pid = (uint32_t)pid, .ppid = (uint32_t)ppid};
+        v[n++] = (proc_parent){.pid = pid, .ppid = (uint32_t)ppid};
     }
     closedir(d);
     if (v) qsort(v, n, sizeof *v, by_pid);
@@ -257,19 +269,11 @@ void tt_bpf_seed_comm_ports(struct socktap *skel, const char *comm)
     if (!d) return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        char *end;
-        unsigned long pid = strtoul(de->d_name, &end, 10);
-        if (*end || pid == 0 || pid > UINT32_MAX) continue;
-        char path[64], name[32];
-        snprintf(path, sizeof path, "/proc/%lu/comm", pid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        ssize_t len = read(fd, name, sizeof name - 1);
-        close(fd);
-        if (len <= 0) continue;
-        name[len] = 0;
+        char name[32];
+        uint32_t pid;
+        if (!read_proc_file(de, "comm", name, sizeof name, &pid)) continue;
         name[strcspn(name, "\n")] = 0;
-        if (strcmp(name, comm) == 0) seed_listen_ports(skel->bss, skel->rodata->ready_wanted, (uint32_t)pid);
+        if (strcmp(name, comm) == 0) seed_listen_ports(skel->bss, skel->rodata->ready_wanted, pid);
     }
     closedir(d);
 }
