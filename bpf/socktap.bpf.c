@@ -62,6 +62,9 @@ struct call_args {
 };
 
 static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk, __s32 fd, __u32 syscall);
+#if defined(__TARGET_ARCH_x86)
+static __always_inline void announce_accept(struct sock *sk, const struct pt_regs *regs);
+#endif
 
 struct lost_key {
     __u64 sock_id;
@@ -401,15 +404,16 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
     struct call_args args = *call;
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
-        /* end of file: the peer's FIN was read */
-        __u64 now = bpf_ktime_get_ns();
-        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF,
-                           args.enter_ns ? args.enter_ns : now, now, now, 0, 0);
+        /* end of file: the peer's FIN was read (a receive's caller read
+         * its exit instant into enter_ns) */
+        __u64 now = args.enter_ns ? args.enter_ns : bpf_ktime_get_ns();
+        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, now, now, now,
+                           0, 0);
     }
     if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
     /* A send is stamped at its enter: its exit is not read (a clock read
      * here is a paravirtual clock's, about 25 ns). */
-    __u64 exit_ns = dir == TT_SOCKTAP_DIR_RECV ? bpf_ktime_get_ns() : 0;
+    __u64 exit_ns = dir == TT_SOCKTAP_DIR_RECV ? (args.enter_ns ? args.enter_ns : bpf_ktime_get_ns()) : 0;
 
     struct sock *sk = (struct sock *)args.sk;
     if (!sk) return 0;
@@ -596,11 +600,19 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
     struct sock *sk = hook_sk ? tcp_user_sock(hook_sk) : tcp_sock_of_fd(fd);
     if (!sk) return 0;
     if (sk_port_rejected(sk)) return 0;
+    /* the exit instant before anything that may take long: ACCEPT's
+     * record, the thread's storage (its first allocation in a process took
+     * 20 to 60 us here) */
+    __u64 exit_ns = bpf_ktime_get_ns();
+#if defined(__TARGET_ARCH_x86)
+    if (hook_sk) announce_accept(hook_sk, regs); /* an accepted socket's first hook: ACCEPT before the data */
+#endif
     if (!live) live = thread_args();
     if (!live) return 0;
     struct call_args args = {
         .buf = PT_REGS_PARM2_SYSCALL(regs),
         .count = count,
+        .enter_ns = exit_ns, /* a receive has no enter: its exit instant (exit_data) */
         .sk = (__u64)sk,
         .fd = fd,
         .syscall = syscall,

@@ -50,8 +50,7 @@ int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
         return 0;
     }
     if (regs->cs != TT_USER64_CS) return 0;
-    announce_accept(sk, regs);
-    return on_exit_recv(ret, sys, regs, sk);
+    return on_exit_recv(ret, sys, regs, sk); /* says ACCEPT first where due (announce_accept) */
 }
 
 /* Every send of the task clears its stamp, taken or not (a send this

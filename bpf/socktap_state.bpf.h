@@ -177,6 +177,10 @@ int BPF_PROG(tt_sock_state_task, const struct sock *csk, const int oldstate, con
     r->enter_ns = bpf_ktime_get_ns();
     r->fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
     r->kind = TT_SOCKTAP_KIND_CONNECT;
+    /* the thread's storage made now, as the connect program did, rather
+     * than in its first send, under the socket's lock (tens of us the
+     * first time in a process) */
+    thread_args();
     /* the local port is not chosen yet: the port filter by the remote one
      * (or a port bound before), as the handshake's end will apply it */
     if (!sk_port_rejected(sk)) ready_follow(sk, true);
