@@ -330,7 +330,14 @@ static void feed_close(tt_bpf_source *s, const struct tt_socktap_event *ev)
 static void feed_release(tt_bpf_source *s, const struct tt_socktap_event *ev)
 {
     bpf_conn *c;
-    while ((c = conn_of_sock(s, ev)) && conn_unlink(s, c->tgid, c->fd) == c) close_conn(s, c, ev);
+    while ((c = conn_of_sock(s, ev))) {
+        bpf_conn *unlinked = conn_unlink(s, c->tgid, c->fd);
+        if (unlinked != c) { /* never: one connection per (tgid, fd) */
+            if (unlinked) close_conn(s, unlinked, ev);
+            break;
+        }
+        close_conn(s, c, ev);
+    }
 }
 
 /* A read returned end of file: the peer's direction ended cleanly. */
