@@ -99,9 +99,12 @@ enum tt_socktap_syscall {
 /* What a record says. */
 enum tt_socktap_kind {
     TT_SOCKTAP_KIND_DATA = 0, /* bytes read or written (dir says which) */
-    TT_SOCKTAP_KIND_CLOSE,    /* close(fd) entered: the connection on fd ends */
-    TT_SOCKTAP_KIND_CONNECT,  /* connect(fd) returned 0 or EINPROGRESS: local end is the client */
-    TT_SOCKTAP_KIND_ACCEPT,   /* accept/accept4 returned fd: local end is the server */
+    TT_SOCKTAP_KIND_CLOSE,    /* close(fd) entered: the connection on fd ends; with F_RELEASED the
+                                 socket was released: every connection on it ends */
+    TT_SOCKTAP_KIND_CONNECT,  /* connect(fd) returned 0 or EINPROGRESS, or (from the socket's state)
+                                 its handshake completed: local end is the client */
+    TT_SOCKTAP_KIND_ACCEPT,   /* accept/accept4 returned fd, or (from the socket's state) the first
+                                 data of a socket accepted on a traced port: local end is the server */
     TT_SOCKTAP_KIND_EOF,      /* read, recvfrom, readv or recvmsg asked for bytes and returned 0:
                                  the peer ended its direction (its FIN was read) */
     TT_SOCKTAP_KIND_READY,    /* readable instants of a socket (sock:sk_data_ready) that no DATA

@@ -8,13 +8,14 @@
  * the reader is woken. The current task says nothing about whose socket it
  * is, so the sockets are chosen by the syscall side: a traced process that
  * connects, accepts or moves data on a TCP socket puts it in ready_socks;
- * a port a traced process accepted on goes in ready_port_on, so that the
- * next connections on it are followed from their first byte (a request
- * usually arrives before accept() returns). The TCP receive sequence
+ * a port a traced process accepted on (or, with connect, accept and close
+ * taken from the socket's state, listens on: socktap_state.bpf.h) goes in
+ * ready_port_on, so that the next connections on it are followed from
+ * their first byte (a request usually arrives before accept() returns). The TCP receive sequence
  * (rcv_nxt, read through CO-RE) says which bytes became readable: a mark
  * (struct tt_socktap_mark) ends there and counts the bytes since the
- * previous mark of that socket. close() removes the socket; the LRU evicts
- * sockets that died unseen.
+ * previous mark of that socket. close() (or the socket's release)
+ * removes the socket; the LRU evicts sockets that died unseen.
  *
  * A mark is not a record of its own: sk_data_ready puts it in one of the
  * socket's TT_SOCKTAP_READY_HELD slots, and the next DATA record of that
