@@ -404,16 +404,15 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
     struct call_args args = *call;
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
-        /* end of file: the peer's FIN was read (a receive's caller read
-         * its exit instant into enter_ns) */
-        __u64 now = args.enter_ns ? args.enter_ns : bpf_ktime_get_ns();
-        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, now, now, now,
-                           0, 0);
+        /* end of file: the peer's FIN was read */
+        __u64 at = args.enter_ns;
+        return emit_marker((struct sock *)args.sk, id, args.fd, args.syscall, TT_SOCKTAP_KIND_EOF, at, at, at, 0, 0);
     }
     if (ret <= 0 || !is_data_syscall(args.syscall)) return 0;
-    /* A send is stamped at its enter: its exit is not read (a clock read
-     * here is a paravirtual clock's, about 25 ns). */
-    __u64 exit_ns = dir == TT_SOCKTAP_DIR_RECV ? (args.enter_ns ? args.enter_ns : bpf_ktime_get_ns()) : 0;
+    /* No clock is read here: a receive's caller (on_exit_recv) read its
+     * exit instant into enter_ns, and a send is stamped at its enter (its
+     * exit is not read: a paravirtual clock read is about 25 ns). */
+    __u64 exit_ns = dir == TT_SOCKTAP_DIR_RECV ? args.enter_ns : 0;
 
     struct sock *sk = (struct sock *)args.sk;
     if (!sk) return 0;
