@@ -51,14 +51,29 @@ grep -q '(connect, accept and close at syscall tracepoints)' "$work/classic.att.
 echo "watch sock state: no syscall tracepoint attached by default ($(wc -l < "$work/default.att") attachments)," \
      "sys_enter_connect and the rest with TOKENTAP_NO_SOCK_STATE=1"
 
+# post BASE_URL ID: one streamed request by curl (x-request-id ID)
+post() {
+    curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H "x-request-id: $2" \
+        -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
+        "$1/v1/chat/completions" > /dev/null || fail "curl ($2) exit $?"
+}
+# watch_one NAME BASE_URL ID WATCH_ARGS...: watch (stderr in NAME.err) while curl makes one request
+watch_one() {
+    local name=$1 url=$2 id=$3; shift 3
+    "$TT" watch "$@" --duration 30 -q 2> "$work/$name.err" &
+    local w=$!
+    wait_tracing "$work/$name.err"
+    post "$url" "$id"
+    sleep 0.5
+    kill -INT $w; wait $w || fail "watch ($name) exit $?: $(cat "$work/$name.err")"
+}
+
 start_serve "$work" --profile vllm --ttft-ms 5 --itl-ms 2
 spid=$SERVE_PID port=$SERVE_PORT
 "$TT" watch --port "$port" --duration 30 --json -q -o "$work/report.json" 2> "$work/watch.err" &
 wpid=$!
 wait_tracing "$work/watch.err"
-curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: st-curl' \
-    -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
-    "http://127.0.0.1:$port/v1/chat/completions" > /dev/null || fail "curl exit $?"
+post "http://127.0.0.1:$port" st-curl
 for how in close closerange exit reset; do
     /usr/bin/python3 - "$port" "$how" <<'PY' || fail "client ($how) failed"
 import json, os, socket, struct, sys
@@ -92,14 +107,7 @@ kill -INT $wpid; wait $wpid || fail "watch exit $?: $(cat "$work/watch.err")"
 # --comm on a server that was listening before watch started: its port is
 # read from /proc at start, so its accepted connection still says ACCEPT
 comm=$(cat "/proc/$spid/comm")
-"$TT" watch --comm "$comm" --duration 30 -q -o /dev/null 2> "$work/comm.err" &
-wpid=$!
-wait_tracing "$work/comm.err"
-curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: st-comm' \
-    -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
-    "http://127.0.0.1:$port/v1/chat/completions" > /dev/null || fail "curl exit $?"
-sleep 0.5
-kill -INT $wpid; wait $wpid || fail "watch --comm exit $?: $(cat "$work/comm.err")"
+watch_one comm "http://127.0.0.1:$port" st-comm --comm "$comm" -o /dev/null
 grep -q ' 1 connections (0 connected, 1 accepted, 1 closed)' "$work/comm.err" \
     || fail "watch --comm $comm: not one connection accepted and closed: $(cat "$work/comm.err")"
 echo "watch sock state: --comm $comm, listening since before watch: its connection said accepted and closed"
@@ -111,14 +119,7 @@ grep -q '^0\{31\}1 .* lo$' /proc/net/if_inet6 2> /dev/null || skip "no IPv6 loop
 spid6=$!
 port6=$(wait_listening "$work/serve6.out")
 [ -n "$port6" ] || fail "serve on [::1] did not start: $(cat "$work/serve6.err")"
-"$TT" watch --port "$port6" --duration 30 --json -q -o "$work/report6.json" 2> "$work/watch6.err" &
-wpid=$!
-wait_tracing "$work/watch6.err"
-curl -sS -N --max-time 10 -H 'Content-Type: application/json' -H 'x-request-id: st-v6' \
-    -d '{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' \
-    "http://[::1]:$port6/v1/chat/completions" > /dev/null || fail "curl over IPv6 exit $?"
-sleep 0.5
-kill -INT $wpid; wait $wpid || fail "watch (IPv6) exit $?: $(cat "$work/watch6.err")"
+watch_one watch6 "http://[::1]:$port6" st-v6 --port "$port6" --json -o "$work/report6.json"
 kill -TERM $spid6; wait $spid6 || fail "serve (IPv6) exit $?"
 grep -q ' 2 connections (1 connected, 1 accepted, 2 closed)' "$work/watch6.err" \
     || fail "IPv6: not one connection connected, accepted and closed at both ends: $(cat "$work/watch6.err")"
