@@ -34,7 +34,8 @@
 # 1b'. The floor of the hooks: the one-thread ping-pong with build/tools/
 #    ttbpffloor's programs that do nothing attached instead of watch (on the
 #    syscall exits, on the socket layer's return hooks, on the four hooks
-#    watch --pid runs for it), paired with watch --pid, BPFBENCH_FLOOR_PAIRS
+#    watch --pid runs for it: those return hooks, the send stamp's and the
+#    arrival's), paired with watch --pid, BPFBENCH_FLOOR_PAIRS
 #    repetitions (9; 0 skips it); the getppid bystander with the first two.
 # 2b. The zero-ITL step traced and untraced in turn, BPFBENCH_RATE_PAIRS
 #    rounds (5): the median of the rounds' traced/untraced rates is what the
@@ -446,12 +447,14 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo
         echo "The floor rows (the tcp1 ping-pong again, $floor_pairs repetitions) attach programs that return"
         echo "at once (build/tools/ttbpffloor, tests/tools/bpf/bpffloor.bpf.c) instead of watch: floorexit on"
-        echo "sys_exit_read and sys_exit_write (the classic tracepoints where watch takes a read's and a"
-        echo "write's data), floorsock on tp_btf sock_recv_length and sock_send_length (the socket layer's"
-        echo "return hooks, where a tracer could take the same data), floorwatch on the four hooks watch runs"
-        echo "for that ping-pong: the two exits, tcp_sendmsg_locked (the send stamp) and sk_data_ready (the"
-        echo "arrival). floorexit and floorsock run one program per syscall, floorwatch two, as watch --pid"
-        echo "does: what its hooks cost before any program does work, against pid in the same repetitions."
+        echo "sys_exit_read and sys_exit_write (the classic tracepoints where watch took a read's and a"
+        echo "write's data before the socket layer's hooks), floorsock on tp_btf sock_recv_length and"
+        echo "sock_send_length (the socket layer's return hooks, where watch takes them now), floorwatch on"
+        echo "the four hooks watch runs for that ping-pong: those two, tcp_sendmsg_locked (the send stamp)"
+        echo "and sk_data_ready (the arrival). floorexit and floorsock run one program per syscall, floorwatch"
+        echo "two, as watch --pid does: what its hooks cost before any program does work, against pid in the"
+        echo "same repetitions. (Until the evening of 2026-12-06 floorwatch attached the syscall exits in place of"
+        echo "the socket layer's hooks, which watch no longer used: those rows held floorexit's cost, not watch's.)"
         echo
         echo "| run | mode | ns per round trip (tcp1) or per call (getppid) | added ns per syscall |"
         echo "|---|---|---|---|"

@@ -4,14 +4,16 @@
  *
  *   ttbpffloor exit|watch|sock
  *
- * exit:  sys_exit_read and sys_exit_write (classic syscall tracepoints, as
- *        watch takes a read's and a write's data): one program per read or
- *        write.
- * watch: those and tp_btf tcp_sendmsg_locked and sk_data_ready, the hooks
- *        watch runs for a traced TCP write and read when the kernel has
- *        both: two programs per write or read of a loopback TCP ping-pong.
+ * exit:  sys_exit_read and sys_exit_write (classic syscall tracepoints,
+ *        where watch took a read's and a write's data before the socket
+ *        layer's hooks): one program per read or write.
  * sock:  tp_btf sock_recv_length and sock_send_length, the socket layer's
- *        return hooks: one program per socket read or write.
+ *        return hooks, where watch takes a TCP read's and write's data:
+ *        one program per socket read or write.
+ * watch: those and tp_btf tcp_sendmsg_locked and sk_data_ready, every hook
+ *        watch runs for a traced TCP write and read on a kernel that has
+ *        them all: two programs per write or read of a loopback TCP
+ *        ping-pong.
  * Prints "attached" on stderr once every program is attached, then waits
  * for SIGINT or SIGTERM. Needs root; exit 1 with a one-line reason when a
  * program does not load or attach, 2 on a bad argument. */
@@ -37,8 +39,8 @@ static void on_signal(int sig)
 int main(int argc, char **argv)
 {
     const char *mode = argc == 2 ? argv[1] : "";
-    bool exit_hooks = !strcmp(mode, "exit") || !strcmp(mode, "watch");
-    bool stamp_hooks = !strcmp(mode, "watch"), sock_hooks = !strcmp(mode, "sock");
+    bool exit_hooks = !strcmp(mode, "exit");
+    bool stamp_hooks = !strcmp(mode, "watch"), sock_hooks = !strcmp(mode, "sock") || stamp_hooks;
     if (!exit_hooks && !sock_hooks) {
         fprintf(stderr, "usage: ttbpffloor exit|watch|sock\n");
         return 2;
