@@ -59,6 +59,21 @@ struct call_args {
      * its socket, user buffer and length, and the instant; send_ns 0 when
      * there is none, and cleared by the write or sendto exit that takes it. */
     __u64 send_sk, send_buf, send_len, send_ns;
+    /* Where the thread's syscall registers are (task_syscall_regs): the top
+     * of its kernel stack, fixed for its life; 0 until first looked up. */
+    __u64 regs_at;
+};
+
+/* One data syscall as exit_data takes it: for a send, what its stamp or
+ * enter kept; for a receive, what on_exit_recv read at its exit. */
+struct data_call {
+    __u64 buf;        /* data buffer, iovec array, user_msghdr or mmsghdr array */
+    __u64 count;      /* iovec entries (readv, writev), messages (recvmmsg, sendmmsg) */
+    __u64 enter_ns;   /* a send's stamp or enter; a receive's exit */
+    __u64 sk;         /* the TCP sock */
+    __s32 fd;
+    __u32 syscall;
+    __u32 not_copied; /* count the bytes, do not copy them (call_args) */
 };
 
 static __always_inline int tls_pair_pending(struct call_args *a, struct sock *sk, __s32 fd, __u32 syscall);
@@ -299,7 +314,8 @@ static __always_inline void tls_note_send(struct call_args *a, struct sock *sk, 
 static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 syscall)
 {
     struct call_args *a;
-    if (fd < 0 || !task_traced_args(bpf_get_current_pid_tgid(), &a)) return 0;
+    struct task_struct *task = bpf_get_current_task_btf();
+    if (fd < 0 || !task_traced_args(task, task_pid_tgid(task), &a)) return 0;
     struct sock *sk = tcp_sock_of_fd(fd);
     if (!sk) return 0;
     if (!is_role_syscall(syscall) && sk_port_rejected(sk)) return 0;
@@ -320,14 +336,20 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
 #define TT_MSG_PEEK 2
 
 /* The arguments the enter of `syscall` left for this thread, taken (the
- * copy in *out): the thread's live call_args, or NULL. */
-static __always_inline struct call_args *take_args(__u32 syscall, struct call_args *out)
+ * call in *out): the thread's live call_args, or NULL. */
+static __always_inline struct call_args *take_args(__u32 syscall, struct data_call *out)
 {
     struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
     if (!a || !a->pending) return NULL;
     a->pending = 0;
     if (a->syscall != syscall) return NULL; /* a stale enter (attached between an enter and its exit) */
-    *out = *a;
+    out->buf = a->buf;
+    out->count = a->count;
+    out->enter_ns = a->enter_ns;
+    out->sk = a->sk;
+    out->fd = a->fd;
+    out->syscall = a->syscall;
+    out->not_copied = 0;
     return a;
 }
 
@@ -398,10 +420,10 @@ static __always_inline bool takes_iovec(__u32 syscall)
  * on_exit_recv read at its exit); live: the thread's call_args; id: the
  * current pid_tgid, which the caller read already. The
  * caller has applied the filters, the port's included (sk_port_rejected). */
-static __always_inline int exit_data(const struct call_args *call, struct call_args *live, long ret, __u8 dir,
+static __always_inline int exit_data(const struct data_call *call, struct call_args *live, long ret, __u8 dir,
                                      __u64 id)
 {
-    struct call_args args = *call;
+    struct data_call args = *call;
     if (ret == 0 && dir == TT_SOCKTAP_DIR_RECV && args.syscall != TT_SOCKTAP_SYS_RECVMMSG &&
         (args.count > 0 || args.syscall == TT_SOCKTAP_SYS_READV || args.syscall == TT_SOCKTAP_SYS_RECVMSG)) {
         /* end of file: the peer's FIN was read */
@@ -553,7 +575,7 @@ static __always_inline int exit_data(const struct call_args *call, struct call_a
 /* The exit of a send: the arguments its enter left for this thread. */
 static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
 {
-    struct call_args args;
+    struct data_call args;
     struct call_args *live = take_args(syscall, &args);
     if (!live) return 0;
     return exit_data(&args, live, ret, dir, bpf_get_current_pid_tgid());
@@ -563,6 +585,18 @@ static __always_inline int on_exit(long ret, __u8 dir, __u32 syscall)
 static __always_inline const struct pt_regs *syscall_regs(void)
 {
     return AS_KERNEL(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+}
+
+/* The registers task (the current task) entered its syscall with, from
+ * where its call_args (live, or NULL) keep them after the first lookup:
+ * a helper call saved per program (about 13 ns each here: bpf/README.md,
+ * "What a program's steps cost"). */
+static __always_inline const struct pt_regs *task_syscall_regs(struct task_struct *task, struct call_args *live)
+{
+    if (live && live->regs_at) return AS_KERNEL(struct pt_regs, live->regs_at);
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    if (live) live->regs_at = (__u64)regs;
+    return AS_KERNEL(struct pt_regs, regs);
 }
 
 /* The exit of a receive (read, recvfrom, readv, recvmsg, recvmmsg). A
@@ -576,14 +610,16 @@ static __always_inline const struct pt_regs *syscall_regs(void)
  * number would be attributed to the new socket. regs: the syscall's
  * registers where the caller has them (tp_btf), else NULL (found here,
  * once the process filters passed). hook_sk: the sock the socket layer's
- * hook handed over (socktap_sock.bpf.h), else NULL (found from fd). */
-static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt_regs *regs, struct sock *hook_sk)
+ * hook handed over (socktap_sock.bpf.h), else NULL (found from fd). task:
+ * the current task; live: its call_args where the caller looked them up,
+ * else NULL (made here once the filters passed). */
+static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt_regs *regs, struct sock *hook_sk,
+                                        struct task_struct *task, struct call_args *live)
 {
     if (ret < 0) return 0;
-    __u64 id = bpf_get_current_pid_tgid();
-    struct call_args *live;
-    if (!task_traced_args(id, &live)) return 0;
-    if (!regs) regs = syscall_regs();
+    __u64 id = task_pid_tgid(task);
+    if (!task_traced_given(id, live)) return 0;
+    if (!regs) regs = task_syscall_regs(task, live);
     __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
     if (fd < 0) return 0;
     /* the third argument: a length, an iovec or message count, or (recvmsg) the flags */
@@ -608,7 +644,7 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
 #endif
     if (!live) live = thread_args();
     if (!live) return 0;
-    struct call_args args = {
+    struct data_call args = {
         .buf = PT_REGS_PARM2_SYSCALL(regs),
         .count = count,
         .enter_ns = exit_ns, /* a receive has no enter: its exit instant (exit_data) */
@@ -620,10 +656,18 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
     return exit_data(&args, live, ret, TT_SOCKTAP_DIR_RECV, id);
 }
 
+/* The exit of a receive at a syscall tracepoint (classic or raw): the
+ * thread's call_args looked up only where the pid filter needs them. */
+static __always_inline int on_exit_recv_sys(long ret, __u32 syscall, const struct pt_regs *regs)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+    return on_exit_recv(ret, syscall, regs, NULL, task, pid_filter_args(task));
+}
+
 /* The exit of connect, accept or accept4: the role of the local end. */
 static __always_inline int on_exit_role(long ret, __u32 syscall)
 {
-    struct call_args args;
+    struct data_call args;
     if (!take_args(syscall, &args)) return 0;
     __u64 id = bpf_get_current_pid_tgid();
     __s32 fd;
@@ -670,10 +714,10 @@ SEC("tracepoint/syscalls/sys_exit_sendto")
 int tt_exit_sendto(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDTO); }
 
 SEC("tracepoint/syscalls/sys_exit_read")
-int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READ, NULL, NULL); }
+int tt_exit_read(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv_sys(ctx->ret, TT_SOCKTAP_SYS_READ, NULL); }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVFROM, NULL, NULL); }
+int tt_exit_recvfrom(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv_sys(ctx->ret, TT_SOCKTAP_SYS_RECVFROM, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_writev")
 int tt_enter_writev(struct trace_event_raw_sys_enter *ctx)
@@ -685,7 +729,7 @@ SEC("tracepoint/syscalls/sys_exit_writev")
 int tt_exit_writev(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_WRITEV); }
 
 SEC("tracepoint/syscalls/sys_exit_readv")
-int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_READV, NULL, NULL); }
+int tt_exit_readv(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv_sys(ctx->ret, TT_SOCKTAP_SYS_READV, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmsg")
 int tt_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
@@ -697,7 +741,7 @@ SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int tt_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx->ret, TT_SOCKTAP_DIR_SEND, TT_SOCKTAP_SYS_SENDMSG); }
 
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
-int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMSG, NULL, NULL); }
+int tt_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv_sys(ctx->ret, TT_SOCKTAP_SYS_RECVMSG, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_connect")
 int tt_enter_connect(struct trace_event_raw_sys_enter *ctx)
@@ -769,7 +813,7 @@ int tt_enter_close(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmmsg")
-int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv(ctx->ret, TT_SOCKTAP_SYS_RECVMMSG, NULL, NULL); }
+int tt_exit_recvmmsg(struct trace_event_raw_sys_exit *ctx) { return on_exit_recv_sys(ctx->ret, TT_SOCKTAP_SYS_RECVMMSG, NULL); }
 
 SEC("tracepoint/syscalls/sys_enter_sendmmsg")
 int tt_enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)

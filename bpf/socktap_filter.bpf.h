@@ -56,7 +56,7 @@ static __always_inline bool task_traced_given(__u64 id, const struct call_args *
 }
 
 /* Whether the current task passes the process filters (pid, comm,
- * cgroup). With the pid filter, *args is the thread's call_args when it
+ * cgroup); task: the current task. With the pid filter, *args is the thread's call_args when it
  * has them (else NULL; always NULL without that filter): a thread with
  * call_args passed the pid filter when they were made (thread_args is only
  * called once the filters passed), and a process leaves traced_tgids only
@@ -64,11 +64,11 @@ static __always_inline bool task_traced_given(__u64 id, const struct call_args *
  * ns per syscall here, bench "Where the floor goes"), and the caller that
  * needs the storage does not look it up a second time (each lookup takes
  * the task storage's recursion guard: 83 ns per syscall for 2.5 of them). */
-static __always_inline bool task_traced_args(__u64 id, struct call_args **args)
+static __always_inline bool task_traced_args(struct task_struct *task, __u64 id, struct call_args **args)
 {
     *args = NULL;
     if ((__u32)(id >> 32) == self_tgid) return false;
-    if (filter_tgids) *args = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    if (filter_tgids) *args = bpf_task_storage_get(&args_by_task, task, 0, 0);
     return task_traced_given(id, *args);
 }
 
@@ -76,5 +76,19 @@ static __always_inline bool task_traced_args(__u64 id, struct call_args **args)
 static __always_inline bool task_traced(__u64 id)
 {
     struct call_args *args;
-    return task_traced_args(id, &args);
+    return task_traced_args(bpf_get_current_task_btf(), id, &args);
+}
+
+/* task's call_args when the pid filter needs them to decide (it has them
+ * or it is not traced), else NULL: what task_traced_args looks up. */
+static __always_inline struct call_args *pid_filter_args(struct task_struct *task)
+{
+    return filter_tgids ? bpf_task_storage_get(&args_by_task, task, 0, 0) : NULL;
+}
+
+/* What bpf_get_current_pid_tgid returns, read from the current task
+ * itself: a helper call saved. */
+static __always_inline __u64 task_pid_tgid(const struct task_struct *task)
+{
+    return (__u64)(__u32)task->tgid << 32 | (__u32)task->pid;
 }

@@ -77,7 +77,7 @@ int BPF_PROG(tt_raw_exit, struct pt_regs *regs, long ret)
     __u32 sys = raw_sys_of_nr(nr);
     if (is_recv_syscall(sys)) {
         if (regs->cs != TT_USER64_CS) return 0;
-        return on_exit_recv(ret, sys, regs, NULL);
+        return on_exit_recv_sys(ret, sys, regs);
     }
     return on_exit(ret, TT_SOCKTAP_DIR_SEND, sys);
 }

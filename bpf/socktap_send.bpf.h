@@ -50,7 +50,8 @@ int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, con
     bool vec = stamp_vec_sends && type == bpf_core_enum_value(enum iter_type, ITER_IOVEC);
     if ((type != bpf_core_enum_value(enum iter_type, ITER_UBUF) && !vec) || it->iov_offset != 0) return 0;
     struct call_args *a;
-    if (!task_traced_args(bpf_get_current_pid_tgid(), &a)) return 0;
+    struct task_struct *task = bpf_get_current_task_btf();
+    if (!task_traced_args(task, task_pid_tgid(task), &a)) return 0;
     __u16 family = sk->__sk_common.skc_family;
     if ((family != AF_INET && family != AF_INET6) || sk_port_rejected(sk)) return 0;
     /* the instant before the thread's storage may be made: the first
@@ -85,10 +86,10 @@ int BPF_PROG(tt_send_stamp, const struct sock *sk, const struct msghdr *msg, con
  * not copied: socktap_state.bpf.h): their stamp is the one on hook_sk (the
  * hook clears every stamp, so it is this send's). */
 static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct sock *hook_sk,
-                                                const struct pt_regs *hook_regs)
+                                                const struct pt_regs *hook_regs, struct task_struct *task,
+                                                struct call_args *live)
 {
-    __u64 id = bpf_get_current_pid_tgid();
-    struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    __u64 id = task_pid_tgid(task);
     const struct pt_regs *regs = hook_regs; /* the hook read them already, else found when needed */
     struct sock *sk = NULL;
     __u64 send_ns = 0;
@@ -96,7 +97,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
     bool by_sock = syscall == TT_SOCKTAP_SYS_WRITEV || syscall == TT_SOCKTAP_SYS_SENDMSG ||
                    syscall == TT_SOCKTAP_SYS_SENDMMSG || syscall == TT_SOCKTAP_SYS_SENDFILE;
     if (live && live->send_ns) {
-        if (!regs) regs = syscall_regs();
+        if (!regs) regs = task_syscall_regs(task, live);
         if (by_sock ? live->send_sk == (__u64)hook_sk
                 : live->send_buf == PT_REGS_PARM2_SYSCALL(regs) && live->send_len == PT_REGS_PARM3_SYSCALL(regs)) {
             /* the filters passed when the send was stamped */
@@ -111,7 +112,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
          * this exit is not the end of. */
         bool tls_waiting = live && (live->tls_active || live->tls_pending);
         if ((ret <= 0 && !tls_waiting) || !task_traced_given(id, live)) return 0;
-        if (!regs) regs = syscall_regs();
+        if (!regs) regs = task_syscall_regs(task, live);
         __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
         if (fd < 0) return 0;
         sk = hook_sk ? tcp_user_sock(hook_sk) : tcp_sock_of_fd(fd);
@@ -120,7 +121,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
         send_ns = bpf_ktime_get_ns();
     }
     if (!live) return 0;
-    struct call_args args = {
+    struct data_call args = {
         .buf = PT_REGS_PARM2_SYSCALL(regs),
         .count = syscall == TT_SOCKTAP_SYS_WRITEV ? PT_REGS_PARM3_SYSCALL(regs) : 0,
         .enter_ns = send_ns,
@@ -136,11 +137,15 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
 SEC("tracepoint/syscalls/sys_exit_write")
 int tt_exit_write_stamped(struct trace_event_raw_sys_exit *ctx)
 {
-    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE, NULL, NULL);
+    struct task_struct *task = bpf_get_current_task_btf();
+    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE, NULL, NULL, task,
+                                bpf_task_storage_get(&args_by_task, task, 0, 0));
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int tt_exit_sendto_stamped(struct trace_event_raw_sys_exit *ctx)
 {
-    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO, NULL, NULL);
+    struct task_struct *task = bpf_get_current_task_btf();
+    return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO, NULL, NULL, task,
+                                bpf_task_storage_get(&args_by_task, task, 0, 0));
 }

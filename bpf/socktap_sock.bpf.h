@@ -38,7 +38,10 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
 {
     if (ret < 0) return 0;
-    const struct pt_regs *regs = syscall_regs();
+    /* the thread's call_args first: they keep where its registers are */
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct call_args *live = bpf_task_storage_get(&args_by_task, task, 0, 0);
+    const struct pt_regs *regs = task_syscall_regs(task, live);
     unsigned long nr = regs->orig_ax;
     __u32 sys;
     if (raw_nr_is_data(nr)) {
@@ -50,7 +53,7 @@ int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
         return 0;
     }
     if (regs->cs != TT_USER64_CS) return 0;
-    return on_exit_recv(ret, sys, regs, sk); /* says ACCEPT first where due (announce_accept) */
+    return on_exit_recv(ret, sys, regs, sk, task, live); /* says ACCEPT first where due (announce_accept) */
 }
 
 /* Every send of the task clears its stamp, taken or not (a send this
@@ -58,7 +61,9 @@ int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
 {
-    const struct pt_regs *regs = syscall_regs();
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct call_args *live = bpf_task_storage_get(&args_by_task, task, 0, 0);
+    const struct pt_regs *regs = task_syscall_regs(task, live);
     unsigned long nr = regs->orig_ax;
     if (regs->cs == TT_USER64_CS) {
         __u32 sys = TT_SOCKTAP_SYS_COUNT;
@@ -69,10 +74,9 @@ int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
             sys == TT_SOCKTAP_SYS_SENDFILE ||
             (stamp_vec_sends && (sys == TT_SOCKTAP_SYS_WRITEV || sys == TT_SOCKTAP_SYS_SENDMSG))) {
             announce_accept(sk, regs);
-            return on_exit_stamped_send(ret, sys, sk, regs);
+            return on_exit_stamped_send(ret, sys, sk, regs, task, live);
         }
     }
-    struct call_args *live = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
     if (live && live->send_ns) live->send_ns = 0;
     return 0;
 }
