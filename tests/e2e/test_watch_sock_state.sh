@@ -13,13 +13,16 @@
 #   connected by its client and accepted by serve (5 and 5), every one
 #   closed at both ends (10), and every request complete at both vantages;
 # - watch --comm on serve, listening since before watch started: its
-#   connection still says ACCEPT (the port read from /proc at start);
+#   connection still says ACCEPT (the port read from /proc at start); and
+#   --cgroup with serve moved into a new cgroup (its processes' ports);
 # - the same states over IPv6 loopback.
 # Root; skipped when BPF cannot load or the kernel lacks the tracepoints.
 set -eu
 . "$(dirname "$0")/lib.sh"
 need_root "eBPF tracing needs root"
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+cg=
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -z "$cg" ] || rmdir "$cg" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 need_bpf "$work"
 command -v bpftool > /dev/null || skip "bpftool not installed"
 bpftool btf dump file /sys/kernel/btf/vmlinux format raw | grep -q "'btf_trace_inet_sock_set_state'" \
@@ -111,7 +114,21 @@ watch_one comm "http://127.0.0.1:$port" st-comm --comm "$comm" -o /dev/null
 grep -q ' 1 connections (0 connected, 1 accepted, 1 closed)' "$work/comm.err" \
     || fail "watch --comm $comm: not one connection accepted and closed: $(cat "$work/comm.err")"
 echo "watch sock state: --comm $comm, listening since before watch: its connection said accepted and closed"
+# --cgroup the same way: serve moved into a new cgroup v2 directory, its
+# listening port read from the processes of that cgroup at start
+cgroot=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+if [ -n "$cgroot" ] && mkdir "$cgroot/tokentap-state-$$" 2> /dev/null; then
+    cg="$cgroot/tokentap-state-$$"
+    echo "$spid" > "$cg/cgroup.procs" || fail "cannot move serve into $cg"
+    watch_one cgroup "http://127.0.0.1:$port" st-cgroup --cgroup "$cg" -o /dev/null
+    grep -q ' 1 connections (0 connected, 1 accepted, 1 closed)' "$work/cgroup.err" \
+        || fail "watch --cgroup: not one connection accepted and closed: $(cat "$work/cgroup.err")"
+    echo "watch sock state: --cgroup, serve listening since before watch: its connection said accepted and closed"
+else
+    echo "watch sock state: --cgroup not tested (no cgroup2 mount that takes a new directory)"
+fi
 kill -TERM $spid; wait $spid || fail "serve exit $?"
+[ -z "$cg" ] || { rmdir "$cg" || fail "cannot remove $cg"; cg=; }
 
 # IPv6: the same states, the 16-byte addresses in the records
 grep -q '^0\{31\}1 .* lo$' /proc/net/if_inet6 2> /dev/null || skip "no IPv6 loopback (::1 on lo) here; the IPv4 parts passed"

@@ -278,6 +278,38 @@ void tt_bpf_seed_comm_ports(struct socktap *skel, const char *comm)
     closedir(d);
 }
 
+/* The processes of cgroup directory dir (its cgroup.procs) and of every
+ * cgroup below it, depth levels down at most: their listening ports
+ * seeded. */
+static void seed_cgroup_dir(struct socktap *skel, const char *dir, int depth)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/cgroup.procs", dir) < (int)sizeof path) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            unsigned long pid;
+            while (fscanf(f, "%lu", &pid) == 1)
+                if (pid && pid <= UINT32_MAX) seed_listen_ports(skel->bss, skel->rodata->ready_wanted, (uint32_t)pid);
+            fclose(f);
+        }
+    }
+    if (depth <= 0) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) continue;
+        seed_cgroup_dir(skel, path, depth - 1);
+    }
+    closedir(d);
+}
+
+void tt_bpf_seed_cgroup_ports(struct socktap *skel, const char *path)
+{
+    if (skel->bss) seed_cgroup_dir(skel, path, 64);
+}
+
 /* Put the requested processes and every descendant alive now into the
  * kernel's traced set, and their listening ports in accept_port_on (and,
  * with ready instants, ready_port_on). Returns how many went in, or -1 with err. */

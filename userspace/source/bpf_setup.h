@@ -42,6 +42,11 @@ int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
  * the kernel's accept_port_on (and, with ready instants, ready_port_on),
  * as for --pid; best effort. */
 void tt_bpf_seed_comm_ports(struct socktap *skel, const char *comm);
+
+/* --cgroup: the TCP ports the processes of cgroup v2 directory path and
+ * of the cgroups below it listen on now, seeded the same way; best
+ * effort (at most 64 levels down). */
+void tt_bpf_seed_cgroup_ports(struct socktap *skel, const char *path);
 #endif
 
 #endif

@@ -711,8 +711,12 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
             return -1;
         }
         s->st.tgids_at_start = (uint64_t)seeded;
-    } else if (opt && opt->comm) {
-        tt_bpf_seed_comm_ports(skel, opt->comm);
+    } else {
+        /* every filter set must match: the ports of either filter's
+         * processes are a superset of what is needed (a port marked for
+         * nothing traced only costs its accepted sockets a mark) */
+        if (opt && opt->comm) tt_bpf_seed_comm_ports(skel, opt->comm);
+        if (opt && opt->cgroup) tt_bpf_seed_cgroup_ports(skel, opt->cgroup);
     }
     /* TLS plaintext: uprobes on the libraries of the traced processes (all
      * of them without a process filter) and the system's */
