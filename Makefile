@@ -69,7 +69,7 @@ $(BUILD)/tools/ttbpffloor: TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
 $(BUILD)/tools/ttbpffloor: $(BPF_DIR)/bpffloor.skel.h
 
 # the userspace files that load, attach or read the BPF object
-BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_setup.o bpf_tls_stream.o tls_attach.o tls_go.o)
+BPF_USERS := $(addprefix $(BUILD)/obj/userspace/source/,bpf_source.o bpf_load.o bpf_setup.o bpf_tls_stream.o tls_attach.o tls_go.o)
 $(BPF_USERS): TT_CFLAGS += -DTT_WITH_BPF -I$(BPF_DIR)
 $(BPF_USERS): $(BPF_SKEL)
 

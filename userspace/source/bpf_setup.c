@@ -2,7 +2,6 @@
 #include "source/bpf_setup.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +20,6 @@
 
 #include "core/util.h"
 #include "socktap.skel.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int tt_bpf_quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -53,7 +44,7 @@ int tt_bpf_check_tracefs(char *err, size_t errlen)
 {
     if (access("/sys/kernel/tracing/events", F_OK) != 0 && access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
         if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0) {
-            set_err(err, errlen, "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",
+            tt_fail_line(err, errlen, "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",
                     strerror(errno));
             return -1;
         }
@@ -64,7 +55,7 @@ int tt_bpf_check_tracefs(char *err, size_t errlen)
         char path[256];
         snprintf(path, sizeof path, "%s/events/%s", root, tracepoints[i]);
         if (access(path, F_OK) != 0) {
-            set_err(err, errlen, "tracepoint %s is absent (%s missing; kernel without CONFIG_FTRACE_SYSCALLS?)",
+            tt_fail_line(err, errlen, "tracepoint %s is absent (%s missing; kernel without CONFIG_FTRACE_SYSCALLS?)",
                     tracepoints[i], path);
             return -1;
         }
@@ -92,11 +83,11 @@ int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *e
     struct statfs sfs;
     struct stat st;
     if (statfs(path, &sfs) != 0 || stat(path, &st) != 0) {
-        set_err(err, errlen, "--cgroup %s: %s", path, strerror(errno));
+        tt_fail_line(err, errlen, "--cgroup %s: %s", path, strerror(errno));
         return -1;
     }
     if ((unsigned long)sfs.f_type != CGROUP2_MAGIC || !S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "--cgroup %s is not a cgroup v2 directory (a cgroup2 mount, e.g. /sys/fs/cgroup/...)",
+        tt_fail_line(err, errlen, "--cgroup %s is not a cgroup v2 directory (a cgroup2 mount, e.g. /sys/fs/cgroup/...)",
                 path);
         return -1;
     }
@@ -110,7 +101,7 @@ int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *e
         memcpy(id, h.fh.f_handle, sizeof *id);
     char real[PATH_MAX];
     if (!realpath(path, real)) {
-        set_err(err, errlen, "--cgroup %s: %s", path, strerror(errno));
+        tt_fail_line(err, errlen, "--cgroup %s: %s", path, strerror(errno));
         return -1;
     }
     uint32_t depth = 0;
@@ -202,7 +193,7 @@ static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
 {
     uint8_t one = 1;
     if (bpf_map_update_elem(map, &tgid, &one, BPF_ANY) == 0) return 0;
-    set_err(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
+    tt_fail_line(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
     return -1;
 }
 
@@ -319,7 +310,7 @@ int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
     size_t n_proc = 0;
     proc_parent *procs = read_proc_parents(&n_proc);
     if (!procs) {
-        set_err(err, errlen, "cannot read /proc to find the processes of --pid");
+        tt_fail_line(err, errlen, "cannot read /proc to find the processes of --pid");
         return -1;
     }
     int added = 0;
@@ -328,7 +319,7 @@ int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
         if (!pid) continue;
         proc_parent *p = find_proc(procs, n_proc, pid);
         if (!p) {
-            set_err(err, errlen, "no process with pid %u", pid);
+            tt_fail_line(err, errlen, "no process with pid %u", pid);
             free(procs);
             return -1;
         }

@@ -1,6 +1,6 @@
 /* bpf_setup.h - what setting the socktap programs up in the kernel needs
  * beyond libbpf's skeleton: tracefs and BTF checks, the cgroup filter's
- * id, and the traced set seeded from /proc. Used by bpf_source.c and
+ * id, and the traced set seeded from /proc. Used by bpf_load.c and
  * tls_attach.c; only in builds with eBPF (TT_WITH_BPF, the skeleton). */
 #ifndef TT_BPF_SETUP_H
 #define TT_BPF_SETUP_H

@@ -117,4 +117,8 @@ void tt_bpf_tls_drop_held(tt_bpf_source *s);
 void tt_bpf_look_at_execs(tt_bpf_source *s);
 #endif
 
+/* out <- the source's counters with those of the chunks delivered (the
+ * kernel's own are added by tt_bpf_source_stats). */
+void tt_bpf_copy_stats(const tt_bpf_source *s, tt_bpf_stats *out);
+
 #endif
