@@ -3,6 +3,7 @@
 
 #include "clocks/tsc_clock.h"
 #include "source/chunk_conn.h"
+#include "source/probe_hold.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,40 +56,6 @@ typedef struct probe_ring {
     struct probe_ring *next;
 } probe_ring;
 
-/* Records held by a deferring source (tt_probe_source_defer), in blocks:
- * each entry a held_rec, then the record's bytes (size: a multiple of 8,
- * so entries stay 8-byte aligned). */
-typedef struct held_rec {
-    uint32_t pid, size;
-} held_rec;
-
-typedef struct held_block {
-    struct held_block *next;
-    size_t used, cap, map_len;
-    _Alignas(8) uint8_t data[];
-} held_block;
-
-/* Blocks are mapped 2 MiB at a time (more for a larger record) and asked
- * to be huge pages: one page fault each, not 512 (a fault costs
- * microseconds in a VM, and the collector takes them while the traced
- * program runs). */
-#define HELD_BLOCK (2u << 20)
-
-static held_block *held_block_map(size_t *blocks_mapped, size_t need)
-{
-    size_t len = (sizeof(held_block) + need + HELD_BLOCK - 1) / HELD_BLOCK * HELD_BLOCK;
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    if (len == HELD_BLOCK) ++*blocks_mapped;
-    madvise(m, len, MADV_HUGEPAGE); /* a hint: 4 KiB pages where refused */
-    held_block *b = m;
-    b->next = NULL;
-    b->used = 0;
-    b->cap = len - sizeof *b;
-    b->map_len = len;
-    return b;
-}
-
 typedef struct seen_pid {
     uint32_t pid;
     struct seen_pid *next;
@@ -105,14 +72,16 @@ struct tt_probe_source {
     uint64_t done_drop_records, done_drop_bytes, done_untracked; /* counters of unmapped rings */
     unsigned last_fill_permille; /* the fullest ring at the last poll, in thousandths */
     uint64_t last_scan_ns;       /* CLOCK_MONOTONIC_COARSE of the last look for new ring files; 0: none yet */
-    size_t defer_max;            /* tt_probe_source_defer: most bytes held (0: deliver at once) */
-    size_t held_bytes;
-    held_block *held_first, *held_last;
-    held_block *spare_blocks;    /* released blocks of HELD_BLOCK bytes, kept for the next ones held */
-    size_t blocks_mapped;        /* blocks of HELD_BLOCK bytes mapped: held or spare */
+    tt_probe_hold hold;          /* tt_probe_source_defer: records held (max_bytes 0: delivered at once) */
     bool drain_all;              /* finish: every ring drained, whatever its fill */
     tt_tsc_clock *tsc;           /* TT_PROBE_F_TSC records' ticks to ns (tt_probe_source_use_tsc); NULL: none */
 };
+
+/* A held record's delivery (probe_hold.h). */
+static void deliver_held(void *ctx, uint32_t pid, const void *rec, size_t len)
+{
+    tt_probe_source_feed(ctx, pid, rec, len);
+}
 
 tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt_chunk_fn on_server,
                                      void *server_ctx, tt_chunk_fn on_client_tls, void *client_tls_ctx,
@@ -124,7 +93,14 @@ tt_probe_source *tt_probe_source_new(tt_chunk_fn on_client, void *client_ctx, tt
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER, on_server, server_ctx);
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_CLIENT_TLS, on_client_tls, client_tls_ctx);
     tt_chunk_sinks_route(&s->sinks, TT_VANTAGE_SERVER_TLS, on_server_tls, server_tls_ctx);
+    tt_probe_hold_init(&s->hold, deliver_held, s);
     return s;
+}
+
+void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes)
+{
+    if (!max_bytes) tt_probe_hold_release(&s->hold);
+    s->hold.max_bytes = max_bytes;
 }
 
 /* ---- records -> chunks ---- */
@@ -315,121 +291,6 @@ int tt_probe_source_feed(tt_probe_source *s, uint32_t pid, const void *rec, size
     return 0;
 }
 
-/* ---- held records (deferred delivery) ---- */
-
-/* A block with room for need bytes: a spare one when it fits, else a new
- * mapping. Spares matter in a VM: a new block's first touch zeroes 2 MiB
- * the host may first have to back, ~5 ms here (2026-12-06), during which
- * no ring is drained. */
-static held_block *held_block_new(tt_probe_source *s, size_t need)
-{
-    held_block *b = s->spare_blocks;
-    if (b && b->cap >= need) {
-        s->spare_blocks = b->next;
-        b->next = NULL;
-        b->used = 0;
-        return b;
-    }
-    return held_block_map(&s->blocks_mapped, need);
-}
-
-/* b's records were delivered: kept as a spare when of the usual size. */
-static void held_block_done(tt_probe_source *s, held_block *b)
-{
-    if (b->map_len != HELD_BLOCK) {
-        munmap(b, b->map_len);
-        return;
-    }
-    b->next = s->spare_blocks;
-    s->spare_blocks = b;
-}
-
-static void spare_blocks_free(tt_probe_source *s)
-{
-    while (s->spare_blocks) {
-        held_block *next = s->spare_blocks->next;
-        munmap(s->spare_blocks, s->spare_blocks->map_len);
-        s->blocks_mapped--;
-        s->spare_blocks = next;
-    }
-}
-
-/* Deferring, with a ring and none pressing: one more spare block made
- * ahead, its pages touched now, while fewer than the cap's worth (and one)
- * are mapped, so that a flood later finds its blocks zeroed instead of
- * waiting for them (held_block_new). One per poll: about 5 ms each in a VM
- * here. */
-static void spare_block_ahead(tt_probe_source *s)
-{
-    if (!s->defer_max || s->drain_all || !s->rings || s->blocks_mapped > s->defer_max / HELD_BLOCK) return;
-    held_block *b = held_block_map(&s->blocks_mapped, HELD_BLOCK - sizeof *b);
-    if (!b) return;
-    for (size_t at = 0; at < b->cap; at += 4096) ((volatile uint8_t *)b->data)[at] = 0;
-    held_block_done(s, b);
-}
-
-/* Deliver the records of the oldest held block, in the order held, and
- * let it go. */
-static size_t release_oldest_block(tt_probe_source *s)
-{
-    held_block *b = s->held_first;
-    if (!b) return 0;
-    s->held_first = b->next;
-    if (!s->held_first) s->held_last = NULL;
-    s->held_bytes -= b->used;
-    size_t n = 0;
-    for (size_t at = 0; at < b->used;) {
-        held_rec h;
-        memcpy(&h, b->data + at, sizeof h);
-        if (tt_probe_source_feed(s, h.pid, b->data + at + sizeof h, h.size) == 0) n++;
-        at += sizeof h + h.size;
-    }
-    held_block_done(s, b);
-    return n;
-}
-
-/* Deliver every held record in the order held, and let the blocks go. */
-static size_t release_held(tt_probe_source *s)
-{
-    size_t n = 0;
-    while (s->held_first) n += release_oldest_block(s);
-    return n;
-}
-
-/* Hold a copy of a record of ring pid (delivered at once when memory runs
- * out: never lost). */
-static void hold(tt_probe_source *s, uint32_t pid, const void *rec, uint32_t size)
-{
-    size_t need = sizeof(held_rec) + size;
-    /* over the cap: the oldest block goes out, not all of them, so that
-     * the rings are drained again after a block's delivery, not after
-     * the whole hold's (a flood fills a 16 MiB ring in tens of ms) */
-    while (s->held_first && s->held_bytes + need > s->defer_max) release_oldest_block(s);
-    held_block *b = s->held_last;
-    if (!b || b->cap - b->used < need) {
-        b = held_block_new(s, need);
-        if (!b) {
-            release_held(s);
-            tt_probe_source_feed(s, pid, rec, size);
-            return;
-        }
-        if (s->held_last) s->held_last->next = b;
-        else s->held_first = b;
-        s->held_last = b;
-    }
-    held_rec h = {pid, size};
-    memcpy(b->data + b->used, &h, sizeof h);
-    memcpy(b->data + b->used + sizeof h, rec, size);
-    b->used += need;
-    s->held_bytes += need;
-}
-
-void tt_probe_source_defer(tt_probe_source *s, size_t max_bytes)
-{
-    if (!max_bytes) release_held(s);
-    s->defer_max = max_bytes;
-}
-
 /* ---- ring files ---- */
 
 static uint64_t load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -576,8 +437,8 @@ static size_t ring_drain(tt_probe_source *s, probe_ring *r, unsigned *fill_permi
             break;
         }
         if (__atomic_load_n(&rec->kind, __ATOMIC_RELAXED) != TT_PROBE_KIND_PAD) {
-            if (s->defer_max) {
-                hold(s, r->pid, rec, size);
+            if (s->hold.max_bytes) {
+                tt_probe_hold_put(&s->hold, r->pid, rec, size);
                 handled++;
             } else if (tt_probe_source_feed(s, r->pid, rec, size) == 0) {
                 handled++;
@@ -709,7 +570,7 @@ static uint64_t coarse_now_ns(void)
  * *fill_permille is raised to its fill either way. */
 static bool ring_left_for_later(tt_probe_source *s, probe_ring *r, unsigned *fill_permille)
 {
-    if (!s->defer_max || s->drain_all || r->broken || r->done) return false;
+    if (!s->hold.max_bytes || s->drain_all || r->broken || r->done) return false;
     uint64_t waiting = ring_waiting(r);
     /* also a position beyond the ring: ring_drain judges that */
     if (waiting >= r->capacity * TT_PROBE_SOURCE_PRESSING_PERMILLE / 1000) return false;
@@ -737,7 +598,8 @@ size_t tt_probe_source_poll(tt_probe_source *s)
         ring_retire_if_done(s, r);
     }
     s->last_fill_permille = fill;
-    if (fill < TT_PROBE_SOURCE_PRESSING_PERMILLE) spare_block_ahead(s);
+    /* deferring, with a ring and none pressing: a spare block made ahead */
+    if (fill < TT_PROBE_SOURCE_PRESSING_PERMILLE && !s->drain_all && s->rings) tt_probe_hold_spare_ahead(&s->hold);
     return n;
 }
 
@@ -747,8 +609,7 @@ void tt_probe_source_finish(tt_probe_source *s)
     s->last_scan_ns = 0; /* the last poll looks for every ring file */
     s->drain_all = true;
     tt_probe_source_poll(s);
-    release_held(s);
-    spare_blocks_free(s);
+    tt_probe_hold_free(&s->hold);
     for (probe_ring *r = s->rings; r; r = r->next) {
         if (r->done || r->broken || !r->map) continue;
         uint64_t waiting = ring_waiting(r);
