@@ -13,6 +13,7 @@
 
 #include "core/privileges.h"
 #include "core/util.h"
+#include "cmd/cmd_input.h"
 #include "cmd/commands.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
@@ -145,9 +146,11 @@ static int drop_privileges(const tt_bpf_source *src, const tt_priv_user *user, b
 }
 
 /* The report of one vantage; returns the number of requests. */
-static size_t report_vantage(FILE *out, tt_tracker *t, tt_vantage v, const tt_bpf_stats *bs, bool json,
-                             bool events, bool text, bool *failed)
+static size_t report_vantage(FILE *out, watch_vantage *w, const tt_bpf_stats *bs, bool json, bool events, bool text,
+                             bool *failed)
 {
+    tt_tracker *t = w->tracker;
+    tt_vantage v = w->vantage;
     tt_reasm_stats rs = {
         .connections = tt_tracker_connections(t), .gaps = bs->vantage_gaps[v], .gap_bytes = bs->vantage_gap_bytes[v],
     };
@@ -160,7 +163,7 @@ static size_t report_vantage(FILE *out, tt_tracker *t, tt_vantage v, const tt_bp
         .with_text = text,
     };
     const double pct[1] = {99};
-    if (tt_analysis_fill(&a, t, pct, 1) < 0) *failed = true;
+    if (tt_analysis_fill_released(&a, t, pct, 1, w->release ? &w->digest : NULL) < 0) *failed = true;
     else tt_report_write(out, &a, json, events);
     tt_analysis_release(&a);
     return a.n_reqs;
@@ -316,6 +319,16 @@ int tt_cmd_watch(int argc, char **argv)
     enum { W_SERVER, W_CLIENT, W_SERVER_TLS, W_CLIENT_TLS, W_COUNT };
     bool made = true;
     for (size_t i = 0; i < W_COUNT; i++) made &= (vs[i].tracker = tt_tracker_new(&topt)) != NULL;
+    /* Keeping every request (no --keep-requests, --metrics or --max-memory,
+     * which let requests go, whose ITLs a pooled quantile could not give
+     * back) and with a report that needs no events (no --events), each
+     * request's events go once it is handled, as analyze does: the heap
+     * then grows with the requests, not with their events. */
+    bool release = !events && lim.keep_requests == SIZE_MAX && !lim.max_heap && !tt_cmd_keep_events_forced();
+    for (size_t i = 0; i < W_COUNT; i++) {
+        tt_release_digest_init(&vs[i].digest);
+        vs[i].release = release && (!json || tt_release_digest_spool_json(&vs[i].digest, vs[i].vantage, text) == 0);
+    }
     tt_bpf_source *src = made ? tt_bpf_source_new(tt_tracker_chunk, vs[W_SERVER].tracker, tt_tracker_chunk,
                                                   vs[W_CLIENT].tracker)
                               : NULL;
@@ -471,7 +484,7 @@ int tt_cmd_watch(int argc, char **argv)
     bool report[W_COUNT] = {want_server, want_client && (held[W_CLIENT] || !want_server), held[W_SERVER_TLS] > 0,
                             held[W_CLIENT_TLS] > 0};
     for (size_t i = 0; i < W_COUNT; i++)
-        if (report[i]) n += report_vantage(out, vs[i].tracker, vs[i].vantage, &bs, json, events, text, &failed);
+        if (report[i]) n += report_vantage(out, &vs[i], &bs, json, events, text, &failed);
     if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0)) {
         fprintf(stderr, "tokentap watch: writing %s failed: %s\n", output ? output : "stdout", strerror(errno));
         status = TT_EXIT_OUTPUT;

@@ -128,7 +128,7 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, const watch_sinks
     size_t n;
     tt_request *reqs = tt_tracker_requests(w->tracker, &n);
     for (; w->taken < n; w->taken++) {
-        const tt_request *r = &reqs[w->taken];
+        tt_request *r = &reqs[w->taken];
         tt_req_metrics m;
         if (tt_req_metrics_compute(r, &m) < 0) break;
         if (out->reg) tt_mreg_observe(out->reg, w->vantage, r, &m);
@@ -152,6 +152,7 @@ void watch_take_new(watch_vantage *w, const watch_limits *lim, const watch_sinks
             if (!line.oom) watch_log_line(out->log, line.p, line.len);
             tt_sbuf_free(&line);
         }
+        if (w->release) tt_release_take(&w->digest, r, &m);
         tt_req_metrics_free(&m);
     }
     if (w->taken > lim->keep_requests) {
@@ -258,6 +259,7 @@ void watch_say_released(watch_vantage *ws, size_t n)
 void watch_vantage_free(watch_vantage *w)
 {
     tt_tracker_free(w->tracker);
+    tt_release_digest_free(&w->digest);
     free(w->ttft.v);
     free(w->itl.v);
     memset(w, 0, sizeof *w);

@@ -12,6 +12,7 @@
 
 #include "export/live_join.h"
 #include "export/metrics_registry.h"
+#include "report/release_digest.h"
 #include "source/bpf_source.h"
 #include "timeline/conn_tracker.h"
 
@@ -50,6 +51,11 @@ typedef struct watch_vantage {
     size_t taken;             /* filed requests already handled (index into the tracker's) */
     uint64_t done, incomplete;
     watch_samples ttft, itl;
+    /* Each handled request's events let go (watch_take_new), what the
+     * final report needs of them kept in digest: when watch keeps every
+     * request and its report needs no events (watch.c). */
+    bool release;
+    tt_release_digest digest;
 } watch_vantage;
 
 /* What watch keeps: finished requests per vantage for the final report

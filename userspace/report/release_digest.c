@@ -80,11 +80,19 @@ void tt_release_on_file(void *ctx, tt_request *r)
     tt_release_digest *d = ctx;
     if (d->failed || d->spool_broken) return;
     tt_req_metrics m;
-    tt_lint_result lint;
     if (tt_req_metrics_compute(r, &m) < 0) {
         d->failed = true;
         return;
     }
+    tt_release_take(d, r, &m);
+    tt_req_metrics_free(&m);
+}
+
+void tt_release_take(tt_release_digest *d, tt_request *r, const tt_req_metrics *mp)
+{
+    if (d->failed || d->spool_broken || r->events_released) return;
+    const tt_req_metrics m = *mp;
+    tt_lint_result lint;
     tt_release_slot slot = {.first_finding = d->n_findings};
     if (tt_lint_run(r, 1, &lint) < 0 || reserve(d, lint.n) < 0) {
         d->failed = true;
@@ -102,7 +110,6 @@ void tt_release_on_file(void *ctx, tt_request *r)
         tt_request_release_events(r);
     }
     tt_lint_result_free(&lint);
-    tt_req_metrics_free(&m);
 }
 
 /* d->read_failed set; -1. */

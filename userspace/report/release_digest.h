@@ -61,6 +61,12 @@ int tt_release_digest_copy_json(tt_release_digest *d, size_t k, tt_jw *w);
  * d->failed set. The spool not written: r and later requests keep theirs. */
 void tt_release_on_file(void *ctx, tt_request *r);
 
+/* What tt_release_on_file does, with r's metrics already computed (m, which
+ * stays the caller's): for a consumer that takes each filed request later
+ * than its filing (watch, once per poll). A request already released is
+ * left as it is. */
+void tt_release_take(tt_release_digest *d, tt_request *r, const tt_req_metrics *m);
+
 /* Move src's slots (and spools) into dst, renumbering the consumer_tag of the released
  * requests among src_reqs[0..n) (the requests of src's tracker, before they
  * move to dst's tracker). src is emptied. Returns 0, or -1 when out of memory. */
