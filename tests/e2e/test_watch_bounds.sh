@@ -112,7 +112,10 @@ idle = sorted(r["request_id"] for r in whole if r["request_id"].startswith("idle
 seen = {r["request_id"] for r in server}
 served = {json.loads(l).get("request_id") for l in open(f"{work}/serve.log") if '"request_id"' in l}
 unseen = sorted(i for i in served - seen if i)
-assert len(broken) == unfinished and not wrong, (broken[:5], unfinished, wrong[:5], "served, not seen:", unseen[:5])
+# on a miss, also what watch said of its records (ring-buffer drops, gaps)
+said = [l.strip() for l in open(f"{work}/conns.err") if "records" in l or "gap" in l]
+assert len(broken) == unfinished and not wrong, (broken[:5], unfinished, wrong[:5], "served, not seen:", unseen[:5],
+                                                 "watch:", said[-2:])
 assert len(idle) == 8 and len(whole) == made + 8, (idle, len(whole), made)
 heap = [max(values(s, "tokentap_heap_bytes") or [0]) for s in open(f"{work}/heap.samples").read().split("# sample") if s.strip()]
 released = sum(values(open(f"{work}/heap.last").read(), "tokentap_requests_released_total"))
