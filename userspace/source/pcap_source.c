@@ -39,8 +39,10 @@
 #define READ_BUFFER (1u << 20)
 /* Read here, a window this size is refilled by one pread: small enough to
  * stay in cache while its records are parsed. (A mapping of the whole file
- * cost five times as much to walk on the bench machine: page tables filled
- * and a cache miss per record header, one after the other.) */
+ * cost five times as much to walk on the bench machine of 2026-12-04: page
+ * tables filled and a cache miss per record header, one after the other.
+ * On 2026-12-06's kernel it walked faster than the pread copy, but a file
+ * cut short while mapped kills the reader with SIGBUS: docs/performance.md.) */
 #define READ_WINDOW (256u << 10)
 
 struct tt_pcap_source {
