@@ -186,21 +186,23 @@ cost_met=no; awk -v a="$worst_added" 'BEGIN {exit !(a <= 1000)}' && cost_met=yes
 # Per program (kernel.bpf_stats_enabled: run time over run count, the
 # stats' own two clock reads included) for a TCP-only ping-pong traced by
 # pid, and for the same with every program rejecting at once (none): what
-# the floor is made of. The programs are told apart from other tracers' by
-# their ids (the tt_ programs that were not loaded before watch started).
+# the floor is made of; and ttbpffloor's programs that return at once
+# (floorwatch): what the statistics themselves add to a run. The programs
+# are told apart from other tracers' by their ids (the tt_ and floor_
+# programs that were not loaded before watch or ttbpffloor started).
 prog_ids() { bpftool prog show -j 2>/dev/null | /usr/bin/python3 -c 'import json,sys
-print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name","").startswith("tt_")))'; }
-prog_stats() { # OLD_IDS OUT: mean ns per run of the new tt_ programs that ran
+print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name","").startswith(("tt_", "floor_"))))'; }
+prog_stats() { # OLD_IDS OUT: mean ns per run of the new tt_ and floor_ programs that ran
     bpftool prog show -j | /usr/bin/python3 -c 'import json,sys
 old = set(sys.argv[1].split()); out = open(sys.argv[2], "w")
 for p in json.load(sys.stdin):
-    if p.get("name","").startswith("tt_") and str(p["id"]) not in old and p.get("run_cnt", 0) >= 1000:
+    if p.get("name","").startswith(("tt_", "floor_")) and str(p["id"]) not in old and p.get("run_cnt", 0) >= 1000:
         out.write("%s\t%d\t%.0f\n" % (p["name"], p["run_cnt"], p["run_time_ns"] / p["run_cnt"]))' "$1" "$2"; }
 stats_prev=""
 stats_on() { sysctl -qn kernel.bpf_stats_enabled > /dev/null && sysctl -qw kernel.bpf_stats_enabled=1; }
 if command -v bpftool > /dev/null && stats_prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null); then
     pingpong off "$work/pp-stats-off.json" -t tcp
-    for mode in pid none; do
+    for mode in pid none floorwatch; do
         old_ids=$(prog_ids)
         : > "$work/prog-$mode.tsv"
         stats_off() { sysctl -qw kernel.bpf_stats_enabled="$stats_prev"; prog_stats "$old_ids" "$work/prog-$mode.tsv" || true; }
@@ -418,6 +420,12 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
              "tt_sock_recv", "tt_sk_data_ready"):
     got = [k for k in rows if name.startswith(k)]  # the kernel keeps 15 bytes of a name
     if got: print("| %s | %s | %s |" % (name, rows[got[0]][0], rows[got[0]][1]))' "$work/prog-pid.tsv" "$work/prog-none.tsv"
+        if [ -s "$work/prog-floorwatch.tsv" ]; then
+            stats_alone=$(awk -F'\t' '{s += $3; n++} END {if (n) printf "%.0f", s / n}' "$work/prog-floorwatch.tsv")
+            echo
+            echo "Programs that return at once (ttbpffloor watch, the same ping-pong) measure $stats_alone ns per run"
+            echo "under the same statistics: that much of every row above is the statistics' own cost."
+        fi
         none_rt=$(json_num "$work/pp-stats-none.json" tcp.ns_per_round_trip)
         off_rt=$(json_num "$work/pp-stats-off.json" tcp.ns_per_round_trip)
         echo
