@@ -94,6 +94,13 @@ struct {
     __type(value, struct call_args);
 } args_by_task SEC(".maps");
 
+/* task's call_args (task: the current task), or NULL while it has none
+ * (thread_args makes them). */
+static __always_inline struct call_args *task_args(struct task_struct *task)
+{
+    return bpf_task_storage_get(&args_by_task, task, 0, 0);
+}
+
 /* LRU: the entry of a socket that died with bytes owed is evicted, not kept
  * until the map is full. */
 struct {

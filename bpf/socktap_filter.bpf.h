@@ -55,9 +55,17 @@ static __always_inline bool task_traced_given(__u64 id, const struct call_args *
     return true;
 }
 
-/* Whether the current task passes the process filters (pid, comm,
- * cgroup); task: the current task. With the pid filter, *args is the thread's call_args when it
- * has them (else NULL; always NULL without that filter): a thread with
+/* task's call_args when the pid filter needs them to decide (a thread
+ * with them passed it; one without is looked up in traced_tgids), else
+ * NULL. */
+static __always_inline struct call_args *pid_filter_args(struct task_struct *task)
+{
+    return filter_tgids ? task_args(task) : NULL;
+}
+
+/* Whether the current task (task) passes the process filters (pid,
+ * comm, cgroup). With the pid filter, *args is the thread's call_args when
+ * it has them (else NULL; always NULL without that filter): a thread with
  * call_args passed the pid filter when they were made (thread_args is only
  * called once the filters passed), and a process leaves traced_tgids only
  * when it dies, so its storage answers without the hash lookup (about 50
@@ -68,7 +76,7 @@ static __always_inline bool task_traced_args(struct task_struct *task, __u64 id,
 {
     *args = NULL;
     if ((__u32)(id >> 32) == self_tgid) return false;
-    if (filter_tgids) *args = bpf_task_storage_get(&args_by_task, task, 0, 0);
+    *args = pid_filter_args(task);
     return task_traced_given(id, *args);
 }
 
@@ -77,13 +85,6 @@ static __always_inline bool task_traced(__u64 id)
 {
     struct call_args *args;
     return task_traced_args(bpf_get_current_task_btf(), id, &args);
-}
-
-/* task's call_args when the pid filter needs them to decide (it has them
- * or it is not traced), else NULL: what task_traced_args looks up. */
-static __always_inline struct call_args *pid_filter_args(struct task_struct *task)
-{
-    return filter_tgids ? bpf_task_storage_get(&args_by_task, task, 0, 0) : NULL;
 }
 
 /* What bpf_get_current_pid_tgid returns, read from the current task

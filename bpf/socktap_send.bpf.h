@@ -139,7 +139,7 @@ int tt_exit_write_stamped(struct trace_event_raw_sys_exit *ctx)
 {
     struct task_struct *task = bpf_get_current_task_btf();
     return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_WRITE, NULL, NULL, task,
-                                bpf_task_storage_get(&args_by_task, task, 0, 0));
+                                task_args(task));
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
@@ -147,5 +147,5 @@ int tt_exit_sendto_stamped(struct trace_event_raw_sys_exit *ctx)
 {
     struct task_struct *task = bpf_get_current_task_btf();
     return on_exit_stamped_send(ctx->ret, TT_SOCKTAP_SYS_SENDTO, NULL, NULL, task,
-                                bpf_task_storage_get(&args_by_task, task, 0, 0));
+                                task_args(task));
 }

@@ -40,7 +40,7 @@ int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
     if (ret < 0) return 0;
     /* the thread's call_args first: they keep where its registers are */
     struct task_struct *task = bpf_get_current_task_btf();
-    struct call_args *live = bpf_task_storage_get(&args_by_task, task, 0, 0);
+    struct call_args *live = task_args(task);
     const struct pt_regs *regs = task_syscall_regs(task, live);
     unsigned long nr = regs->orig_ax;
     __u32 sys;
@@ -62,7 +62,7 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
 {
     struct task_struct *task = bpf_get_current_task_btf();
-    struct call_args *live = bpf_task_storage_get(&args_by_task, task, 0, 0);
+    struct call_args *live = task_args(task);
     const struct pt_regs *regs = task_syscall_regs(task, live);
     unsigned long nr = regs->orig_ax;
     if (regs->cs == TT_USER64_CS) {

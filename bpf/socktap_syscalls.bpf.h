@@ -42,7 +42,7 @@ static __always_inline int on_enter(__s32 fd, __u64 buf, __u64 count, __u32 sysc
  * call in *out): the thread's live call_args, or NULL. */
 static __always_inline struct call_args *take_args(__u32 syscall, struct data_call *out)
 {
-    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    struct call_args *a = task_args(bpf_get_current_task_btf());
     if (!a || !a->pending) return NULL;
     a->pending = 0;
     if (a->syscall != syscall) return NULL; /* a stale enter (attached between an enter and its exit) */

@@ -160,7 +160,7 @@ static __always_inline void tls_emit(__u64 id, struct sock *sk, __s32 fd, __u8 d
  * as records of the call's socket. */
 static __always_inline int tls_exit(long ret)
 {
-    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    struct call_args *a = task_args(bpf_get_current_task_btf());
     if (!a || !a->tls_active) return 0;
     a->tls_active = 0;
     __u64 total;
@@ -369,7 +369,7 @@ int tt_go_tls_read_return(struct pt_regs *ctx)
      * goroutine that moved threads, or a Read served from the Conn's own
      * buffer, has none) */
     __u64 socket_ns = 0;
-    struct call_args *a = bpf_task_storage_get(&args_by_task, bpf_get_current_task_btf(), 0, 0);
+    struct call_args *a = task_args(bpf_get_current_task_btf());
     if (a && a->last_recv_sk == r.sk && a->last_recv_exit_ns >= r.enter_ns) socket_ns = a->last_recv_exit_ns;
     __u64 unused = 0;
     tls_emit(id, (struct sock *)r.sk, r.fd, TT_SOCKTAP_DIR_RECV, (__u64)n, r.buf, r.enter_ns, bpf_ktime_get_ns(),
