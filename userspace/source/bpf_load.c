@@ -135,16 +135,15 @@ static void tt_bpf_pick_data_attach(struct socktap *skel, tt_bpf_stats *st)
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
 {
     if (s->skel) {
-        tt_fail_line(err, errlen, "the eBPF source is already started");
-        return -1;
+        return tt_fail_line(err, errlen, "the eBPF source is already started");
     }
     if (geteuid() != 0) {
         tt_fail_line(err, errlen, "eBPF tracing needs root (CAP_BPF, CAP_PERFMON); run as root");
         return -1;
     }
     if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-        tt_fail_line(err, errlen, "kernel BTF is missing (/sys/kernel/btf/vmlinux): CO-RE needs CONFIG_DEBUG_INFO_BTF=y");
-        return -1;
+        return tt_fail_line(err, errlen,
+                            "kernel BTF is missing (/sys/kernel/btf/vmlinux): CO-RE needs CONFIG_DEBUG_INFO_BTF=y");
     }
     if (tt_bpf_check_tracefs(err, errlen) < 0) return -1;
     bool by_tgid = opt && (opt->tgid || opt->n_tgids);
@@ -152,19 +151,18 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
     uint32_t cg_level = 0;
     if (opt && opt->cgroup && tt_bpf_cgroup_id_of(opt->cgroup, &cg_id, &cg_level, err, errlen) < 0) return -1;
     if (opt && opt->comm && (!opt->comm[0] || strlen(opt->comm) > 15)) {
-        tt_fail_line(err, errlen, "--comm wants a process name of 1 to 15 bytes (the kernel's comm), got '%s'", opt->comm);
-        return -1;
+        return tt_fail_line(err, errlen, "--comm wants a process name of 1 to 15 bytes (the kernel's comm), got '%s'",
+                            opt->comm);
     }
     uint32_t ring = opt && opt->ring_bytes ? opt->ring_bytes : 0;
     if (ring && (ring < 4096 || (ring & (ring - 1)))) {
-        tt_fail_line(err, errlen, "the ring-buffer size must be a power of two of at least 4096 bytes, got %u", ring);
-        return -1;
+        return tt_fail_line(err, errlen, "the ring-buffer size must be a power of two of at least 4096 bytes, got %u",
+                            ring);
     }
     libbpf_set_print(tt_bpf_quiet_libbpf);
     struct socktap *skel = socktap__open();
     if (!skel) {
-        tt_fail_line(err, errlen, "cannot open the socktap BPF object: %s", strerror(errno));
-        return -1;
+        return tt_fail_line(err, errlen, "cannot open the socktap BPF object: %s", strerror(errno));
     }
     skel->rodata->filter_tgids = by_tgid;
     skel->rodata->targ_port = opt ? opt->port : 0;
@@ -282,21 +280,18 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
 int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen)
 {
     if (!s->rb) {
-        tt_fail_line(err, errlen, "the eBPF source is not started");
-        return -1;
+        return tt_fail_line(err, errlen, "the eBPF source is not started");
     }
     /* The kernel mostly does not wake this poll (bpf/README.md): whatever
      * the wait returns, everything waiting is consumed after it. */
     int n = ring_buffer__poll(s->rb, timeout_ms);
     if (n == -EINTR) n = 0;
     if (n < 0) {
-        tt_fail_line(err, errlen, "polling the ring buffer failed: %s", strerror(-n));
-        return -1;
+        return tt_fail_line(err, errlen, "polling the ring buffer failed: %s", strerror(-n));
     }
     int more = ring_buffer__consume(s->rb);
     if (more < 0) {
-        tt_fail_line(err, errlen, "reading the ring buffer failed: %s", strerror(-more));
-        return -1;
+        return tt_fail_line(err, errlen, "reading the ring buffer failed: %s", strerror(-more));
     }
     if (n > 0 || more > 0) {
         /* drained: each CPU's count of unread bytes starts again (a record
@@ -355,14 +350,12 @@ void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out)
 
 int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, size_t errlen)
 {
-    tt_fail_line(err, errlen, "this tokentap was built without eBPF support");
-    return -1;
+    return tt_fail_line(err, errlen, "this tokentap was built without eBPF support");
 }
 
 int tt_bpf_source_poll(tt_bpf_source *s, int timeout_ms, char *err, size_t errlen)
 {
-    tt_fail_line(err, errlen, "this tokentap was built without eBPF support");
-    return -1;
+    return tt_fail_line(err, errlen, "this tokentap was built without eBPF support");
 }
 
 void tt_bpf_source_stats(const tt_bpf_source *s, tt_bpf_stats *out) { tt_bpf_copy_stats(s, out); }

@@ -44,9 +44,8 @@ int tt_bpf_check_tracefs(char *err, size_t errlen)
 {
     if (access("/sys/kernel/tracing/events", F_OK) != 0 && access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
         if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0) {
-            tt_fail_line(err, errlen, "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",
-                    strerror(errno));
-            return -1;
+            return tt_fail_line(err, errlen, "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",
+                                strerror(errno));
         }
     }
     const char *root = access("/sys/kernel/tracing/events", F_OK) == 0 ? "/sys/kernel/tracing"
@@ -83,13 +82,11 @@ int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *e
     struct statfs sfs;
     struct stat st;
     if (statfs(path, &sfs) != 0 || stat(path, &st) != 0) {
-        tt_fail_line(err, errlen, "--cgroup %s: %s", path, strerror(errno));
-        return -1;
+        return tt_fail_line(err, errlen, "--cgroup %s: %s", path, strerror(errno));
     }
     if ((unsigned long)sfs.f_type != CGROUP2_MAGIC || !S_ISDIR(st.st_mode)) {
-        tt_fail_line(err, errlen, "--cgroup %s is not a cgroup v2 directory (a cgroup2 mount, e.g. /sys/fs/cgroup/...)",
-                path);
-        return -1;
+        return tt_fail_line(err, errlen,
+                            "--cgroup %s is not a cgroup v2 directory (a cgroup2 mount, e.g. /sys/fs/cgroup/...)", path);
     }
     *id = (uint64_t)st.st_ino;
     struct {
@@ -101,8 +98,7 @@ int tt_bpf_cgroup_id_of(const char *path, uint64_t *id, uint32_t *level, char *e
         memcpy(id, h.fh.f_handle, sizeof *id);
     char real[PATH_MAX];
     if (!realpath(path, real)) {
-        tt_fail_line(err, errlen, "--cgroup %s: %s", path, strerror(errno));
-        return -1;
+        return tt_fail_line(err, errlen, "--cgroup %s: %s", path, strerror(errno));
     }
     uint32_t depth = 0;
     for (;;) {
@@ -193,8 +189,7 @@ static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
 {
     uint8_t one = 1;
     if (bpf_map_update_elem(map, &tgid, &one, BPF_ANY) == 0) return 0;
-    tt_fail_line(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
-    return -1;
+    return tt_fail_line(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
 }
 
 /* The TCP ports pid listens on (its sockets in LISTEN state, from
@@ -310,8 +305,7 @@ int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
     size_t n_proc = 0;
     proc_parent *procs = read_proc_parents(&n_proc);
     if (!procs) {
-        tt_fail_line(err, errlen, "cannot read /proc to find the processes of --pid");
-        return -1;
+        return tt_fail_line(err, errlen, "cannot read /proc to find the processes of --pid");
     }
     int added = 0;
     for (size_t i = 0; i <= opt->n_tgids; i++) {
