@@ -88,19 +88,18 @@ void tt_release_on_file(void *ctx, tt_request *r)
     tt_req_metrics_free(&m);
 }
 
-void tt_release_take(tt_release_digest *d, tt_request *r, const tt_req_metrics *mp)
+void tt_release_take(tt_release_digest *d, tt_request *r, const tt_req_metrics *m)
 {
     if (d->failed || d->spool_broken || r->events_released) return;
-    const tt_req_metrics m = *mp;
     tt_lint_result lint;
     tt_release_slot slot = {.first_finding = d->n_findings};
     if (tt_lint_run(r, 1, &lint) < 0 || reserve(d, lint.n) < 0) {
         d->failed = true;
-    } else if (d->n_spools && spool_request(d, r, &m, &slot) < 0) {
+    } else if (d->n_spools && spool_request(d, r, m, &slot) < 0) {
         d->spool_broken = true; /* (disk full): this request and the later ones keep their events */
     } else {
-        for (uint32_t k = 0; k < m.n_itl && !d->failed; k++)
-            if (tt_quantile_add(&d->itl, m.itl_ns[k]) < 0) d->failed = true;
+        for (uint32_t k = 0; k < m->n_itl && !d->failed; k++)
+            if (tt_quantile_add(&d->itl, m->itl_ns[k]) < 0) d->failed = true;
     }
     if (!d->failed && !d->spool_broken) {
         if (lint.n) memcpy(d->findings + d->n_findings, lint.findings, lint.n * sizeof *lint.findings);
