@@ -7,9 +7,13 @@
  * (analyze --jobs 2, tt_pcap_source_share), one after the other: each
  * must keep the chunk contract, and their counts, merged
  * (tt_pcap_source_absorb_share), must be the whole read's: each packet's
- * class counted once. The input length picks the reassembler
+ * class counted once. A fourth time the two shares read it at once, on two
+ * threads walking the file once between them in chunks of a few bytes
+ * (tt_pcap_source_walk_together): the same, and the whole read's error
+ * line in both. The input length picks the reassembler
  * limits and the read size, so the seeds stay plain capture files. The
  * file lives in a memfd (no disk). */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +24,32 @@
 #include "chunk_check.h"
 #include "source/pcap_source.h"
 
-/* Read path as two shares, each through its own reassembler, and check
- * them against the whole read (its result rc and counts whole). */
-static void shares_agree(const char *path, size_t size, int rc, const tt_pcap_stats *whole)
+/* One share's read: through its own reassembler, keeping the chunk contract. */
+typedef struct share_read {
+    tt_pcap_source *src;
+    size_t size;
+    int rc;
+    char err[512];
+} share_read;
+
+static void *share_read_main(void *arg)
+{
+    share_read *sr = arg;
+    tt_reasm_limits lim = {.max_held_bytes_per_dir = (sr->size % 4) ? 4096 : 0, .max_connections = 1 + sr->size % 3};
+    chunk_check cc = {0};
+    tt_reasm *r = tt_reasm_new(&lim, TT_VANTAGE_WIRE, chunk_check_fn, &cc);
+    if (!r) abort();
+    sr->rc = tt_pcap_source_run(sr->src, r, NULL, NULL, sr->err, sizeof sr->err);
+    chunk_check_done(&cc);
+    tt_reasm_free(r);
+    return NULL;
+}
+
+/* Read path as two shares, one after the other or (together) at once
+ * through one walk, and check them against the whole read (its result rc,
+ * error line whole_err and counts whole). */
+static void shares_agree(const char *path, size_t size, int rc, const char *whole_err, const tt_pcap_stats *whole,
+                         bool together)
 {
     char err[512] = "";
     tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
@@ -32,17 +59,21 @@ static void shares_agree(const char *path, size_t size, int rc, const tt_pcap_st
         tt_pcap_source_close(s);
         return;
     }
-    tt_pcap_source *src[2] = {other, s};
-    for (int k = 0; k < 2; k++) {
-        tt_reasm_limits lim = {.max_held_bytes_per_dir = (size % 4) ? 4096 : 0, .max_connections = 1 + size % 3};
-        chunk_check cc = {0};
-        tt_reasm *r = tt_reasm_new(&lim, TT_VANTAGE_WIRE, chunk_check_fn, &cc);
-        if (!r) abort();
-        if (size & 1) tt_pcap_source_set_mono_offset(src[k], (int64_t)size * 1000);
-        if (tt_pcap_source_run(src[k], r, NULL, NULL, err, sizeof err) != rc) abort();
-        chunk_check_done(&cc);
-        tt_reasm_free(r);
+    share_read sr[2] = {{.src = other, .size = size}, {.src = s, .size = size}};
+    for (int k = 0; k < 2; k++)
+        if (size & 1) tt_pcap_source_set_mono_offset(sr[k].src, (int64_t)size * 1000);
+    if (together) {
+        tt_pcap_source_set_read_chunk(s, 1 + size % 37);
+        if (tt_pcap_source_walk_together(s, &other, 1) != 0) abort();
+        pthread_t th;
+        if (pthread_create(&th, NULL, share_read_main, &sr[0]) != 0) abort();
+        share_read_main(&sr[1]);
+        pthread_join(th, NULL);
+    } else {
+        for (int k = 0; k < 2; k++) share_read_main(&sr[k]);
     }
+    for (int k = 0; k < 2; k++)
+        if (sr[k].rc != rc || (together && rc && strcmp(sr[k].err, whole_err))) abort();
     tt_pcap_source_absorb_share(s, other);
     const tt_pcap_stats *st = tt_pcap_source_stats(s);
     if (st->packets != whole->packets || st->bytes != whole->bytes || st->tcp_segments != whole->tcp_segments ||
@@ -95,7 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         stats[0].tcp_segments != stats[1].tcp_segments || stats[0].bytes != stats[1].bytes ||
         stats[0].last_ns != stats[1].last_ns)
         abort();
-    shares_agree(path, size, rc[0], &stats[0]);
+    shares_agree(path, size, rc[0], err[0], &stats[0], false);
+    shares_agree(path, size, rc[0], err[0], &stats[0], true);
     close(fd);
     return 0;
 }

@@ -492,3 +492,29 @@ int tt_pw_rst(tt_pw_conn *c, tt_direction dir, uint64_t ts_ns)
 {
     return write_segment(c, dir, c->isn[dir] + 1 + c->pos[dir], NULL, 0, TT_TCP_RST | TT_TCP_ACK, ts_ns);
 }
+
+void tt_pw_odd_packets(tt_pw *w, uint64_t t)
+{
+    uint8_t arp[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06};
+    tt_pw_frame(w, t, arp, sizeof arp, sizeof arp);
+    uint8_t udp[28] = {0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 1, udp, sizeof udp);
+    uint8_t frag[40] = {0x45, 0, 0, 40, 0, 2, 0x20, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 2, frag, sizeof frag);
+    uint8_t short_tcp[30] = {0x45, 0, 0, 30, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 3, short_tcp, sizeof short_tcp);
+    uint8_t bad_ihl[40] = {0x43, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 4, bad_ihl, sizeof bad_ihl);
+    uint8_t long_total[40] = {0x45, 0, 0x05, 0xdc, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    tt_pw_ip_packet(w, t + 5, long_total, sizeof long_total);
+    uint8_t v6frag[68] = {0x60, 0, 0, 0, 0, 28, 44, 64};
+    v6frag[40] = 6; /* fragment header -> TCP */
+    tt_pw_ip_packet(w, t + 6, v6frag, sizeof v6frag);
+    uint8_t v6udp[48] = {0x60, 0, 0, 0, 0, 8, 17, 64};
+    tt_pw_ip_packet(w, t + 7, v6udp, sizeof v6udp);
+    uint8_t tiny[5] = {1, 2, 3, 4, 5};
+    tt_pw_frame(w, t + 8, tiny, sizeof tiny, sizeof tiny);
+    uint8_t bad_doff[40] = {0x45, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    bad_doff[32] = 0xf0; /* data offset 60 > 20 bytes present */
+    tt_pw_ip_packet(w, t + 9, bad_doff, sizeof bad_doff);
+}

@@ -147,6 +147,29 @@ typedef struct merge_room {
     unsigned shares;
 } merge_room;
 
+/* Shut until the readers' threads are started: then run_sharded knows
+ * which run at once, and whether they can share one walk of the file. */
+typedef struct start_gate {
+    pthread_mutex_t lock;
+    pthread_cond_t opened;
+    bool open;
+} start_gate;
+
+static void gate_pass(start_gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    while (!g->open) pthread_cond_wait(&g->opened, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_open(start_gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = true;
+    pthread_cond_broadcast(&g->opened);
+    pthread_mutex_unlock(&g->lock);
+}
+
 /* One share of the connections of a capture file, read and reassembled by
  * its own thread. */
 typedef struct shard_run {
@@ -155,6 +178,7 @@ typedef struct shard_run {
     tt_reasm *reasm;
     tt_release_digest digest;
     merge_room *room;
+    start_gate *gate; /* NULL: read after the others, on the main thread */
 } shard_run;
 
 #define PREFAULT_STEP (256u << 10)
@@ -189,6 +213,7 @@ static void *shard_main(void *arg)
 {
     shard_run *sh = arg;
     char err[256];
+    if (sh->gate) gate_pass(sh->gate);
     /* The file is the same for every reader: the main thread reports any damage. */
     (void)tt_pcap_source_run(sh->src, sh->reasm, NULL, NULL, err, sizeof err);
     reader_done(sh->room, sh->tracker);
@@ -203,9 +228,11 @@ static void shard_free(shard_run *sh)
     tt_pcap_source_close(sh->src);
 }
 
-/* Read v->src (opened, clock set) with jobs threads, each walking the whole
- * file and reassembling its share of the connections with its own tracker
- * (tt_pcap_source_share), and merge theirs into v->tracker: the same
+/* Read v->src (opened, clock set) with jobs threads, each reassembling its
+ * share of the connections with its own tracker (tt_pcap_source_share),
+ * walking the file once between them when every thread started
+ * (tt_pcap_source_walk_together) and each walking all of it otherwise, and
+ * merge theirs into v->tracker: the same
  * requests, notes and counts as one thread (the merge orders them as one
  * reader would have). A share whose thread cannot be started is read here
  * after this thread's own. Returns the source's result (0 or -1 with v->err),
@@ -217,8 +244,10 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
     pthread_t *th = calloc(jobs, sizeof *th);
     unsigned started = 0; /* threads running: sh[0 .. started) */
     merge_room room = {.readers_running = jobs, .claimed = ATOMIC_FLAG_INIT, .shares = jobs};
+    start_gate gate = {.lock = PTHREAD_MUTEX_INITIALIZER, .opened = PTHREAD_COND_INITIALIZER};
+    tt_pcap_source **share_src = calloc(jobs, sizeof *share_src);
     int rc = -2;
-    if (!sh || !th) goto out;
+    if (!sh || !th || !share_src) goto out;
     for (unsigned k = 0; k + 1 < jobs; k++) {
         tt_release_digest_init(&sh[k].digest);
         tt_tracker_options shard_opt = *topt;
@@ -231,12 +260,17 @@ static int run_sharded(tt_input_run *v, unsigned jobs, const tt_tracker_options 
         sh[k].reasm = sh[k].tracker ? tt_reasm_new(NULL, TT_VANTAGE_WIRE, tt_tracker_chunk, sh[k].tracker) : NULL;
         if (!sh[k].reasm) goto out;
         sh[k].room = &room;
+        sh[k].gate = &gate;
+        share_src[k] = sh[k].src;
     }
     while (started + 1 < jobs && pthread_create(&th[started], NULL, shard_main, &sh[started]) == 0) started++;
     for (unsigned k = started; k + 1 < jobs; k++) { /* read below, after this thread's share: not beside it */
         sh[k].room = NULL;
+        sh[k].gate = NULL;
         atomic_fetch_sub(&room.readers_running, 1);
     }
+    if (started + 1 == jobs) (void)tt_pcap_source_walk_together(v->src, share_src, jobs - 1);
+    gate_open(&gate);
     rc = tt_pcap_source_run(v->src, v->reasm, progress, pctx, v->err, sizeof v->err);
     reader_done(&room, v->tracker);
     for (unsigned k = started; k + 1 < jobs; k++) shard_main(&sh[k]); /* a thread that did not start */
@@ -258,6 +292,7 @@ out:
         for (unsigned k = 0; k + 1 < jobs; k++) shard_free(&sh[k]);
     free(sh);
     free(th);
+    free(share_src);
     return rc;
 }
 

@@ -74,6 +74,16 @@ bool tt_pcap_source_shareable(const tt_pcap_source *s);
  * tt_pcap_source_close. */
 tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares);
 
+/* Have s and its n shares (shares[k]: tt_pcap_source_share(s, k + 1, n + 1))
+ * walk the file once between them through a mapping (pcap_walk.h) instead
+ * of each walking all of it: each still reassembles only its own share,
+ * and the results and counts are the same. They must then all run at once,
+ * each on its own thread; s owns the walk. A file cut short while they
+ * read it ends the process with one line and exit status 3 (pcap_walk.h).
+ * 0, or -1 changing nothing (each walks the file itself) when s has no
+ * shares of n + 1, one has started, or the file cannot be mapped. */
+int tt_pcap_source_walk_together(tt_pcap_source *s, tt_pcap_source *const *shares, unsigned n);
+
 /* Add the packet classes `share` (of s, tt_pcap_source_share) counted to
  * s's stats, once both have run: s's stats then describe the whole file. */
 void tt_pcap_source_absorb_share(tt_pcap_source *s, const tt_pcap_source *share);

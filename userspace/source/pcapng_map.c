@@ -203,6 +203,7 @@ int tt_pcapng_map_next(tt_pcapng_map *m, tt_pcapng_packet *pkt, char *err, size_
         uint32_t total = get32(m, blk + 4);
         if (total < 12 || total % 4) return damaged(m, err, errlen, "a block length that is not a multiple of 4 of at least 12");
         if (total > room && m->more) {
+            if (total - room > m->more) return truncated(m, err, errlen);
             if (total > MAX_BLOCK) return damaged(m, err, errlen, "a block of more than 256 MiB");
             m->need = total;
             return 2;

@@ -32,12 +32,14 @@ typedef struct tt_pcapng_iface {
 typedef struct tt_pcapng_map {
     const uint8_t *b;
     size_t len, pos;
-    /* A window of the file: true when more of the file follows b[len - 1].
-     * A block that does not fit what is left then makes _next return 2
-     * with need set: the caller makes b[pos, pos + need) readable (moving
-     * the window: b, len and pos change, pos staying the same file offset)
-     * and calls again, or, when the file ends first, clears more. */
-    bool more;
+    /* A window of the file: how many bytes of the file follow b[len - 1]
+     * (0: none). A block that does not fit what is left then makes _next
+     * return 2 with need set: the caller makes b[pos, pos + need) readable
+     * (moving the window: b, len and pos change, pos staying the same file
+     * offset) and calls again, or, when the file ends first, sets more to 0.
+     * A block longer than the rest of the file is a truncated one, however
+     * long it claims to be. */
+    uint64_t more;
     size_t need;
     bool swapped; /* the section is in the other byte order */
     tt_pcapng_iface ifaces[TT_PCAPNG_MAX_INTERFACES];
