@@ -16,30 +16,19 @@
 #include <unistd.h>
 
 #include "pcap_writer.h"
+#include "tmp_dir.h"
 #include "source/pcap_source.h"
 
 #define T0 1700000000123456789ull
 
-static char tmpdir[64];
-
 static int setup_dir(void **state)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_pcap_shares.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tt_tmp_dir_make("tt_pcap_shares");
 }
 
 static int remove_dir(void **state)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *tmp_path(const char *name)
-{
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    return path;
+    return tt_tmp_dir_remove();
 }
 
 /* Per connection (by its client port): the S2C bytes and the conn_id. */
@@ -87,7 +76,7 @@ static void write_sixteen(const char *path, unsigned flags, bool odd)
  * merge of analyze --jobs orders by); each share walks every packet. */
 static void shares_of(const char *name, unsigned flags, bool odd)
 {
-    const char *path = tmp_path(name);
+    const char *path = tt_tmp_path(name);
     write_sixteen(path, flags, odd);
     char err[256] = "";
     by_port whole = {0};
@@ -158,7 +147,7 @@ static void test_shares_odd_packets(void **state) { shares_of("shares-odd.pcap",
 /* A file read through libpcap (here: a pipe, not a regular file) has no shares. */
 static void test_shares_need_tokentaps_reader(void **state)
 {
-    const char *path = tmp_path("piped.pcap");
+    const char *path = tt_tmp_path("piped.pcap");
     write_sixteen(path, 0, false);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cat '%s'", path);
@@ -197,7 +186,7 @@ static void read_chunked(const char *path, size_t chunk, by_port *out, tt_pcap_s
  * blocks, and give what whole windows give. */
 static void window_edges(const char *name, unsigned flags)
 {
-    const char *path = tmp_path(name);
+    const char *path = tt_tmp_path(name);
     write_sixteen(path, flags, false);
     by_port whole, part;
     tt_pcap_stats st_whole, st;
@@ -220,19 +209,28 @@ static void window_edges(const char *name, unsigned flags)
 static void test_window_edges_pcap(void **state) { window_edges("edges.pcap", 0); }
 static void test_window_edges_pcapng(void **state) { window_edges("edges.pcapng", TT_PW_PCAPNG); }
 
+/* One connection answering LONG_SENDS segments of LONG_BODY bytes: past
+ * the first window (and chunk) of 256 KiB. */
+enum { LONG_SENDS = 4000, LONG_BODY = 100 };
+
+static void write_long_connection(const char *path)
+{
+    tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
+    tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
+    assert_int_equal(tt_pw_handshake(c, T0), 0);
+    char body[LONG_BODY];
+    memset(body, 'x', sizeof body);
+    for (int i = 0; i < LONG_SENDS; i++)
+        assert_int_equal(tt_pw_send(c, TT_DIR_S2C, body, sizeof body, T0 + 10 + (uint64_t)i), 0);
+    assert_int_equal(tt_pw_close(w), 0);
+}
+
 /* A file cut short after it was opened (read here with the size it had at
  * open): a one-line error after the packets read, never a wrong record. */
 static void test_shrunk_while_read(void **state)
 {
-    const char *path = tmp_path("shrunk.pcap");
-    tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
-    tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
-    assert_int_equal(tt_pw_handshake(c, T0), 0);
-    char body[100];
-    memset(body, 'x', sizeof body);
-    for (int i = 0; i < 4000; i++) /* past the first window (256 KiB) */
-        assert_int_equal(tt_pw_send(c, TT_DIR_S2C, body, sizeof body, T0 + 10 + (uint64_t)i), 0);
-    assert_int_equal(tt_pw_close(w), 0);
+    const char *path = tt_tmp_path("shrunk.pcap");
+    write_long_connection(path);
     char err[256] = "";
     tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
     assert_non_null(s);
@@ -245,8 +243,8 @@ static void test_shrunk_while_read(void **state)
     assert_non_null(strstr(err, "it got shorter while read"));
     assert_null(strchr(err, '\n'));
     uint64_t packets = tt_pcap_source_stats(s)->packets;
-    assert_true(packets > 1000 && packets < 4003);
-    assert_int_equal(got.s2c_bytes[0], (packets - 3) * sizeof body); /* every whole record read, none made up */
+    assert_true(packets > 1000 && packets < LONG_SENDS + 3);
+    assert_int_equal(got.s2c_bytes[0], (packets - 3) * LONG_BODY); /* every whole record read, none made up */
     tt_reasm_free(r);
     tt_pcap_source_close(s);
 }
@@ -356,7 +354,7 @@ static void walk_together_matches(const char *path, unsigned shares, size_t chun
  * keeps slots for (readers wait for each other), 2 to 4 readers. */
 static void walk_together_sizes(const char *name, unsigned flags, bool odd)
 {
-    const char *path = tmp_path(name);
+    const char *path = tt_tmp_path(name);
     write_sixteen(path, flags, odd);
     char copy[256];
     snprintf(copy, sizeof copy, "%s", path);
@@ -374,7 +372,7 @@ static void test_walk_together_odd_packets(void **state) { walk_together_sizes("
  * one reader of the whole file stops, with its line and its counts. */
 static void walk_together_damaged(const char *name, unsigned flags, bool claim)
 {
-    const char *path = tmp_path(name);
+    const char *path = tt_tmp_path(name);
     write_sixteen(path, flags, false);
     FILE *f = fopen(path, "r+b");
     assert_non_null(f);
@@ -414,15 +412,8 @@ static void test_walk_together_bad_claim(void **state) { walk_together_damaged("
  * the packets read whole, as one reader of the whole file gives it. */
 static void test_walk_together_shrunk(void **state)
 {
-    const char *path = tmp_path("walk-shrunk.pcap");
-    tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
-    tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
-    assert_int_equal(tt_pw_handshake(c, T0), 0);
-    char body[100];
-    memset(body, 'x', sizeof body);
-    for (int i = 0; i < 4000; i++) /* past the first chunk (256 KiB) */
-        assert_int_equal(tt_pw_send(c, TT_DIR_S2C, body, sizeof body, T0 + 10 + (uint64_t)i), 0);
-    assert_int_equal(tt_pw_close(w), 0);
+    const char *path = tt_tmp_path("walk-shrunk.pcap");
+    write_long_connection(path);
     char err[256] = "";
     tt_pcap_source *s = tt_pcap_source_open(path, err, sizeof err);
     assert_non_null(s);
@@ -447,7 +438,7 @@ static void test_walk_together_shrunk(void **state)
         assert_int_equal(tt_pcap_source_stats(rd[k].src)->packets, packets);
     }
     assert_int_equal(packets, whole.stats.packets); /* every record read whole, none made up */
-    assert_int_equal(rd[0].got.s2c_bytes[0] + rd[1].got.s2c_bytes[0], (packets - 3) * sizeof body);
+    assert_int_equal(rd[0].got.s2c_bytes[0] + rd[1].got.s2c_bytes[0], (packets - 3) * LONG_BODY);
     tt_pcap_source_close(rd[1].src);
     tt_pcap_source_close(s);
 }

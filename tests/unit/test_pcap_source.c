@@ -15,6 +15,7 @@
 
 #include "golden.h"
 #include "pcap_writer.h"
+#include "tmp_dir.h"
 #include "source/pcap_source.h"
 
 #ifndef DLT_LINUX_SLL2
@@ -60,26 +61,14 @@ static void collected_free(collected *c)
     tt_sb_free(&c->bytes[1]);
 }
 
-static char tmpdir[64];
-
 static int setup_dir(void **state)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_pcap_test.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tt_tmp_dir_make("tt_pcap_test");
 }
 
 static int remove_dir(void **state)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *tmp_path(const char *name)
-{
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    return path;
+    return tt_tmp_dir_remove();
 }
 
 /* The most each read asks for in read_capture (tt_pcap_source_set_read_chunk). */
@@ -144,7 +133,7 @@ static void check_conversation(const collected *c, uint64_t unit)
 static void roundtrip(const char *name, int linktype, unsigned flags, const char *cip, const char *sip,
                       int expect_linktype)
 {
-    const char *path = tmp_path(name);
+    const char *path = tt_tmp_path(name);
     tt_pw *w = tt_pw_open(path, linktype, flags);
     assert_non_null(w);
     write_conversation(w, cip, sip);
@@ -186,7 +175,7 @@ static void test_pcapng_raw(void **state) { roundtrip("ngraw.pcapng", DLT_RAW, T
 /* The canonical client endpoint comes out of the capture intact. */
 static void test_endpoints(void **state)
 {
-    const char *path = tmp_path("ep.pcap");
+    const char *path = tt_tmp_path("ep.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     write_conversation(w, "192.168.7.9", "172.16.0.5");
     tt_pw_close(w);
@@ -200,7 +189,7 @@ static void test_endpoints(void **state)
 
 static void test_mono_offset(void **state)
 {
-    const char *path = tmp_path("mono.pcap");
+    const char *path = tt_tmp_path("mono.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     write_conversation(w, "10.0.0.1", "10.0.0.2");
     tt_pw_close(w);
@@ -224,7 +213,7 @@ static void test_mono_offset(void **state)
 /* Cut the last record in half: an error naming the count, earlier data kept. */
 static void test_truncated(void **state)
 {
-    const char *path = tmp_path("trunc.pcap");
+    const char *path = tt_tmp_path("trunc.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
     tt_pw_handshake(c, T0);
@@ -258,7 +247,7 @@ static void test_truncated(void **state)
 
 static void test_truncated_pcapng(void **state)
 {
-    const char *path = tmp_path("trunc.pcapng");
+    const char *path = tt_tmp_path("trunc.pcapng");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, TT_PW_PCAPNG);
     tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
     tt_pw_send(c, TT_DIR_C2S, "GET / HTTP/1.1\r\n\r\n", 18, T0 + 10);
@@ -292,7 +281,7 @@ static void expect_open_error(const char *path, const char *needle)
 
 static void test_not_a_capture(void **state)
 {
-    const char *path = tmp_path("text.txt");
+    const char *path = tt_tmp_path("text.txt");
     FILE *f = fopen(path, "w");
     fputs("this is not a capture file at all, just words\n", f);
     fclose(f);
@@ -301,7 +290,7 @@ static void test_not_a_capture(void **state)
 
 static void test_empty_file(void **state)
 {
-    const char *path = tmp_path("empty.pcap");
+    const char *path = tt_tmp_path("empty.pcap");
     FILE *f = fopen(path, "w");
     fclose(f);
     expect_open_error(path, "empty file");
@@ -309,17 +298,17 @@ static void test_empty_file(void **state)
 
 static void test_missing_file(void **state)
 {
-    expect_open_error(tmp_path("does-not-exist.pcap"), "No such file or directory");
+    expect_open_error(tt_tmp_path("does-not-exist.pcap"), "No such file or directory");
 }
 
 static void test_directory(void **state)
 {
-    expect_open_error(tmpdir, "is a directory");
+    expect_open_error(tt_tmp_dir(), "is a directory");
 }
 
 static void test_unsupported_linktype(void **state)
 {
-    const char *path = tmp_path("ppp.pcap");
+    const char *path = tt_tmp_path("ppp.pcap");
     pcap_t *dead = pcap_open_dead(DLT_PPP, 65535);
     pcap_dumper_t *d = pcap_dump_open(dead, path);
     assert_non_null(d);
@@ -335,7 +324,7 @@ static void test_unsupported_linktype(void **state)
 /* Packets that are not whole TCP segments are counted and skipped. */
 static void test_odd_packets_counted(void **state)
 {
-    const char *path = tmp_path("odd.pcap");
+    const char *path = tt_tmp_path("odd.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     tt_pw_odd_packets(w, T0);
     tt_pw_close(w);
@@ -357,7 +346,7 @@ static void test_odd_packets_counted(void **state)
 /* caplen < len: the captured part is delivered, the rest is a gap. */
 static void test_snapped(void **state)
 {
-    const char *path = tmp_path("snap.pcap");
+    const char *path = tt_tmp_path("snap.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
     tt_pw_handshake(c, T0);
@@ -393,7 +382,7 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 
 static void test_progress(void **state)
 {
-    const char *path = tmp_path("big.pcap");
+    const char *path = tt_tmp_path("big.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
     tt_pw_handshake(c, T0);
@@ -423,7 +412,7 @@ static void test_progress(void **state)
 /* Lost, reordered and retransmitted segments written with send_raw. */
 static void test_loss_and_reorder_from_file(void **state)
 {
-    const char *path = tmp_path("loss.pcap");
+    const char *path = tt_tmp_path("loss.pcap");
     tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
     tt_pw_conn *c = tt_pw_conn_new(w, "10.0.0.1", 41000, "10.0.0.2", 8000);
     tt_pw_handshake(c, T0);

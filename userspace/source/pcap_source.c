@@ -2,7 +2,7 @@
  *
  * One pass over the file. A classic pcap or pcapng regular file is read
  * here, in windows of READ_WINDOW bytes (pread; a record is never split),
- * or, by the readers of its shares at once, through one walk of its mapping
+ * or, by the readers of its shares at once, through one walk they share
  * (pcap_walk.h); anything else with pcap_next_ex. Each packet is parsed in
  * place (packet_parse.h). Anything that is not a whole, well-formed TCP
  * segment is counted in the stats and skipped. */
@@ -29,9 +29,10 @@
 /* Read here, a window this size is refilled by one pread: small enough to
  * stay in cache while its records are parsed. (A mapping of the whole file
  * cost five times as much to walk on the bench machine of 2026-12-04: page
- * tables filled and a cache miss per record header, one after the other.
- * On 2026-12-06's kernel it walked faster than the pread copy, but a file
- * cut short while mapped kills the reader with SIGBUS: docs/performance.md.) */
+ * tables filled and a cache miss per record header, one after the other;
+ * on 2026-12-06's kernel, mapping and unmapping its pages cost about what
+ * the copy does, and a file cut short while mapped kills the reader with
+ * SIGBUS: docs/performance.md.) */
 #define READ_WINDOW (256u << 10)
 /* A reader of a shared walk asks for the first lines of the packet this
  * many ahead of the one it parses: the chunk was read in by whichever

@@ -59,9 +59,9 @@ bool tt_pcap_source_shareable(const tt_pcap_source *s);
  * --jobs): returns a new source that reads the same file (through its own
  * window) and reassembles only the connections of share number `share`
  * (1 .. shares - 1, by a hash of the endpoints), and makes s keep share 0.
- * Each reader walks every packet itself, with no hand-over between
- * threads, and parses only the packets it owns and those whose owner
- * takes a parse to find (all but plain IPv4 TCP): numbering segments
+ * Each reader walks every packet itself (unless they walk together:
+ * tt_pcap_source_walk_together), and parses only the packets it owns and
+ * those whose owner takes a parse to find (all but plain IPv4 TCP): numbering segments
  * by packet index (tt_tcp_segment.order) so that ids and order agree
  * across the reassemblers, whose results are merged. Each may run on its
  * own thread, and s must not be closed before its shares. Every reader
@@ -75,13 +75,13 @@ bool tt_pcap_source_shareable(const tt_pcap_source *s);
 tt_pcap_source *tt_pcap_source_share(tt_pcap_source *s, unsigned share, unsigned shares);
 
 /* Have s and its n shares (shares[k]: tt_pcap_source_share(s, k + 1, n + 1))
- * walk the file once between them through a mapping (pcap_walk.h) instead
- * of each walking all of it: each still reassembles only its own share,
- * and the results and counts are the same. They must then all run at once,
- * each on its own thread; s owns the walk. A file cut short while they
- * read it ends the process with one line and exit status 3 (pcap_walk.h).
+ * read and walk the file once between them (pcap_walk.h) instead of each
+ * reading and walking all of it: each still reassembles only its own
+ * share, and the results, counts and error lines are the same. They must
+ * then all run at once, each on its own thread; s owns the walk, and every
+ * instant is on s's clock (its mono offset and clock map), not a share's.
  * 0, or -1 changing nothing (each walks the file itself) when s has no
- * shares of n + 1, one has started, or the file cannot be mapped. */
+ * shares of n + 1, one of them has started, or memory runs out. */
 int tt_pcap_source_walk_together(tt_pcap_source *s, tt_pcap_source *const *shares, unsigned n);
 
 /* Add the packet classes `share` (of s, tt_pcap_source_share) counted to
