@@ -114,8 +114,11 @@ served = {json.loads(l).get("request_id") for l in open(f"{work}/serve.log") if 
 unseen = sorted(i for i in served - seen if i)
 # on a miss, also what watch said of its records (ring-buffer drops, gaps)
 said = [l.strip() for l in open(f"{work}/conns.err") if "records" in l or "gap" in l]
+# and the server vantage's evictions as they grew (a sample each 0.2 s)
+grew = [max(values(s, "tokentap_evictions_total", vantage="server", what="connection") or [0]) for s in samples
+        if s.strip()]
 assert len(broken) == unfinished and not wrong, (broken[:5], unfinished, wrong[:5], "served, not seen:", unseen[:5],
-                                                 "watch:", said[-2:])
+                                                 "watch:", said[-2:], "server evictions by sample:", grew)
 assert len(idle) == 8 and len(whole) == made + 8, (idle, len(whole), made)
 heap = [max(values(s, "tokentap_heap_bytes") or [0]) for s in open(f"{work}/heap.samples").read().split("# sample") if s.strip()]
 released = sum(values(open(f"{work}/heap.last").read(), "tokentap_requests_released_total"))
