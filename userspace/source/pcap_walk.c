@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -254,6 +255,11 @@ static void walk_front(tt_pcap_walk *w, uint64_t until)
         slot->last = false;
         slot->len = 0;
         slot->end = slot->start;
+        if (slot->cap > 2 * w->chunk_bytes) { /* grown for a record larger than a chunk: let it go */
+            free(slot->buf);
+            slot->buf = NULL;
+            slot->cap = 0;
+        }
         slot->read_short = false;
         uint64_t left = w->size > w->pos ? w->size - w->pos : 0;
         (void)slot_read(w, slot, left < w->chunk_bytes ? (size_t)left : w->chunk_bytes);
