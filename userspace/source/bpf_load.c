@@ -138,8 +138,7 @@ int tt_bpf_source_start(tt_bpf_source *s, const tt_bpf_options *opt, char *err, 
         return tt_fail_line(err, errlen, "the eBPF source is already started");
     }
     if (geteuid() != 0) {
-        tt_fail_line(err, errlen, "eBPF tracing needs root (CAP_BPF, CAP_PERFMON); run as root");
-        return -1;
+        return tt_fail_line(err, errlen, "eBPF tracing needs root (CAP_BPF, CAP_PERFMON); run as root");
     }
     if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
         return tt_fail_line(err, errlen,

@@ -67,7 +67,7 @@ static inline bool tt_classic_record_cut(uint64_t file_size, uint64_t pos, uint3
 
 /* The capture's clock put on the reference clock: minus a wall-to-monotonic
  * offset, then another host's clock mapped (tt_pcap_source_set_mono_offset,
- * _set_clock_map). Increasing in the capture's instant for |skew| < 1. */
+ * _set_clock_map). */
 typedef struct tt_capture_clock {
     bool has_offset;
     int64_t offset_ns;

@@ -108,12 +108,9 @@ tt_packet_class tt_packet_parse(int lt, const uint8_t *p, size_t caplen, size_t 
     return parse_ipv6(p + off, caplen - off, wirelen - off, seg);
 }
 
-unsigned tt_packet_owner(int lt, const uint8_t *p, size_t caplen, size_t wirelen, uint64_t packet_index,
-                         unsigned shares, tt_tcp_segment *seg, int *parsed)
+unsigned tt_packet_owner_by_parse(int lt, const uint8_t *p, size_t caplen, size_t wirelen, uint64_t packet_index,
+                                  unsigned shares, tt_tcp_segment *seg, int *parsed)
 {
-    unsigned owner;
-    *parsed = -1;
-    if (tt_packet_quick_owner(lt, p, caplen, shares, &owner)) return owner;
     tt_packet_class k = tt_packet_parse(lt, p, caplen, wirelen, seg);
     *parsed = (int)k;
     /* what the quick read left: a TCP segment by its endpoints, the rest

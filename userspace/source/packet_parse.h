@@ -150,11 +150,23 @@ static inline bool tt_packet_quick_owner(int lt, const uint8_t *p, size_t caplen
 }
 
 
+/* tt_packet_owner's answer for a frame tt_packet_quick_owner does not
+ * take: a parse's (*parsed: its class, seg filled). */
+unsigned tt_packet_owner_by_parse(int lt, const uint8_t *p, size_t caplen, size_t wirelen, uint64_t packet_index,
+                                  unsigned shares, tt_tcp_segment *seg, int *parsed);
+
 /* The owner of any frame, the packet_index-th of its capture (1-based):
  * tt_packet_quick_owner's, else a parse's: a TCP segment's by its
  * endpoints, anything else by packet index. When it parsed the frame,
- * *parsed is the class (seg filled as by tt_packet_parse), else -1. */
-unsigned tt_packet_owner(int lt, const uint8_t *p, size_t caplen, size_t wirelen, uint64_t packet_index,
-                         unsigned shares, tt_tcp_segment *seg, int *parsed);
+ * *parsed is the class (seg filled as by tt_packet_parse), else -1.
+ * Inline: the shared walk asks it of every record. */
+static inline unsigned tt_packet_owner(int lt, const uint8_t *p, size_t caplen, size_t wirelen,
+                                       uint64_t packet_index, unsigned shares, tt_tcp_segment *seg, int *parsed)
+{
+    unsigned owner;
+    *parsed = -1;
+    if (tt_packet_quick_owner(lt, p, caplen, shares, &owner)) return owner;
+    return tt_packet_owner_by_parse(lt, p, caplen, wirelen, packet_index, shares, seg, parsed);
+}
 
 #endif

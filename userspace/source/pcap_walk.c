@@ -154,12 +154,9 @@ static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, wal
     if (t->packets == 1 || ts < t->first_ns) t->first_ns = ts;
     if (ts > t->last_ns) t->last_ns = ts;
     const uint8_t *frame = slot->buf + off;
-    unsigned owner;
-    if (!tt_packet_quick_owner(w->format.linktype, frame, caplen, w->shares, &owner)) {
-        tt_tcp_segment seg;
-        int parsed;
-        owner = tt_packet_owner(w->format.linktype, frame, caplen, len, t->packets, w->shares, &seg, &parsed);
-    }
+    tt_tcp_segment seg;
+    int parsed;
+    unsigned owner = tt_packet_owner(w->format.linktype, frame, caplen, len, t->packets, w->shares, &seg, &parsed);
     tt_walk_record rec = {.ts_ns = ts,
                           .data_off = (uint32_t)off,
                           .caplen = caplen,
