@@ -19,6 +19,18 @@ OPT      ?= -O2 -g
 # command line adds to them instead of replacing them.
 TT_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iuserspace $(PKG_CFLAGS) -MMD -MP $(OPT)
 LDLIBS   := $(PKG_LIBS) -lbpf -lelf -lz -lm -ldl -pthread
+# gcc's generic x86-64 tuning writes a struct copy or memset of 32 bytes to
+# 8 KiB inline as `rep movsq` / `rep stosq`, which take tens of cycles to
+# start on the cores the bench runs on: two of them per token event (a
+# classified event's copy, the SSE parser's reset) were 9 % of analyze
+# (docs/performance.md). Unrolled moves up to 256 bytes, libc's memcpy and
+# memset (picked for the CPU at load time) above; compilers without these
+# options (clang, other targets) build as before.
+STRINGOP := -mmemcpy-strategy=unrolled_loop:256:noalign,libcall:-1:noalign \
+            -mmemset-strategy=unrolled_loop:256:noalign,libcall:-1:noalign
+ifneq ($(shell $(CC) $(STRINGOP) -Werror -E -x c /dev/null -o /dev/null 2>/dev/null && echo ok),)
+TT_CFLAGS += $(STRINGOP)
+endif
 
 # The eBPF vantage (bpf/README.md): vmlinux.h from this kernel's BTF, the
 # CO-RE object, and its libbpf skeleton, all under $(BUILD)/bpf.
