@@ -16,6 +16,7 @@
  * the same rules (dj_decode_string_body). */
 #include "dialect/dialect_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,9 @@ struct tt_classify_memo {
     uint32_t piece_flags;
     size_t prefix_len, suffix_len;
     tt_classified result;
+    /* the lengths of result's strings, so that a hit copies their bytes
+     * and not their arrays (a few dozen bytes of some 300) */
+    uint8_t finish_len, id_len, error_len;
     unsigned char around[MEMO_AROUND_MAX]; /* the prefix, then the suffix */
 };
 
@@ -62,7 +66,10 @@ bool dialect_memo_classify(tt_classify_memo *m, tt_dialect hint, const char *typ
         return false; /* an empty text would make another kind: the full parse says which */
     /* the memo's result with its one piece of text replaced, counted as
      * the readers count it */
-    *out = m->result;
+    memcpy(out, &m->result, offsetof(tt_classified, finish_reason));
+    memcpy(out->finish_reason, m->result.finish_reason, (size_t)m->finish_len + 1);
+    memcpy(out->response_id, m->result.response_id, (size_t)m->id_len + 1);
+    memcpy(out->error_message, m->result.error_message, (size_t)m->error_len + 1);
     out->text_bytes = 0;
     out->reasoning_bytes = 0;
     text_sink sink = { .out = out, .text_out = text_out, .text_cap = text_cap, .hash = DJ_FNV_OFFSET };
@@ -103,4 +110,10 @@ void dialect_memo_remember(tt_classify_memo **memo, tt_dialect hint, const char 
     memcpy(m->around, data, m->prefix_len);
     memcpy(m->around + m->prefix_len, data + close, m->suffix_len);
     m->result = *out;
+    m->finish_len = (uint8_t)strnlen(out->finish_reason, sizeof out->finish_reason - 1);
+    m->id_len = (uint8_t)strnlen(out->response_id, sizeof out->response_id - 1);
+    m->error_len = (uint8_t)strnlen(out->error_message, sizeof out->error_message - 1);
+    m->result.finish_reason[m->finish_len] = 0;
+    m->result.response_id[m->id_len] = 0;
+    m->result.error_message[m->error_len] = 0;
 }

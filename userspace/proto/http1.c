@@ -615,6 +615,12 @@ static size_t step_chunk_size(tt_http1_parser *p, const uint8_t *d, size_t n, ui
     if (p->state == ST_DEAD) return i;
     if (over_line_limit(p, 1, CHUNK_LINE_LIMIT, off + i, ns, "chunk size line too long")) return i;
     took(p, 1, off + i + 1, ns);
+    if (p->state == ST_CHUNK_SIZE_LF && i + 1 < n && d[i + 1] == '\n') {
+        /* the CRLF's LF is here too: what step_one_byte would do with it */
+        took(p, 1, off + i + 2, ns);
+        chunk_size_line_done(p);
+        return i + 2;
+    }
     return i + 1;
 }
 
@@ -693,6 +699,18 @@ static size_t step_one_byte(tt_http1_parser *p, uint8_t c, uint64_t off, uint64_
     return 0;
 }
 
+/* The CRLF after chunk data: both bytes at once when both are here, as
+ * step_one_byte would take them one by one. */
+static size_t step_chunk_data_end(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    if (n >= 2 && d[0] == '\r' && d[1] == '\n') {
+        took(p, 2, off + 2, ns);
+        p->state = ST_CHUNK_SIZE;
+        return 2;
+    }
+    return step_one_byte(p, d[0], off, ns);
+}
+
 static size_t step_trailer_line(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
 {
     const uint8_t *lf = memchr(d, '\n', n);
@@ -722,6 +740,7 @@ int tt_http1_feed(tt_http1_parser *p, const uint8_t *data, size_t len, uint64_t 
         case ST_CHUNK_SIZE_WS: pos += step_chunk_size_ws(p, d, n, off, mono_ns); break;
         case ST_CHUNK_EXT: pos += step_chunk_ext(p, d, n, off, mono_ns); break;
         case ST_CHUNK_DATA: pos += step_chunk_data(p, d, n, off, mono_ns); break;
+        case ST_CHUNK_DATA_END: pos += step_chunk_data_end(p, d, n, off, mono_ns); break;
         case ST_TRAILER_LINE: pos += step_trailer_line(p, d, n, off, mono_ns); break;
         case ST_RESYNC: pos += step_resync(p, d, n, off, mono_ns); break;
         default: pos += step_one_byte(p, d[0], off, mono_ns); break;

@@ -47,6 +47,11 @@ struct tt_sse_parser {
     uint32_t field_lines;
     uint8_t *data;
     size_t data_len, data_cap;
+    /* The event's one data line so far when it lies in the bytes being
+     * fed: the event is dispatched from them without a copy. Copied into
+     * data before a second data line is added and before the feed returns. */
+    const uint8_t *data_ref;
+    size_t data_ref_len;
     uint8_t *type;
     size_t type_len, type_cap;
 
@@ -92,6 +97,7 @@ static void reset_event(tt_sse_parser *p)
     p->event_open = false;
     p->field_lines = 0;
     p->data_len = 0;
+    p->data_ref = NULL;
     p->type_len = 0;
 }
 
@@ -135,10 +141,15 @@ void tt_sse_free(tt_sse_parser *p)
 static void emit(tt_sse_parser *p)
 {
     tt_event_frame *f = &p->ev;
-    size_t dlen = p->data_len;
-    if (dlen && p->data[dlen - 1] == '\n') dlen--;
-    f->data = p->data ? (const char *)p->data : "";
-    f->data_len = dlen;
+    if (p->data_ref) {
+        f->data = (const char *)p->data_ref;
+        f->data_len = p->data_ref_len;
+    } else {
+        size_t dlen = p->data_len;
+        if (dlen && p->data[dlen - 1] == '\n') dlen--;
+        f->data = p->data ? (const char *)p->data : "";
+        f->data_len = dlen;
+    }
     f->type = p->type_len ? (const char *)p->type : "message";
     f->type_len = p->type_len ? p->type_len : 7;
     f->id = p->any_id ? (p->last_id ? (const char *)p->last_id : "") : NULL;
@@ -184,7 +195,26 @@ static bool name_is(const uint8_t *name, size_t n, const char *lit, size_t lit_l
     return n == lit_len && memcmp(name, lit, lit_len) == 0;
 }
 
-static void field_line(tt_sse_parser *p, const uint8_t *line, size_t len)
+/* Add one data line's value and its LF to the event's data, cut at
+ * TT_SSE_MAX_EVENT; false when anything was cut. */
+static bool append_data(tt_sse_parser *p, const uint8_t *value, size_t value_len)
+{
+    bool whole = append_capped(&p->data, &p->data_len, &p->data_cap, value, value_len, TT_SSE_MAX_EVENT);
+    return append_capped(&p->data, &p->data_len, &p->data_cap, "\n", 1, TT_SSE_MAX_EVENT) && whole;
+}
+
+/* Copy the data line the event still points at into its own buffer (it
+ * fits: a line is pointed at only when it would). */
+static void take_data_ref(tt_sse_parser *p)
+{
+    const uint8_t *ref = p->data_ref;
+    p->data_ref = NULL;
+    if (!append_data(p, ref, p->data_ref_len)) p->ev.flags |= TT_FRAME_TRUNCATED; /* out of memory */
+}
+
+/* One field line; in_feed when line points into the bytes being fed
+ * (not the partial-line buffer). */
+static void field_line(tt_sse_parser *p, const uint8_t *line, size_t len, bool in_feed)
 {
     tt_event_frame *f = &p->ev;
     const uint8_t *colon = memchr(line, ':', len);
@@ -205,9 +235,13 @@ static void field_line(tt_sse_parser *p, const uint8_t *line, size_t len)
         if (value_len == 0) f->flags |= TT_FRAME_EMPTY_DATA_LINE;
         if (!(f->flags & TT_FRAME_RAW_LINE_SEP) && tt_frame_has_raw_line_sep(value, value_len))
             f->flags |= TT_FRAME_RAW_LINE_SEP;
-        bool whole = append_capped(&p->data, &p->data_len, &p->data_cap, value, value_len, TT_SSE_MAX_EVENT);
-        whole = append_capped(&p->data, &p->data_len, &p->data_cap, "\n", 1, TT_SSE_MAX_EVENT) && whole;
-        if (!whole) f->flags |= TT_FRAME_TRUNCATED;
+        if (in_feed && p->data_len == 0 && !p->data_ref && value_len < TT_SSE_MAX_EVENT) {
+            p->data_ref = value;
+            p->data_ref_len = value_len;
+            return;
+        }
+        if (p->data_ref) take_data_ref(p);
+        if (!append_data(p, value, value_len)) f->flags |= TT_FRAME_TRUNCATED;
     } else if (name_is(line, name_len, "event", 5)) {
         f->fields |= TT_FIELD_EVENT;
         p->type_len = 0;
@@ -240,9 +274,10 @@ static void add_terminator(tt_event_frame *f, unsigned bit, uint64_t cr_at)
 
 /* One complete line. term is the TT_TERM_* bit, or 0 when a CR ended the feed
  * (the bit is added once the next byte is known) or at finish. end is the
- * position of the terminator's first byte. */
+ * position of the terminator's first byte. in_feed: line points into the
+ * bytes being fed. */
 static void process_line(tt_sse_parser *p, const uint8_t *line, size_t len, byte_pos start,
-                         unsigned term, byte_pos end, bool cut, bool at_finish)
+                         unsigned term, byte_pos end, bool cut, bool at_finish, bool in_feed)
 {
     tt_event_frame *f = &p->ev;
     if (len == 0 && !cut) {
@@ -280,7 +315,7 @@ static void process_line(tt_sse_parser *p, const uint8_t *line, size_t len, byte
             p->cb.on_comment(p->ud, (const char *)line + 1, len - 1, start.off, start.ns);
         return;
     }
-    field_line(p, line, len);
+    field_line(p, line, len, in_feed);
 }
 
 /* The byte after a CR that ended a feed is known: LF (is_crlf) or not. */
@@ -395,11 +430,11 @@ void tt_sse_feed(tt_sse_parser *p, const uint8_t *data, size_t len, uint64_t bod
         if (p->line_open) {
             line_append(p, data + pos, t - pos, here);
             p->line_open = false;
-            process_line(p, p->line, p->line_len, p->line_start, term, end, p->line_cut, false);
+            process_line(p, p->line, p->line_len, p->line_start, term, end, p->line_cut, false, false);
         } else {
             size_t n = t - pos;
             bool cut = n > LINE_LIMIT;
-            process_line(p, data + pos, cut ? LINE_LIMIT : n, here, term, end, cut, false);
+            process_line(p, data + pos, cut ? LINE_LIMIT : n, here, term, end, cut, false, true);
         }
         if (term == 0) {
             p->pending_cr = true;
@@ -407,6 +442,7 @@ void tt_sse_feed(tt_sse_parser *p, const uint8_t *data, size_t len, uint64_t bod
         }
         pos = next;
     }
+    if (p->data_ref) take_data_ref(p); /* the event goes on past these bytes */
 }
 
 void tt_sse_finish(tt_sse_parser *p, uint64_t mono_ns)
@@ -416,7 +452,7 @@ void tt_sse_finish(tt_sse_parser *p, uint64_t mono_ns)
     if (p->pending_cr) resolve_pending_cr(p, false);
     if (p->line_open) {
         p->line_open = false;
-        process_line(p, p->line, p->line_len, p->line_start, 0, p->last_byte, p->line_cut, true);
+        process_line(p, p->line, p->line_len, p->line_start, 0, p->last_byte, p->line_cut, true, false);
     }
     if (p->event_open && p->field_lines > 0) {
         p->ev.flags |= TT_FRAME_UNTERMINATED;

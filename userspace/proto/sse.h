@@ -6,7 +6,9 @@
  * discarded but reported.
  *
  * The parser copies the event's bytes into its own growing buffer (bounded by
- * TT_SSE_MAX_EVENT; beyond it data is cut and the event flagged TRUNCATED).
+ * TT_SSE_MAX_EVENT; beyond it data is cut and the event flagged TRUNCATED),
+ * except an event of one data line dispatched by the feed that carried it,
+ * which on_event reads in the fed bytes.
  *
  * How the record is filled (decisions the spec leaves open):
  * - first_off/first_ns/first_chunk: the first byte of the event's first
