@@ -301,6 +301,42 @@ static void test_id_persists_and_reuse_after_finish(void **state)
     tt_sb_free(&c.trace);
 }
 
+/* The raw line separator check against a byte-by-byte reading of the same
+ * bytes: every length up to past two SSE2 blocks, each separator and a
+ * lookalike (other high bytes, a cut sequence) at every position. */
+static bool naive_raw_line_sep(const uint8_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == 0xE2 && i + 2 < n && v[i + 1] == 0x80 && (v[i + 2] == 0xA8 || v[i + 2] == 0xA9)) return true;
+        if (v[i] == 0xC2 && i + 1 < n && v[i + 1] == 0x85) return true;
+    }
+    return false;
+}
+
+static void test_raw_line_sep_every_position(void **state)
+{
+    (void)state;
+    static const struct { const char *bytes; size_t len; } seqs[] = {
+        { "\xE2\x80\xA8", 3 }, { "\xE2\x80\xA9", 3 }, { "\xC2\x85", 2 },
+        { "\xC3\xA9", 2 },     { "\xE2\x80\xA7", 3 }, { "\xE2\x80", 2 }, { "\xFF", 1 },
+    };
+    uint8_t buf[80];
+    for (size_t n = 0; n <= 70; n++) {
+        memset(buf, 'a', sizeof buf);
+        assert_false(tt_frame_has_raw_line_sep(buf, n));
+        for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++) {
+            for (size_t k = 0; k < n; k++) {
+                memset(buf, 'a', sizeof buf);
+                size_t fit = seqs[s].len < n - k ? seqs[s].len : n - k;
+                memcpy(buf + k, seqs[s].bytes, fit);
+                bool want = naive_raw_line_sep(buf, n);
+                if (tt_frame_has_raw_line_sep(buf, n) != want)
+                    fail_msg("length %zu, sequence %zu at %zu: want %d", n, s, k, want);
+            }
+        }
+    }
+}
+
 static void test_null_callbacks_and_empty_feeds(void **state)
 {
     tt_framer *p = tt_framer_new(TT_FRAMING_SSE, NULL, NULL);
@@ -324,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_huge_lines_same_whole_and_split),
         cmocka_unit_test(test_id_persists_and_reuse_after_finish),
         cmocka_unit_test(test_null_callbacks_and_empty_feeds),
+        cmocka_unit_test(test_raw_line_sep_every_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 #include "timeline/conn_internal.h"
 #include "timeline/request_fields.h"
 
+#define EVENTS_HINT_MAX 4096u /* tt_tracker.events_hint's bound (448 KiB of events) */
+
 /* ---- event types ---- */
 
 uint16_t tt_conn_intern_type(tt_tracker *t, const char *s, size_t len)
@@ -101,6 +103,7 @@ void tt_conn_file_request(conn_state *c, pending *p)
     else if (!p->response_done) r->incomplete |= TT_INC_RESPONSE_CUT;
     count_shared_chunks(r);
     r->prev_filed = c->last_filed;
+    t->events_hint = r->n_events < EVENTS_HINT_MAX ? r->n_events : EVENTS_HINT_MAX;
     r->filed_at = t->forgotten + t->n_reqs + 1;
     t->reqs = tt_conn_grow(t->reqs, &t->cap_reqs, t->n_reqs + 1, sizeof *t->reqs);
     t->reqs[t->n_reqs++] = *r;
@@ -233,7 +236,8 @@ void tt_conn_record_event(conn_state *c, pending *p, const tt_event_frame *ev, u
     char *text = t->opt.keep_text ? t->text_scratch : NULL;
     if (r->dialect == TT_DIALECT_UNKNOWN && cl->dialect != TT_DIALECT_UNKNOWN) r->dialect = cl->dialect;
 
-    r->events = tt_conn_grow(r->events, &r->cap_events, r->n_events + 1, sizeof *r->events);
+    size_t want = r->cap_events || r->n_events >= t->events_hint ? r->n_events + 1 : t->events_hint;
+    r->events = tt_conn_grow(r->events, &r->cap_events, want, sizeof *r->events);
     tt_event_rec *e = &r->events[r->n_events++];
     memset(e, 0, sizeof *e);
     e->first_ns = ev->first_ns;

@@ -137,6 +137,10 @@ struct tt_tracker {
     conn_state *most_recent, *least_recent; /* activity order */
     uint64_t evicted_connections, evicted_requests, forgotten;
     size_t in_flight; /* requests begun (pending_new) and not yet filed */
+    /* Events of the request filed last (at most EVENTS_HINT_MAX): a new
+     * request's event array starts that big, so that a run of like
+     * requests does not grow each one by copies. */
+    uint32_t events_hint;
     /* Ids of connections evicted lately (0: empty slot), so that their later
      * bytes are read as after a loss; a fixed table, overwritten on collision. */
     uint64_t *evicted_ids;
