@@ -160,38 +160,48 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The summary's sort against qsort on mixed signs, ties, zeros and large values. */
+/* The summary's sort against qsort on mixed signs, ties, zeros and large
+ * values, for n values (the TTFTs of n requests). */
+static void check_distribution_sort(size_t n)
+{
+    double *w = malloc(n * sizeof *w);
+    tt_request *reqs = calloc(n, sizeof *reqs);
+    tt_req_metrics *m = calloc(n, sizeof *m);
+    assert_non_null(w);
+    assert_non_null(reqs);
+    assert_non_null(m);
+    unsigned seed = 12345;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int64_t x = (int64_t)(seed >> 8) * ((seed & 1) ? 1 : -1);
+        if (i % 7 == 0) x = 0;
+        if (i % 11 == 0) x = 1000000000000000000ll + (int64_t)i;
+        if (i % 13 == 0) x = 25;
+        m[i].has_ttft = true;
+        m[i].ttft_ns = x;
+        w[i] = (double)x;
+    }
+    qsort(w, n, sizeof *w, cmp_double);
+    const double pct[] = {0, 10, 90, 100};
+    tt_summary s;
+    tt_summary_compute(reqs, m, n, pct, 4, &s); /* the sort is internal: reach it through the TTFTs */
+    const tt_distribution d = s.ttft;
+    assert_int_equal(d.n, n);
+    assert_true(d.min == w[0]);
+    assert_true(d.max == w[n - 1]);
+    assert_true(d.median == tt_percentile_sorted(w, n, 50));
+    assert_true(d.pct[1] == tt_percentile_sorted(w, n, 10));
+    assert_true(d.pct[2] == tt_percentile_sorted(w, n, 90));
+    free(m);
+    free(reqs);
+    free(w);
+}
+
+/* Both ways the summary sorts: qsort below RADIX_SORT_MIN (16384), radix above. */
 static void test_distribution_sort(void **state)
 {
-    enum { N = 5000 };
-    double *v = malloc(N * sizeof *v), *w = malloc(N * sizeof *w);
-    unsigned seed = 12345;
-    for (int i = 0; i < N; i++) {
-        seed = seed * 1103515245u + 12345u;
-        double x = (double)(seed >> 8) * ((seed & 1) ? 1.0 : -1.0);
-        if (i % 7 == 0) x = 0.0;
-        if (i % 11 == 0) x = 1e18 + i;
-        if (i % 13 == 0) x = 0.25;
-        v[i] = w[i] = x;
-    }
-    const double pct[] = {0, 100};
-    tt_summary s;
-    /* the sort is internal; reach it through the summary of pooled ITLs */
-    qsort(w, N, sizeof *w, cmp_double);
-    tt_request r;
-    memset(&r, 0, sizeof r);
-    tt_req_metrics m = {.has_e2el = true, .itl_ns = malloc(N * sizeof(int64_t)), .n_itl = N};
-    for (int i = 0; i < N; i++) m.itl_ns[i] = (int64_t)v[i];
-    tt_summary_compute(&r, &m, 1, pct, 2, &s);
-    const tt_distribution d = s.itl;
-    assert_int_equal(d.n, N);
-    assert_true(d.min == (double)(int64_t)w[0]);
-    assert_true(d.max == (double)(int64_t)w[N - 1]);
-    double median = ((double)(int64_t)w[N / 2 - 1] + (double)(int64_t)w[N / 2]) / 2;
-    assert_true(fabs(d.median - median) <= fabs(median) * 1e-12);
-    free(m.itl_ns);
-    free(v);
-    free(w);
+    check_distribution_sort(5000);
+    check_distribution_sort(20000);
 }
 
 int main(void)

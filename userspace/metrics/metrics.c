@@ -71,10 +71,30 @@ static double from_key(uint64_t key)
     return d;
 }
 
+static int cmp_key(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Below this many values a comparison sort is cheaper than four passes
+ * over 65536 digit counts (a run's TTFTs, TPOTs and E2ELs, one per request). */
+#define RADIX_SORT_MIN 16384
+
 /* Sort ascending: LSD radix sort on 16-bit digits (the pooled ITLs of a
- * large capture are millions of values; a comparison sort dominated). */
+ * large capture are millions of values; a comparison sort dominated), or
+ * qsort of the same keys for fewer than RADIX_SORT_MIN. */
 static void sort_doubles(double *v, size_t n)
 {
+    if (n < RADIX_SORT_MIN) {
+        uint64_t *k = malloc((n + 1) * sizeof *k);
+        if (!k) abort();
+        for (size_t i = 0; i < n; i++) k[i] = sort_key(v[i]);
+        qsort(k, n, sizeof *k, cmp_key);
+        for (size_t i = 0; i < n; i++) v[i] = from_key(k[i]);
+        free(k);
+        return;
+    }
     uint64_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     size_t *count = malloc(65536 * sizeof *count);
     if (!a || !b || !count) abort();
