@@ -347,6 +347,32 @@ static void process_line(tt_sse_parser *p, const uint8_t *line, size_t len, byte
     field_line(p, line, len, in_feed);
 }
 
+/* The usual event, "data: V" (V not empty) ended by LF and dispatched by a
+ * blank line right after it, both in the bytes being fed, with no event
+ * begun before it: what process_line does with its two lines, without
+ * their general steps. start is the data line's first byte, lf_off the
+ * body offset of its LF. */
+static void take_one_line_event(tt_sse_parser *p, const uint8_t *value, size_t value_len, byte_pos start,
+                                uint64_t lf_off)
+{
+    tt_event_frame *f = &p->ev;
+    f->first_off = start.off;
+    f->first_ns = start.ns;
+    f->first_chunk = start.chunk;
+    f->terminators = TT_TERM_LF;
+    f->fields = TT_FIELD_DATA;
+    f->lines = 1;
+    f->data_lines = 1;
+    if (tt_frame_has_raw_line_sep(value, value_len)) f->flags |= TT_FRAME_RAW_LINE_SEP;
+    p->data_ref = value;
+    p->data_ref_len = value_len;
+    f->dispatch_off = lf_off + 2; /* past the blank line's LF */
+    f->dispatch_ns = start.ns;
+    f->last_chunk = start.chunk;
+    emit(p);
+    reset_event(p);
+}
+
 /* The byte after a CR that ended a feed is known: LF (is_crlf) or not. */
 static void resolve_pending_cr(tt_sse_parser *p, bool is_crlf)
 {
@@ -439,6 +465,12 @@ void tt_sse_feed(tt_sse_parser *p, const uint8_t *data, size_t len, uint64_t bod
         if (t == len) {
             line_append(p, data + pos, len - pos, here);
             break;
+        }
+        if (!p->line_open && !p->event_open && t - pos > 6 && t - pos - 6 < TT_SSE_MAX_EVENT && t + 1 < len &&
+            data[t] == '\n' && data[t + 1] == '\n' && memcmp(data + pos, "data: ", 6) == 0) {
+            take_one_line_event(p, data + pos + 6, t - pos - 6, here, body_off + t);
+            pos = t + 2;
+            continue;
         }
         unsigned term;
         size_t next;
