@@ -106,6 +106,7 @@ analyze_section() {
     # the same packets as pcapng: read in place, and through libpcap
     t_ng="" t_ng_lib="" ng_bytes=""
     if command -v editcap > /dev/null && editcap -F pcapng "$cap" "$work/bench.pcapng" 2> /dev/null; then
+        sync "$work/bench.pcapng" # its writeback would otherwise run beside the timed runs below
         ng_bytes=$(stat -c %s "$work/bench.pcapng")
         t_ng=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
         t_ng_lib=$(time_cmd "$runs" env TOKENTAP_PCAPNG_LIBPCAP=1 taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
@@ -117,6 +118,7 @@ analyze_section() {
     t_tshark="" r_tshark="" r_tshark_j2=""
     if command -v tshark > /dev/null; then
         local ts="" rt="" rj="" x y z
+        sync
         for _ in $(seq "${BENCH_TSHARK_RUNS:-3}"); do
             x=$(time_cmd 1 tshark -r "$cap" -Y http)
             y=$(time_cmd 1 taskset -c 0 "$BUILD/tokentap" analyze "$cap")
@@ -141,6 +143,7 @@ analyze_section() {
     # between rounds (and one core is at times much slower than the other),
     # so each round gives its own ratios.
     local j1="" j2="" jr="" jc="" a b c jobs_runs=$((runs * 2 - 1))
+    sync # nothing the bench wrote is still being written back on either core
     for _ in $(seq "$jobs_runs"); do
         a=$(time_cmd 1 "$BUILD/tokentap" analyze --jobs 1 "$cap")
         b=$(time_cmd 1 "$BUILD/tokentap" analyze --jobs 2 "$cap")

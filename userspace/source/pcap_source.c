@@ -69,13 +69,10 @@ struct tt_pcap_source {
     tt_pcap_stats stats;
 };
 
-/* Make file bytes [off, off + need) readable in the window; a pointer to
- * off's byte, valid until the next call. NULL when the file (as long as it
- * was at open) ends first, or a read fails (read_errno). */
-static const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
+/* window_at when the window does not hold the bytes: move what it holds
+ * from off on to its start and read the rest. */
+static __attribute__((noinline)) const uint8_t *window_refill(tt_pcap_source *s, uint64_t off, size_t need)
 {
-    if (off >= s->win_off && need <= s->win_len && off - s->win_off <= s->win_len - need)
-        return s->win + (off - s->win_off);
     if (off > s->file_size || need > s->file_size - off) return NULL;
     size_t keep = 0; /* what the window holds from off on */
     if (off >= s->win_off && off - s->win_off < s->win_len) {
@@ -107,6 +104,16 @@ static const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
         s->win_len += (size_t)n;
     }
     return s->win;
+}
+
+/* Make file bytes [off, off + need) readable in the window; a pointer to
+ * off's byte, valid until the next call. NULL when the file (as long as it
+ * was at open) ends first, or a read fails (read_errno). */
+static inline const uint8_t *window_at(tt_pcap_source *s, uint64_t off, size_t need)
+{
+    if (off >= s->win_off && need <= s->win_len && off - s->win_off <= s->win_len - need)
+        return s->win + (off - s->win_off);
+    return window_refill(s, off, need);
 }
 
 /* A capture file is read here instead of by libpcap (which still checks
