@@ -211,6 +211,36 @@ static void test_edges(void **state)
     tt_quantile_free(&q);
 }
 
+/* The bucket a sample is counted in (a table of cells filled as asked)
+ * is the one computed from its log: at every bucket's edge (a few
+ * magnitudes either side), at every power of two and beside it, and at
+ * random magnitudes of every size. */
+static void test_bucket_table_matches_log(void **state)
+{
+    const double lg = log((1.0 + TT_QUANTILE_REL_ERROR) / (1.0 - TT_QUANTILE_REL_ERROR));
+    for (int i = 0;; i++) {
+        double edge = exp(i * lg);
+        if (edge > 1.8e19) break;
+        uint64_t m = (uint64_t)edge;
+        for (uint64_t k = m > 3 ? m - 3 : 1; k <= m + 3; k++)
+            if (tt_quantile_bucket_of(k) != tt_quantile_bucket_computed(k))
+                fail_msg("magnitude %llu: %zu, computed %zu", (unsigned long long)k, tt_quantile_bucket_of(k),
+                         tt_quantile_bucket_computed(k));
+    }
+    for (int e = 0; e < 64; e++) {
+        uint64_t p = (uint64_t)1 << e;
+        for (uint64_t k = p > 2 ? p - 2 : 1; k <= p + 2 && k >= p - 2; k++)
+            assert_int_equal(tt_quantile_bucket_of(k), tt_quantile_bucket_computed(k));
+    }
+    assert_int_equal(tt_quantile_bucket_of(UINT64_MAX), tt_quantile_bucket_computed(UINT64_MAX));
+    rng_state = 7;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t k = (rng() | rng() << 53) >> (rng() % 64);
+        if (k == 0) continue;
+        assert_int_equal(tt_quantile_bucket_of(k), tt_quantile_bucket_computed(k));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_sketch_error_bound),
         cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_bucket_table_matches_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

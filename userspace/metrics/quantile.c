@@ -1,6 +1,7 @@
 #include "metrics/quantile.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,18 +14,83 @@ static double log_gamma(void)
     return log((1.0 + TT_QUANTILE_REL_ERROR) / (1.0 - TT_QUANTILE_REL_ERROR));
 }
 
-/* Rounded up by hand and divided by multiplying: one is added for every
- * sample (ceil is a call, and a division slow, without SSE4.1). A
+/* The bucket of a magnitude, computed: rounded up by hand and divided by
+ * multiplying (ceil is a call, and a division slow, without SSE4.1). A
  * magnitude within a rounding error of a bucket's edge may land in the
  * bucket beside it, whose value is still within the relative error. */
-static size_t bucket_of(uint64_t mag)
+static size_t bucket_computed(double mag)
 {
     const double per_log = 1.0 / log((1.0 + TT_QUANTILE_REL_ERROR) / (1.0 - TT_QUANTILE_REL_ERROR));
-    double x = log((double)mag) * per_log;
+    double x = log(mag) * per_log;
     if (!(x > 0)) return 0;
     if (x >= BUCKETS - 1) return BUCKETS - 1;
     size_t i = (size_t)x;
     return (double)i < x ? i + 1 : i;
+}
+
+/* bucket_computed, looked up: one is asked for every inter-token gap, and
+ * its log() was most of a sample's cost. The magnitudes whose doubles share
+ * an exponent and their CELL_BITS first mantissa bits make a cell, less
+ * wide (a factor 1 + 2^-10) than a bucket (1.002), so a cell holds at most
+ * two buckets: the one of its least double, and the next from `split` on
+ * (the first double that bucket_computed puts there; the two found once,
+ * when the cell is first asked, by bisecting the cell's doubles, which
+ * order like their bits). Threads fill cells alike, so a cell is written
+ * with atomics and read once marked ready. Magnitudes are below 2^64:
+ * exponents 0 to 63. */
+#define CELL_BITS 10
+#define CELL_SHIFT (52 - CELL_BITS)
+#define CELLS (64u << CELL_BITS)
+#define CELL_READY 0x80000000u
+
+static struct bucket_cell {
+    _Atomic uint32_t first; /* its bucket | CELL_READY; 0 until filled */
+    _Atomic uint64_t split; /* the bits of the first double of bucket first + 1; UINT64_MAX: none */
+} bucket_cells[CELLS];
+
+static double double_of(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+static size_t bucket_of(uint64_t mag)
+{
+    double d = (double)mag;
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    uint64_t cell_index = (bits >> CELL_SHIFT) - ((uint64_t)1023 << CELL_BITS); /* mag >= 1: exponent >= 1023 */
+    struct bucket_cell *cell = &bucket_cells[cell_index];
+    uint32_t first = atomic_load_explicit(&cell->first, memory_order_acquire);
+    if (first & CELL_READY) {
+        uint64_t split = atomic_load_explicit(&cell->split, memory_order_relaxed);
+        return (first & ~CELL_READY) + (bits >= split);
+    }
+    uint64_t lo = (bits >> CELL_SHIFT) << CELL_SHIFT, hi = lo | (((uint64_t)1 << CELL_SHIFT) - 1);
+    size_t b_lo = bucket_computed(double_of(lo));
+    uint64_t split = UINT64_MAX;
+    if (bucket_computed(double_of(hi)) != b_lo) {
+        while (lo < hi) { /* the least bits in (lo, hi] whose bucket is past b_lo */
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (bucket_computed(double_of(mid)) != b_lo) hi = mid;
+            else lo = mid + 1;
+        }
+        split = lo;
+    }
+    atomic_store_explicit(&cell->split, split, memory_order_relaxed);
+    atomic_store_explicit(&cell->first, (uint32_t)b_lo | CELL_READY, memory_order_release);
+    return b_lo + (bits >= split);
+}
+
+size_t tt_quantile_bucket_of(uint64_t mag)
+{
+    return mag ? bucket_of(mag) : 0;
+}
+
+size_t tt_quantile_bucket_computed(uint64_t mag)
+{
+    return mag ? bucket_computed((double)mag) : 0;
 }
 
 /* The value that stands for bucket i: within TT_QUANTILE_REL_ERROR of every

@@ -52,4 +52,9 @@ bool tt_quantile_is_sketch(const tt_quantile *q);
  * mode q's values are sorted in place. */
 void tt_quantile_distribution(tt_quantile *q, const double *pct, size_t n_pct, tt_distribution *d);
 
+/* For tests: the sketch bucket of a magnitude (>= 1) as samples are
+ * counted (a table of cells), and as computed from its log; the same. */
+size_t tt_quantile_bucket_of(uint64_t mag);
+size_t tt_quantile_bucket_computed(uint64_t mag);
+
 #endif
