@@ -624,6 +624,33 @@ static size_t step_chunk_size(tt_http1_parser *p, const uint8_t *d, size_t n, ui
     return i + 1;
 }
 
+/* A whole chunk in the bytes at hand, of the plain shape: 1 to 15 hex
+ * digits, CRLF, its data (not the last chunk's, and not to be decoded),
+ * CRLF. Taken at once, leaving what step_chunk_size, step_chunk_data and
+ * step_chunk_data_end would leave one step after another; returns the
+ * bytes taken, or 0 (nothing done) when the chunk is not all here or not
+ * of that shape, for those steps to read. */
+static size_t step_chunk_whole(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
+{
+    if (p->chunk_digits || p->chunk_size || p->line_bytes || p->decoding) return 0;
+    uint64_t size = 0;
+    size_t i = 0;
+    int v;
+    for (; i < n && i < 16 && (v = hex_value(d[i])) >= 0; i++) size = size * 16 + (uint64_t)v;
+    if (i == 0 || i == 16 || size == 0 || n - i < 2 || d[i] != '\r' || d[i + 1] != '\n') return 0;
+    size_t head = i + 2;
+    if (size > n - head || n - head - size < 2 || d[head + size] != '\r' || d[head + size + 1] != '\n') return 0;
+    took(p, head, off + head, ns);
+    p->state = ST_CHUNK_DATA;
+    p->remaining = size;
+    deliver(p, d + head, (size_t)size, off + head, ns);
+    if (p->state == ST_DEAD) return head + (size_t)size;
+    p->remaining = 0;
+    took(p, (size_t)size + 2, off + head + size + 2, ns);
+    p->state = ST_CHUNK_SIZE;
+    return head + (size_t)size + 2;
+}
+
 static size_t step_chunk_size_ws(tt_http1_parser *p, const uint8_t *d, size_t n, uint64_t off, uint64_t ns)
 {
     chunk_size_delimiter(p, d[0], off, ns);
@@ -736,7 +763,11 @@ int tt_http1_feed(tt_http1_parser *p, const uint8_t *data, size_t len, uint64_t 
         case ST_HEAD: pos += step_head(p, d, n, off, mono_ns); break;
         case ST_BODY_LENGTH: pos += step_body_length(p, d, n, off, mono_ns); break;
         case ST_BODY_CLOSE: pos += step_body_close(p, d, n, off, mono_ns); break;
-        case ST_CHUNK_SIZE: pos += step_chunk_size(p, d, n, off, mono_ns); break;
+        case ST_CHUNK_SIZE: {
+            size_t whole = step_chunk_whole(p, d, n, off, mono_ns);
+            pos += whole ? whole : step_chunk_size(p, d, n, off, mono_ns);
+            break;
+        }
         case ST_CHUNK_SIZE_WS: pos += step_chunk_size_ws(p, d, n, off, mono_ns); break;
         case ST_CHUNK_EXT: pos += step_chunk_ext(p, d, n, off, mono_ns); break;
         case ST_CHUNK_DATA: pos += step_chunk_data(p, d, n, off, mono_ns); break;
