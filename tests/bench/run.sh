@@ -111,18 +111,20 @@ analyze_section() {
         t_ng=$(time_cmd "$runs" taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
         t_ng_lib=$(time_cmd "$runs" env TOKENTAP_PCAPNG_LIBPCAP=1 taskset -c 0 "$BUILD/tokentap" analyze "$work/bench.pcapng")
     fi
-    # tshark: BENCH_TSHARK_RUNS rounds (default 3), each beside one run of
-    # tokentap pinned and one of --jobs 2, and the ratios of each round:
-    # the machine's speed wanders between minutes (at times by half), so
-    # only times taken together are compared
+    # tshark: BENCH_TSHARK_RUNS rounds (default 3), each beside tokentap
+    # pinned and --jobs 2 (the median of 3 runs each), and the ratios of
+    # each round: the machine's speed wanders between minutes (at times by
+    # half), so only times taken together are compared. A run right after
+    # tshark exits can take half as long again (the kernel taking back
+    # tshark's 1.3 GB beside it): a single run measured that, not tokentap.
     t_tshark="" r_tshark="" r_tshark_j2=""
     if command -v tshark > /dev/null; then
         local ts="" rt="" rj="" x y z
         sync
         for _ in $(seq "${BENCH_TSHARK_RUNS:-3}"); do
             x=$(time_cmd 1 tshark -r "$cap" -Y http)
-            y=$(time_cmd 1 taskset -c 0 "$BUILD/tokentap" analyze "$cap")
-            z=$(time_cmd 1 "$BUILD/tokentap" analyze --jobs 2 "$cap")
+            y=$(time_cmd 3 taskset -c 0 "$BUILD/tokentap" analyze "$cap")
+            z=$(time_cmd 3 "$BUILD/tokentap" analyze --jobs 2 "$cap")
             ts+="$x"$'\n'; rt+="$(ratio "$x" "$y")"$'\n'; rj+="$(ratio "$x" "$z")"$'\n'
         done
         t_tshark=$(printf '%s' "$ts" | median)
@@ -142,20 +144,23 @@ analyze_section() {
     # timed until both end (two jobs' work). The machine's speed wanders
     # between rounds (and one core is at times much slower than the other),
     # so each round gives its own ratios.
-    local j1="" j2="" jr="" jc="" a b c jobs_runs=$((runs * 2 - 1))
+    local j1="" j2="" jr="" jc="" jo="" a b c d jobs_runs=$((runs * 2 - 1))
     sync # nothing the bench wrote is still being written back on either core
     for _ in $(seq "$jobs_runs"); do
         a=$(time_cmd 1 "$BUILD/tokentap" analyze --jobs 1 "$cap")
         b=$(time_cmd 1 "$BUILD/tokentap" analyze --jobs 2 "$cap")
         c=$(time_cmd 1 bash -c 'taskset -c 0 "$1" analyze --jobs 1 "$2" & taskset -c 1 "$1" analyze --jobs 1 "$2"; s=$?; wait $! ; exit $((s | $?))' \
             _ "$BUILD/tokentap" "$cap")
-        j1+="$a"$'\n'; j2+="$b"$'\n'; jr+="$(frac "$a" "$b")"$'\n'
+        # --jobs 2 given one core (a machine busy elsewhere): its threads take turns
+        d=$(time_cmd 1 taskset -c 0 "$BUILD/tokentap" analyze --jobs 2 "$cap")
+        j1+="$a"$'\n'; j2+="$b"$'\n'; jr+="$(frac "$a" "$b")"$'\n'; jo+="$(frac "$d" "$a")"$'\n'
         jc+="$(awk -v a="$a" -v c="$c" 'BEGIN {printf "%.2f", 2 * a / c}')"$'\n'
     done
     t_j1=$(printf '%s' "$j1" | median); t_j2=$(printf '%s' "$j2" | median)
     r_jobs=$(printf '%s' "$jr" | median)
     r_lo=$(printf '%s' "$jr" | sort -n | head -1); r_hi=$(printf '%s' "$jr" | sort -n | tail -1)
     r_ceiling=$(printf '%s' "$jc" | median)
+    r_one_core=$(printf '%s' "$jo" | median)
     c_lo=$(printf '%s' "$jc" | sort -n | head -1); c_hi=$(printf '%s' "$jc" | sort -n | tail -1)
 
     # start-up: what every command pays before it reads anything (the
@@ -171,8 +176,8 @@ analyze_section() {
         echo
         echo "Measured by \`make bench\` (tests/bench/run.sh) on $(date -u +%Y-%m-%d):"
         echo "$(machine_line)."
-        echo "Medians of $runs runs (tshark: ${BENCH_TSHARK_RUNS:-3} rounds, each beside a run of tokentap"
-        echo "pinned and one of \`--jobs 2\`; its ratios are the medians of the rounds' ratios)."
+        echo "Medians of $runs runs (tshark: ${BENCH_TSHARK_RUNS:-3} rounds, each beside tokentap pinned and"
+        echo "\`--jobs 2\`, the median of 3 runs each; its ratios are the medians of the rounds' ratios)."
         echo "tokentap is pinned to one core (taskset -c 0)."
         echo
         echo "Capture: \`$gen_cmd\`"
@@ -249,6 +254,7 @@ analyze_section() {
         echo "- --jobs 2 against --jobs 1: $r_jobs times (median of the rounds); the machine's ceiling: $r_ceiling times"
         [ -n "$t_tshark" ] && echo "- --jobs 2 against tshark: $r_tshark_j2 times faster (the rounds: $r_tshark_j2_range)"
         echo "- --jobs 2: $(mbps "$bytes" "$t_j2") MB/s"
+        echo "- --jobs 2 given one core (\`taskset -c 0\`): $r_one_core times the time of \`--jobs 1\` (median of the rounds)"
         echo
         echo "How it came to this, measured by hand (each figure a median of interleaved"
         echo "rounds). Until 2026-12-06 every thread read and walked the whole file itself"

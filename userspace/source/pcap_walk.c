@@ -294,9 +294,17 @@ void tt_pcap_walk_get(tt_pcap_walk *w, unsigned share, uint64_t seq, tt_walk_vie
 {
     for (unsigned round = 0; atomic_load_explicit(&w->walked, memory_order_acquire) <= seq; round++) {
         if (!atomic_flag_test_and_set_explicit(&w->walking, memory_order_acquire)) {
+            uint64_t before = atomic_load_explicit(&w->walked, memory_order_relaxed);
             walk_front(w, seq + WALK_AHEAD);
+            bool moved = atomic_load_explicit(&w->walked, memory_order_relaxed) != before;
             atomic_flag_clear_explicit(&w->walking, memory_order_release);
-            continue;
+            if (moved) {
+                round = 0;
+                continue;
+            }
+            /* the next chunk's slot is still read by a reader far behind: wait
+             * for it as for a walker (at once again, the loop spun on one core
+             * until the scheduler took the CPU, twice the CPU of one reader) */
         }
         wait_a_little(round);
     }
