@@ -135,7 +135,8 @@ static inline unsigned tt_endpoints_owner(const uint8_t a[16], const uint8_t b[1
  * a connection's packets have one owner whichever path they take. A
  * packet this accepts and tt_packet_parse finds damaged is its owner's to
  * count. */
-static inline bool tt_packet_quick_owner(int lt, const uint8_t *p, size_t caplen, unsigned shares, unsigned *owner)
+static inline __attribute__((always_inline)) bool tt_packet_quick_owner(int lt, const uint8_t *p, size_t caplen,
+                                                                        unsigned shares, unsigned *owner)
 {
     size_t off;
     if (tt_link_layer(lt, p, caplen, &off) != 4 || caplen - off < 20) return false;

@@ -83,15 +83,22 @@ tt_pcap_walk *tt_pcap_walk_new(int fd, uint64_t file_size, const tt_walk_format 
     return w;
 }
 
-static bool list_push(walk_list *l, const tt_walk_record *rec)
+/* Room for one more record in l: false when memory runs out. */
+static __attribute__((noinline)) bool list_grow(walk_list *l)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 1024;
-        tt_walk_record *recs = realloc(l->recs, cap * sizeof *recs);
-        if (!recs) return false;
-        l->recs = recs;
-        l->cap = cap;
-    }
+    size_t cap = l->cap ? 2 * l->cap : 1024;
+    tt_walk_record *recs = realloc(l->recs, cap * sizeof *recs);
+    if (!recs) return false;
+    l->recs = recs;
+    l->cap = cap;
+    return true;
+}
+
+/* Append rec to l (inline: once a record; the lists keep their room from
+ * chunk to chunk, so they seldom grow). */
+static inline bool list_push(walk_list *l, const tt_walk_record *rec)
+{
+    if (l->n == l->cap && !list_grow(l)) return false;
     l->recs[l->n++] = *rec;
     return true;
 }
