@@ -36,11 +36,11 @@ static size_t bucket_computed(double mag)
  * (the first double that bucket_computed puts there; the two found once,
  * when the cell is first asked, by bisecting the cell's doubles, which
  * order like their bits). Threads fill cells alike, so a cell is written
- * with atomics and read once marked ready. Magnitudes are below 2^64:
- * exponents 0 to 63. */
+ * with atomics and read once marked ready. Magnitudes are below 2^64,
+ * whose doubles may round up to 2^64: exponents 0 to 64. */
 #define CELL_BITS 10
 #define CELL_SHIFT (52 - CELL_BITS)
-#define CELLS (64u << CELL_BITS)
+#define CELLS (65u << CELL_BITS)
 #define CELL_READY 0x80000000u
 
 static struct bucket_cell {
