@@ -317,6 +317,14 @@ analyze_section() {
         echo "beside it), hence 3 runs each in the tshark rounds; writeback of the bench's own"
         echo "files is synced before the timed rounds."
         echo
+        echo "What \`--jobs 2\` spends beyond \`--jobs 1\` (perf samples of one run each, 20 kHz): 70"
+        echo "% of it is the walk (its loop over the records' headers, each packet's owner, the"
+        echo "lists), the rest the reader's first touches of packets the other core read in"
+        echo "(reassembly, framing). The walk's loop chases each record's length to find the next"
+        echo "header, so it waits on the cache once a record. The same binary copied to three"
+        echo "files ran \`--jobs 2\` in 108.5 to 116 ms (11 rounds each): a change of under 4 % is"
+        echo "not read from one copy of each build."
+        echo
         echo "Tried and not kept: profile-guided optimization (gcc -fprofile-use, trained on a"
         echo "100,000-event capture), 0 to 4 %, not worth a second build; glibc's malloc on"
         echo "transparent huge pages, \`--jobs 1\` 2.6 % faster but \`--jobs 2\` 8.7 % slower (2 MiB"
