@@ -20,7 +20,7 @@ static double log_gamma(void)
  * bucket beside it, whose value is still within the relative error. */
 static size_t bucket_computed(double mag)
 {
-    const double per_log = 1.0 / log((1.0 + TT_QUANTILE_REL_ERROR) / (1.0 - TT_QUANTILE_REL_ERROR));
+    const double per_log = 1.0 / log_gamma();
     double x = log(mag) * per_log;
     if (!(x > 0)) return 0;
     if (x >= BUCKETS - 1) return BUCKETS - 1;
