@@ -517,4 +517,10 @@ void tt_pw_odd_packets(tt_pw *w, uint64_t t)
     uint8_t bad_doff[40] = {0x45, 0, 0, 40, 0, 3, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
     bad_doff[32] = 0xf0; /* data offset 60 > 20 bytes present */
     tt_pw_ip_packet(w, t + 9, bad_doff, sizeof bad_doff);
+    uint8_t v6_short_tcp[48] = {0x60, 0, 0, 0, 0, 8, 6, 64}; /* TCP at once, 8 of its 20 header bytes */
+    v6_short_tcp[23] = 1, v6_short_tcp[39] = 2;
+    tt_pw_ip_packet(w, t + 10, v6_short_tcp, sizeof v6_short_tcp);
+    uint8_t v6_long_total[60] = {0x60, 0, 0, 0, 0x05, 0xdc, 6, 64}; /* claims 1500 bytes after the header */
+    v6_long_total[23] = 1, v6_long_total[39] = 2;
+    tt_pw_ip_packet(w, t + 11, v6_long_total, sizeof v6_long_total);
 }

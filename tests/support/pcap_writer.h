@@ -98,10 +98,12 @@ int tt_pw_rst(tt_pw_conn *c, tt_direction dir, uint64_t ts_ns);
 /* Stream position (bytes after ISN+1) the next tt_pw_send in dir starts at. */
 uint32_t tt_pw_position(const tt_pw_conn *c, tt_direction dir);
 
-/* Ten frames of an Ethernet capture, at t, t + 1 ..., none a whole TCP
+/* Twelve frames of an Ethernet capture, at t, t + 1 ..., none a whole TCP
  * segment: ARP, IPv4 UDP, an IPv4 fragment, IPv4 TCP cut short, a bad
  * header length, a total length past the frame, an IPv6 fragment, IPv6
- * UDP, a 5-byte frame, a TCP data offset past the bytes present. */
+ * UDP, a 5-byte frame, a TCP data offset past the bytes present, IPv6 TCP
+ * cut short (8 bytes of its header), an IPv6 payload length past the
+ * frame. */
 void tt_pw_odd_packets(tt_pw *w, uint64_t t);
 
 #endif

@@ -114,42 +114,86 @@ static inline __attribute__((always_inline)) int tt_link_layer(int lt, const uin
 
 /* Which of `shares` readers owns a connection: a hash of its endpoints
  * that is the same in both directions (xor), cheap, as every reader
- * computes it for nearly every packet. Addresses are 16 bytes (IPv4 in
- * the first 4, the rest zero), ports in host order. (One reader dealing
+ * computes it for nearly every packet: of the xor of both addresses'
+ * 32-bit words and the xor of both ports (host order). (One reader dealing
  * parsed segments to the others through queues measured no faster: the
  * hand-over cost about what it saved.) */
+static inline unsigned tt_owner_mix(uint32_t addrs_xor, unsigned ports_xor, unsigned shares)
+{
+    uint64_t k = (uint64_t)addrs_xor << 16 ^ ports_xor;
+    /* the hash's high 32 bits scaled to [0, shares) by a multiply, not a
+     * division (tens of cycles, on every packet of every reader) */
+    return (unsigned)((((k * 0x9E3779B97F4A7C15ull) >> 32) * shares) >> 32);
+}
+
+/* A connection's owner by its endpoints as a parse gives them: addresses
+ * of 16 bytes (IPv4 in the first 4, the rest zero, so that an IPv4
+ * address counts as its 4 bytes), ports in host order. */
 static inline unsigned tt_endpoints_owner(const uint8_t a[16], const uint8_t b[16], unsigned port_a,
                                           unsigned port_b, unsigned shares)
 {
     uint32_t x[4], y[4];
     memcpy(x, a, sizeof x);
     memcpy(y, b, sizeof y);
-    uint64_t k = (uint64_t)(x[0] ^ y[0] ^ x[1] ^ y[1] ^ x[2] ^ y[2] ^ x[3] ^ y[3]) << 16 ^ (port_a ^ port_b);
-    /* the hash's high 32 bits scaled to [0, shares) by a multiply, not a
-     * division (tens of cycles, on every packet of every reader) */
-    return (unsigned)((((k * 0x9E3779B97F4A7C15ull) >> 32) * shares) >> 32);
+    return tt_owner_mix(x[0] ^ y[0] ^ x[1] ^ y[1] ^ x[2] ^ y[2] ^ x[3] ^ y[3], port_a ^ port_b, shares);
 }
 
-/* Wherever tt_packet_parse finds a TCP segment in a
- * packet this accepts, it reads its endpoints from these same places, so
- * a connection's packets have one owner whichever path they take. A
- * packet this accepts and tt_packet_parse finds damaged is its owner's to
- * count. */
+/* The quick owners below read a TCP segment's endpoints at fixed places,
+ * before any parse. Wherever tt_packet_parse finds a TCP segment in a
+ * packet one of them accepts, it reads its endpoints from these same
+ * places, so a connection's packets have one owner whichever path they
+ * take. A packet one accepts and tt_packet_parse finds damaged is its
+ * owner's to count. */
+
+/* An IPv4 header (of any length) carrying TCP. */
+static inline __attribute__((always_inline)) bool tt_ipv4_tcp_owner(const uint8_t *ip, size_t room, unsigned shares,
+                                                                    unsigned *owner)
+{
+    if (room < 20) return false;
+    size_t ihl = (size_t)(ip[0] & 15) * 4;
+    if (ip[0] >> 4 != 4 || ip[9] != 6 || ihl < 20 || room < ihl + 4) return false;
+    uint32_t a, b;
+    memcpy(&a, ip + 12, 4);
+    memcpy(&b, ip + 16, 4);
+    *owner = tt_owner_mix(a ^ b, tt_be16(ip + ihl) ^ tt_be16(ip + ihl + 2), shares);
+    return true;
+}
+
+/* An IPv6 header followed at once by TCP (no extension header). */
+static inline __attribute__((always_inline)) bool tt_ipv6_tcp_owner(const uint8_t *ip, size_t room, unsigned shares,
+                                                                    unsigned *owner)
+{
+    if (room < 44 || ip[0] >> 4 != 6 || ip[6] != 6) return false;
+    uint32_t w[8];
+    memcpy(w, ip + 8, sizeof w);
+    *owner = tt_owner_mix(w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4] ^ w[5] ^ w[6] ^ w[7],
+                          tt_be16(ip + 40) ^ tt_be16(ip + 42), shares);
+    return true;
+}
+
+/* tt_packet_quick_owner's answer for an Ethernet frame (DLT_EN10MB)
+ * without a VLAN tag; false for any other (which it may still take). */
+static inline __attribute__((always_inline)) bool tt_ether_quick_owner(const uint8_t *p, size_t caplen,
+                                                                       unsigned shares, unsigned *owner)
+{
+    if (caplen < 14) return false;
+    if (p[12] == 0x08 && p[13] == 0x00) return tt_ipv4_tcp_owner(p + 14, caplen - 14, shares, owner);
+    if (p[12] == 0x86 && p[13] == 0xdd) return tt_ipv6_tcp_owner(p + 14, caplen - 14, shares, owner);
+    return false;
+}
+
+/* The owner of frame p (link type lt) when it carries TCP over IPv4, or
+ * over IPv6 with no extension header; false for any other frame, whose
+ * owner takes a parse (tt_packet_owner). */
 static inline __attribute__((always_inline)) bool tt_packet_quick_owner(int lt, const uint8_t *p, size_t caplen,
                                                                         unsigned shares, unsigned *owner)
 {
     size_t off;
-    if (tt_link_layer(lt, p, caplen, &off) != 4 || caplen - off < 20) return false;
-    const uint8_t *ip = p + off;
-    size_t ihl = (size_t)(ip[0] & 15) * 4;
-    if (ip[0] >> 4 != 4 || ip[9] != 6 || ihl < 20 || caplen - off < ihl + 4) return false;
-    uint8_t a[16] = {0}, b[16] = {0};
-    memcpy(a, ip + 12, 4);
-    memcpy(b, ip + 16, 4);
-    *owner = tt_endpoints_owner(a, b, tt_be16(ip + ihl), tt_be16(ip + ihl + 2), shares);
-    return true;
+    int version = tt_link_layer(lt, p, caplen, &off);
+    if (version == 4) return tt_ipv4_tcp_owner(p + off, caplen - off, shares, owner);
+    if (version == 6) return tt_ipv6_tcp_owner(p + off, caplen - off, shares, owner);
+    return false;
 }
-
 
 /* tt_packet_owner's answer for a frame tt_packet_quick_owner does not
  * take: a parse's (*parsed: its class, seg filled). */
@@ -161,7 +205,7 @@ unsigned tt_packet_owner_by_parse(int lt, const uint8_t *p, size_t caplen, size_
  * endpoints, anything else by packet index. When it parsed the frame,
  * *parsed is the class (seg filled as by tt_packet_parse), else -1.
  * Inline: the shared walk asks it of every record. */
-static inline unsigned tt_packet_owner(int lt, const uint8_t *p, size_t caplen, size_t wirelen,
+static inline __attribute__((always_inline)) unsigned tt_packet_owner(int lt, const uint8_t *p, size_t caplen, size_t wirelen,
                                        uint64_t packet_index, unsigned shares, tt_tcp_segment *seg, int *parsed)
 {
     unsigned owner;

@@ -148,30 +148,119 @@ static void slot_read_failed(tt_pcap_walk *w, walk_slot *slot)
     walk_fail(w, slot, NULL);
 }
 
-/* Count the frame at slot->buf + off into the totals and list it for its
- * owner. False when memory ran out (the walk failed). */
-static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, walk_slot *slot, size_t off,
-                                                            uint64_t wall_ns, uint32_t caplen, uint32_t len)
+/* The walk's counts while a chunk is walked: locals, which the stores
+ * into the lists cannot alias (the totals, read through w, would be
+ * loaded and stored again around every record). */
+typedef struct walk_count {
+    uint64_t packets, bytes, snapped, first_ns, last_ns;
+} walk_count;
+
+static inline walk_count count_load(const tt_walk_totals *t)
 {
-    tt_walk_totals *t = &w->totals;
+    return (walk_count){t->packets, t->bytes, t->snapped, t->first_ns, t->last_ns};
+}
+
+static inline void count_store(tt_walk_totals *t, const walk_count *c)
+{
+    t->packets = c->packets;
+    t->bytes = c->bytes;
+    t->snapped = c->snapped;
+    t->first_ns = c->first_ns;
+    t->last_ns = c->last_ns;
+}
+
+/* Count the frame at slot->buf + off into c and list it for its owner.
+ * False when memory ran out (the walk failed). */
+static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, walk_slot *slot, walk_count *c,
+                                                            size_t off, uint64_t wall_ns, uint32_t caplen,
+                                                            uint32_t len)
+{
     uint64_t ts = tt_capture_instant(w->clock, wall_ns);
-    t->packets++;
-    t->bytes += len;
-    if (caplen < len) t->snapped++;
-    if (t->packets == 1 || ts < t->first_ns) t->first_ns = ts;
-    if (ts > t->last_ns) t->last_ns = ts;
-    const uint8_t *frame = slot->buf + off;
+    c->packets++;
+    c->bytes += len;
+    c->snapped += caplen < len;
+    if (c->packets == 1 || ts < c->first_ns) c->first_ns = ts;
+    if (ts > c->last_ns) c->last_ns = ts;
     tt_tcp_segment seg;
     int parsed;
-    unsigned owner = tt_packet_owner(w->format.linktype, frame, caplen, len, t->packets, w->shares, &seg, &parsed);
+    unsigned owner =
+        tt_packet_owner(w->format.linktype, slot->buf + off, caplen, len, c->packets, w->shares, &seg, &parsed);
     tt_walk_record rec = {.ts_ns = ts,
                           .data_off = (uint32_t)off,
                           .caplen = caplen,
                           .len = len,
-                          .index = (uint32_t)(t->packets - slot->first_index)};
+                          .index = (uint32_t)(c->packets - slot->first_index)};
     if (list_push(&slot->lists[owner], &rec)) return true;
     walk_fail(w, slot, "out of memory");
     return false;
+}
+
+/* The classic pcap records whole in the slot's bytes from *off on (in
+ * the file, then, and no larger than it) whose owner tt_packet_quick_owner
+ * reads (tt_ether_quick_owner for Ethernet) and whose list has room, counted into c and listed; *off is left
+ * at the first record that is not one of those, for walk_take. No call on
+ * the way (a call in the loop would take the registers its values live
+ * in: a load and a store each, every record of the file); swapped, nano
+ * and mapped (the clock maps another host's) are constants where the
+ * caller passes them so. */
+static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_walk *w, walk_slot *slot, walk_count *c,
+                                                                     size_t *off, bool swapped, bool mapped,
+                                                                     bool ether)
+{
+    const bool nano = w->format.nano;
+    const uint8_t *buf = slot->buf;
+    const size_t len = slot->len;
+    walk_list *const lists = slot->lists;
+    const unsigned shares = w->shares;
+    const int linktype = w->format.linktype;
+    const tt_capture_clock *clock = w->clock;
+    const uint64_t offset_ns = clock->has_offset ? (uint64_t)clock->offset_ns : 0;
+    /* the packet's index in the chunk (the file's packets before the chunk's first: before) */
+    const uint64_t before = slot->first_index;
+    uint32_t index = (uint32_t)(c->packets - before);
+    uint64_t bytes = c->bytes, snapped = c->snapped, first_ns = c->first_ns, last_ns = c->last_ns;
+    size_t at = *off;
+    while (at + TT_RECORD_HEADER <= len) {
+        tt_classic_record rec = tt_classic_record_read(buf + at, swapped, nano);
+        size_t past = at + TT_RECORD_HEADER + rec.caplen;
+        if (past > len || rec.caplen > TT_CLASSIC_MAX_RECORD) break;
+        unsigned owner;
+        const uint8_t *frame = buf + at + TT_RECORD_HEADER;
+        if (ether ? !tt_ether_quick_owner(frame, rec.caplen, shares, &owner)
+                  : !tt_packet_quick_owner(linktype, frame, rec.caplen, shares, &owner))
+            break;
+        walk_list *l = &lists[owner];
+        if (l->n == l->cap) break;
+        uint64_t ts = mapped ? tt_capture_instant(clock, rec.wall_ns) : rec.wall_ns - offset_ns;
+        index++;
+        bytes += rec.len;
+        snapped += rec.caplen < rec.len;
+        if (before + index == 1 || ts < first_ns) first_ns = ts;
+        if (ts > last_ns) last_ns = ts;
+        l->recs[l->n++] = (tt_walk_record){.ts_ns = ts,
+                                           .data_off = (uint32_t)(at + TT_RECORD_HEADER),
+                                           .caplen = rec.caplen,
+                                           .len = rec.len,
+                                           .index = index};
+        at = past;
+    }
+    c->packets = before + index;
+    c->bytes = bytes;
+    c->snapped = snapped;
+    c->first_ns = first_ns;
+    c->last_ns = last_ns;
+    *off = at;
+}
+
+/* walk_classic_whole for the slot's format and clock, the common case
+ * (native byte order, no clock map, Ethernet) compiled apart. */
+static __attribute__((noinline)) void walk_classic_fast(tt_pcap_walk *w, walk_slot *slot, walk_count *c, size_t *off)
+{
+    bool swapped = w->format.swapped, mapped = w->clock->has_map, ether = w->format.linktype == DLT_EN10MB;
+    if (!swapped && !mapped && ether)
+        walk_classic_whole(w, slot, c, off, false, false, true);
+    else
+        walk_classic_whole(w, slot, c, off, swapped, mapped, ether);
 }
 
 /* The classic pcap records that start in the slot's chunk: the first
@@ -179,14 +268,19 @@ static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, wal
 static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
 {
     tt_walk_totals *t = &w->totals;
+    walk_count c = count_load(t);
     size_t off = 0;
     for (;;) {
+        walk_classic_fast(w, slot, &c, &off);
+        /* one record as the fast loop cannot take it: the file's end,
+         * damage, a record past the chunk, an owner that takes a parse, a
+         * list to grow */
         uint64_t pos = slot->start + off;
         if (pos >= w->size) {
             slot->last = true;
             break;
         }
-        if (tt_classic_header_cut(w->size, pos, t->packets, t->err, sizeof t->err)) {
+        if (tt_classic_header_cut(w->size, pos, c.packets, t->err, sizeof t->err)) {
             walk_fail(w, slot, NULL);
             break;
         }
@@ -194,7 +288,7 @@ static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
             if (off || !slot_read(w, slot, TT_RECORD_HEADER)) break;
         }
         tt_classic_record rec = tt_classic_record_read(slot->buf + off, w->format.swapped, w->format.nano);
-        if (tt_classic_record_cut(w->size, pos, rec.caplen, t->packets, t->err, sizeof t->err)) {
+        if (tt_classic_record_cut(w->size, pos, rec.caplen, c.packets, t->err, sizeof t->err)) {
             walk_fail(w, slot, NULL);
             break;
         }
@@ -202,9 +296,10 @@ static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
         if (past > slot->len) {
             if (off || !slot_read(w, slot, past)) break;
         }
-        if (!walk_take(w, slot, off + TT_RECORD_HEADER, rec.wall_ns, rec.caplen, rec.len)) break;
+        if (!walk_take(w, slot, &c, off + TT_RECORD_HEADER, rec.wall_ns, rec.caplen, rec.len)) break;
         off = past;
     }
+    count_store(t, &c);
     slot->end = slot->start + off;
 }
 
@@ -218,6 +313,7 @@ static void walk_pcapng(tt_pcap_walk *w, walk_slot *slot)
     m->pos = 0;
     m->more = w->size - (slot->start + slot->len);
     tt_pcapng_packet pkt;
+    walk_count c = count_load(&w->totals);
     for (;;) {
         int rc = tt_pcapng_map_next(m, &pkt, w->totals.err, sizeof w->totals.err);
         if (rc == 0) {
@@ -240,8 +336,9 @@ static void walk_pcapng(tt_pcap_walk *w, walk_slot *slot)
             m->more = w->size - (slot->start + slot->len);
             continue;
         }
-        if (!walk_take(w, slot, (size_t)(pkt.data - slot->buf), pkt.ts_ns, pkt.caplen, pkt.len)) break;
+        if (!walk_take(w, slot, &c, (size_t)(pkt.data - slot->buf), pkt.ts_ns, pkt.caplen, pkt.len)) break;
     }
+    count_store(&w->totals, &c);
     slot->end = slot->start + m->pos;
 }
 
