@@ -397,6 +397,46 @@ static void test_walk_together_pcap(void **state) { walk_together_sizes("walk.pc
 static void test_walk_together_pcapng(void **state) { walk_together_sizes("walk.pcapng", TT_PW_PCAPNG, false); }
 static void test_walk_together_odd_packets(void **state) { walk_together_sizes("walk-odd.pcap", 0, true); }
 
+/* Records as large as a walk's chunk (256 KiB of frame, past the chunk
+ * with their headers) between the connections' packets: the slot that
+ * holds one takes a buffer of its own and later gives it back, and the
+ * readers still get what one reader of the whole file gets. */
+static void test_walk_together_jumbo(void **state)
+{
+    const char *path = tt_tmp_path("walk-jumbo.pcap");
+    enum { JUMBO = 256 << 10 };
+    uint8_t *jumbo = calloc(1, JUMBO);
+    assert_non_null(jumbo);
+    jumbo[12] = 0x88, jumbo[13] = 0xb5; /* a local experimental ethertype: not IP */
+    tt_pw *w = tt_pw_open(path, DLT_EN10MB, 0);
+    assert_non_null(w);
+    tt_pw_conn *c[16];
+    char body[128];
+    memset(body, 'x', sizeof body);
+    for (int i = 0; i < 16; i++) { /* the handshakes first: conn_id is the SYN's index, 3 i + 1 */
+        c[i] = tt_pw_conn_new(w, "10.0.0.1", (uint16_t)(41000 + i), "10.0.0.2", 8000);
+        assert_int_equal(tt_pw_handshake(c[i], T0 + (uint64_t)i), 0);
+    }
+    for (int i = 0; i < 4; i++) assert_int_equal(tt_pw_frame(w, T0 + 100 + (uint64_t)i, jumbo, JUMBO, JUMBO), 0);
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(tt_pw_send(c[i], TT_DIR_S2C, body, 100 + (size_t)i, T0 + 1000 + (uint64_t)i), 0);
+        if (i % 7 == 3) assert_int_equal(tt_pw_frame(w, T0 + 1100 + (uint64_t)i, jumbo, JUMBO, JUMBO), 0);
+    }
+    for (int i = 0; i < 16; i++) assert_int_equal(tt_pw_fin(c[i], TT_DIR_S2C, T0 + 2000 + (uint64_t)i), 0);
+    assert_int_equal(tt_pw_close(w), 0);
+    free(jumbo);
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", path);
+    whole_read whole;
+    read_whole(copy, NULL, &whole);
+    assert_int_equal(whole.rc, 0);
+    assert_int_equal(whole.stats.non_ip, 6);
+    walk_together_matches(copy, 2, 0);
+    walk_together_matches(copy, 3, 0);
+    walk_together_matches(copy, 2, 300 << 10);
+    walk_together_matches(copy, 4, 100 << 10);
+}
+
 /* A classic pcap file written in this machine's byte order, rewritten
  * in the other: its header's fields and every record header's. */
 static void swap_byte_order(const char *path)
@@ -555,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_walk_together_pcapng),
         cmocka_unit_test(test_walk_together_odd_packets),
         cmocka_unit_test(test_walk_together_formats),
+        cmocka_unit_test(test_walk_together_jumbo),
         cmocka_unit_test(test_walk_together_truncated),
         cmocka_unit_test(test_walk_together_truncated_pcapng),
         cmocka_unit_test(test_walk_together_bad_claim),
