@@ -1,7 +1,8 @@
 /* http1_head.h - HTTP/1.x heads as text: the start line, header fields and
  * what they say about framing, parsed from a buffered head; and the search
  * for a start line inside a line of unknown bytes, which lets the parser
- * (http1.c) pick up a stream again after lost bytes. Internal to proto/. */
+ * (http1_head_states.c) pick up a stream again after lost bytes. Internal
+ * to proto/. */
 #ifndef TT_HTTP1_HEAD_H
 #define TT_HTTP1_HEAD_H
 
