@@ -247,12 +247,12 @@ static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, wal
 
 /* The classic pcap records whole in the slot's bytes from *off on (in
  * the file, then, and no larger than it) whose owner tt_packet_quick_owner
- * reads (tt_ether_quick_owner for Ethernet) and whose list has room, counted into c and listed; *off is left
- * at the first record that is not one of those, for walk_take. No call on
- * the way (a call in the loop would take the registers its values live
- * in: a load and a store each, every record of the file); swapped, nano
- * and mapped (the clock maps another host's) are constants where the
- * caller passes them so. */
+ * reads (tt_ether_quick_owner for Ethernet) and whose list has room,
+ * counted into c and listed; *off is left at the first record that is not
+ * one of those, for walk_take. No call on the way (a call in the loop
+ * would take the registers its values live in: a load and a store each,
+ * every record of the file); swapped, mapped (the clock maps another
+ * host's) and ether are constants where the caller passes them so. */
 static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_walk *w, walk_slot *slot, walk_count *c,
                                                                      size_t *off, bool swapped, bool mapped,
                                                                      bool ether)
