@@ -274,7 +274,7 @@ static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_wal
         tt_classic_record rec = tt_classic_record_read(buf + at, swapped, nano);
         size_t past = at + TT_RECORD_HEADER + rec.caplen;
         if (past > len || rec.caplen > TT_CLASSIC_MAX_RECORD) break;
-        unsigned owner;
+        unsigned owner = 0; /* set by the quick owner that returned true (-O1 cannot tell) */
         const uint8_t *frame = buf + at + TT_RECORD_HEADER;
         if (ether ? !tt_ether_quick_owner(frame, rec.caplen, shares, &owner)
                   : !tt_packet_quick_owner(linktype, frame, rec.caplen, shares, &owner))
