@@ -1,7 +1,7 @@
 /* probe_ring.h - the producer's side of a probe ring (probe_abi.h): space
  * reservation, commit, and the drop counters, apart from the hooks so that
  * a test can drive exact interleavings on a ring of its own
- * (tests/unit/test_probe_source.c). Header-only: the preloaded library
+ * (tests/unit/test_probe_rings.c). Header-only: the preloaded library
  * (the probe/ C files) must not depend on anything but libc.
  *
  * Any thread, or a signal handler interrupting one, may call these at any
