@@ -10,9 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,7 +21,6 @@
 #endif
 
 #include "../../probe/probe_abi.h"
-#include "../../probe/probe_ring.h"
 #include "golden.h"
 #include "clocks/tsc_clock.h"
 #include "core/util.h"
