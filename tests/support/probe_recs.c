@@ -38,8 +38,8 @@ void trace_chunk(void *ctx, const tt_chunk *c)
     tt_sb_printf(b, "\n");
 }
 
-size_t make_rec(uint8_t *out, uint8_t kind, uint8_t dir, uint8_t role, uint8_t layer, int fd, uint64_t sock,
-                uint64_t ts, const char *data, uint32_t total)
+size_t probe_rec(uint8_t *out, uint8_t kind, uint8_t dir, uint8_t role, uint8_t layer, int fd, uint64_t sock,
+                 uint64_t ts, const char *data, uint32_t total)
 {
     struct tt_probe_rec r;
     memset(&r, 0, sizeof r);

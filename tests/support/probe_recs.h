@@ -13,8 +13,8 @@
  * data): 10.0.0.1:40000 -> 10.0.0.2:8000 locally, `data` (NULL: none) its
  * bytes, total the call's length (0: data's; more: the record is cut).
  * Returns its size. */
-size_t make_rec(uint8_t *out, uint8_t kind, uint8_t dir, uint8_t role, uint8_t layer, int fd, uint64_t sock,
-                uint64_t ts, const char *data, uint32_t total);
+size_t probe_rec(uint8_t *out, uint8_t kind, uint8_t dir, uint8_t role, uint8_t layer, int fd, uint64_t sock,
+                 uint64_t ts, const char *data, uint32_t total);
 
 /* A chunk sink (ctx: a tt_strbuf) writing every chunk as one trace line. */
 void trace_chunk(void *ctx, const tt_chunk *c);

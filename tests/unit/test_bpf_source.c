@@ -6,8 +6,11 @@
  * data-less truncation record, recvmmsg messages (one record group per
  * message, then one record for the messages past the bound), sendfile's
  * not-copied bytes and lost bytes flushed before a close as gaps, a
- * read's end of file and close as FIN, bad
- * records refused, and bad filter options refused by start. */
+ * read's end of file and close as FIN, bad records refused, bad filter
+ * options refused by start, the wakeup threshold, and TLS plaintext
+ * streams (writes held until their socket is known). READY marks and the
+ * sequence base of sends are test_bpf_ready.c's; records are built by
+ * tests/support/socktap_recs.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,76 +22,8 @@
 #include <string.h>
 
 #include "../../bpf/socktap.h"
+#include "socktap_recs.h"
 #include "source/bpf_source.h"
-
-typedef struct seen {
-    tt_vantage vantage;
-    tt_direction dir;
-    tt_chunk_kind kind;
-    uint64_t conn_id, mono_ns, offset;
-    size_t len;
-    char data[64];
-    uint16_t client_port, server_port;
-    bool guessed;
-    bool seq_known;    /* the connection's, for this chunk's direction */
-    uint32_t seq_base;
-} seen;
-
-typedef struct log_ctx {
-    seen items[64];
-    size_t n;
-} log_ctx;
-
-static void collect(void *ctx, const tt_chunk *ch)
-{
-    log_ctx *l = ctx;
-    assert_true(l->n < 64);
-    seen *s = &l->items[l->n++];
-    memset(s, 0, sizeof *s);
-    s->vantage = ch->vantage;
-    s->dir = ch->dir;
-    s->kind = ch->kind;
-    s->conn_id = ch->conn->conn_id;
-    s->mono_ns = ch->mono_ns;
-    s->offset = ch->offset;
-    s->len = ch->len;
-    s->client_port = ch->conn->client.port;
-    s->server_port = ch->conn->server.port;
-    s->guessed = ch->conn->orientation_guessed;
-    s->seq_known = ch->conn->seq_known[ch->dir];
-    s->seq_base = ch->conn->seq_base[ch->dir];
-    if (ch->kind == TT_CHUNK_DATA) {
-        assert_non_null(ch->data);
-        memcpy(s->data, ch->data, ch->len < 63 ? ch->len : 63);
-    }
-}
-
-/* A record for a socket of local port 8000, remote 40000, on fd. */
-static size_t make_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock, uint64_t ns, const char *data,
-                       uint32_t total, uint32_t piece_off, uint8_t flags, uint64_t lost)
-{
-    struct tt_socktap_event ev = {0};
-    ev.ts_ns = ns;
-    ev.sock_id = sock;
-    ev.tgid = 42;
-    ev.tid = 42;
-    ev.fd = fd;
-    ev.dir = dir;
-    ev.family = 2;
-    ev.lport = 8000;
-    ev.rport = 40000;
-    ev.laddr[0] = 127, ev.laddr[3] = 1;
-    ev.raddr[0] = 127, ev.raddr[3] = 1;
-    ev.copied = (uint32_t)strlen(data);
-    ev.total_len = total ? total : ev.copied;
-    ev.piece_off = piece_off;
-    ev.ret = ev.total_len;
-    ev.flags = flags;
-    ev.lost_before = lost;
-    memcpy(buf, &ev, sizeof ev);
-    memcpy(buf + sizeof ev, data, ev.copied);
-    return sizeof ev + ev.copied;
-}
 
 static void test_server_orientation_offsets_and_gaps(void **state)
 {
@@ -96,11 +31,11 @@ static void test_server_orientation_offsets_and_gaps(void **state)
     tt_bpf_source *s = tt_bpf_source_new(collect, &srv, collect, &cli);
     assert_non_null(s);
     uint8_t buf[512];
-    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x1000, 100, "GET / HTTP/1.1\r\n", 0, 0, 0, 0);
+    size_t n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x1000, 100, "GET / HTTP/1.1\r\n", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x1000, 200, "HTTP/1.1 200", 30, 0, TT_SOCKTAP_F_TRUNCATED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x1000, 200, "HTTP/1.1 200", 30, 0, TT_SOCKTAP_F_TRUNCATED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x1000, 300, "xyz", 0, 0, 0, 7);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x1000, 300, "xyz", 0, 0, 0, 7);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 0);
     assert_int_equal(srv.n, 5);
@@ -146,12 +81,12 @@ static void test_client_and_fd_reuse(void **state)
     tt_bpf_source *s = tt_bpf_source_new(collect, &srv, collect, &cli);
     assert_non_null(s);
     uint8_t buf[512];
-    size_t n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 3, 0xa, 10, "POST", 0, 0, 0, 0);
+    size_t n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 3, 0xa, 10, "POST", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 3, 0xa, 20, "HTTP", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 3, 0xa, 20, "HTTP", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* the same fd now names another socket: the first connection ends */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 3, 0xb, 30, "POST", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 3, 0xb, 30, "POST", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(srv.n, 0);
     assert_int_equal(cli.n, 6);
@@ -168,17 +103,6 @@ static void test_client_and_fd_reuse(void **state)
     assert_int_equal(cli.n, 9);
 }
 
-/* A record without data of the given kind (close, connect, accept) on fd. */
-static size_t make_marker(uint8_t *buf, uint8_t kind, int32_t fd, uint64_t sock, uint64_t ns)
-{
-    size_t n = make_rec(buf, 0, fd, sock, ns, "", 0, 0, 0, 0);
-    struct tt_socktap_event ev;
-    memcpy(&ev, buf, sizeof ev);
-    ev.kind = kind;
-    ev.ret = 0;
-    memcpy(buf, &ev, sizeof ev);
-    return n;
-}
 
 static void test_connect_role_and_close(void **state)
 {
@@ -187,11 +111,11 @@ static void test_connect_role_and_close(void **state)
     assert_non_null(s);
     uint8_t buf[512];
     /* connected, then reads first (a server push would be guessed server) */
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
+    size_t n = socktap_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 10, "HTTP", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 10, "HTTP", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 20, "GET", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 20, "GET", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(srv.n, 0);
     assert_int_equal(cli.n, 2);
@@ -202,10 +126,10 @@ static void test_connect_role_and_close(void **state)
     assert_int_equal(cli.items[0].server_port, 40000);
     assert_int_equal(cli.items[1].dir, TT_DIR_C2S);
     /* close of another fd changes nothing; close of fd 4 ends the connection */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 9, 0xc, 25);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, 9, 0xc, 25);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 2);
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 30);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 30);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 5);
     /* the local end (client) closed: its direction ends cleanly, the other is cut */
@@ -216,9 +140,9 @@ static void test_connect_role_and_close(void **state)
     assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
     assert_int_equal(cli.items[4].mono_ns, 30);
     /* the fd reused by accept: a new connection, server, not guessed */
-    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 4, 0xd, 40);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 4, 0xd, 40);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xd, 50, "hello", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xd, 50, "hello", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(srv.n, 1);
     assert_int_equal(srv.items[0].dir, TT_DIR_S2C);
@@ -226,11 +150,11 @@ static void test_connect_role_and_close(void **state)
     assert_int_equal(srv.items[0].server_port, 8000);
     assert_true(srv.items[0].conn_id != cli.items[0].conn_id);
     /* a guessed connection keeps its orientation once it carried bytes */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0xe, 60, "POST", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0xe, 60, "POST", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 6, 0xe, 61);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 6, 0xe, 61);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0xe, 70, "HTTP", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0xe, 70, "HTTP", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 7);
     assert_true(cli.items[5].guessed);
@@ -252,7 +176,7 @@ static void test_connect_role_and_close(void **state)
  * connection, and the next socket on the same fd and address is a new one. */
 static size_t make_release(uint8_t *buf, uint32_t tgid, uint64_t sock, uint64_t ns)
 {
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, sock, ns);
+    size_t n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, sock, ns);
     struct tt_socktap_event ev;
     memcpy(&ev, buf, sizeof ev);
     ev.tgid = tgid;
@@ -264,9 +188,9 @@ static size_t make_release(uint8_t *buf, uint32_t tgid, uint64_t sock, uint64_t 
 /* A client connection on fd 4 (sock 0xc): connected at 5, "GET" sent at 10. */
 static void feed_connected_get(tt_bpf_source *s, uint8_t *buf)
 {
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
+    size_t n = socktap_marker(buf, TT_SOCKTAP_KIND_CONNECT, 4, 0xc, 5);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 10, "GET", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 10, "GET", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
 }
 
@@ -282,14 +206,14 @@ static void test_release_ends_every_connection_on_the_socket(void **state)
     /* unknown socket: nothing */
     n = make_release(buf, 42, 0xf, 12);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xf, 13, "", 0, 0, 0, 7);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xf, 13, "", 0, 0, 0, 7);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* a close(fd) of fd -1 names no connection */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, 0xc, 13);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, -1, 0xc, 13);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 1);
     /* bytes owed to the known socket, said by another process: a gap on its connection */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xc, 14, "", 0, 0, 0, 9);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0xc, 14, "", 0, 0, 0, 9);
     struct tt_socktap_event ev;
     memcpy(&ev, buf, sizeof ev);
     ev.tgid = 43;
@@ -308,7 +232,7 @@ static void test_release_ends_every_connection_on_the_socket(void **state)
     assert_int_equal(cli.items[4].kind, TT_CHUNK_RELEASE);
     assert_int_equal(cli.items[4].mono_ns, 20);
     /* the next socket on fd 4 at the same address: a new connection */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 30, "GET", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 4, 0xc, 30, "GET", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 6);
     assert_true(cli.items[5].conn_id != cli.items[0].conn_id);
@@ -328,14 +252,14 @@ static void test_iovec_pieces_and_truncation_record(void **state)
     uint8_t buf[512];
     /* one recvmsg of 20 bytes: pieces "abc" and "defgh" from two iovecs, then
      * a record without data saying the last 12 bytes were not copied */
-    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "abc", 20, 0, 0, 0);
+    size_t n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "abc", 20, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "defgh", 20, 3, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "defgh", 20, 3, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 20, 8, TT_SOCKTAP_F_TRUNCATED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 20, 8, TT_SOCKTAP_F_TRUNCATED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* a copy that failed mid-iovec: the rest is a gap too */
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 20, "", 6, 0, TT_SOCKTAP_F_TRUNCATED | TT_SOCKTAP_F_COPY_FAILED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 20, "", 6, 0, TT_SOCKTAP_F_TRUNCATED | TT_SOCKTAP_F_COPY_FAILED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(srv.n, 4);
     assert_string_equal(srv.items[0].data, "abc");
@@ -359,23 +283,23 @@ static void test_mmsg_sendfile_and_flushed_loss(void **state)
     /* recvmmsg: message 0 "GET " (4 bytes, copied whole), message 1 of 6
      * bytes with "/x" copied and the rest cut, then 9 bytes of messages
      * past the bound */
-    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "GET ", 4, 0, 0, 0);
+    size_t n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "GET ", 4, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "/x", 6, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "/x", 6, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 6, 2, TT_SOCKTAP_F_TRUNCATED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 6, 2, TT_SOCKTAP_F_TRUNCATED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 9, 0, TT_SOCKTAP_F_TRUNCATED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 10, "", 9, 0, TT_SOCKTAP_F_TRUNCATED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* sendfile of 1000 bytes: a gap, not silence, then a write after it */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 20, "", 1000, 0, TT_SOCKTAP_F_NOT_COPIED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 20, "", 1000, 0, TT_SOCKTAP_F_NOT_COPIED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 30, "end", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 30, "end", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* bytes the ring buffer refused, owed at close: a record with only lost_before */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 40, "", 0, 0, 0, 77);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 40, "", 0, 0, 0, 77);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 5, 1, 41);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, 5, 1, 41);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(srv.n, 10);
     assert_string_equal(srv.items[0].data, "GET ");
@@ -408,7 +332,7 @@ static void test_mmsg_sendfile_and_flushed_loss(void **state)
     assert_int_equal(st.gap_bytes, 4 + 9 + 1000 + 77);
     assert_int_equal(st.data_bytes, 4 + 2 + 3);
     /* not copied yet carrying data: refused */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 50, "x", 10, 0, TT_SOCKTAP_F_NOT_COPIED, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 1, 50, "x", 10, 0, TT_SOCKTAP_F_NOT_COPIED, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
     tt_bpf_source_free(s);
 }
@@ -420,16 +344,16 @@ static void test_eof_then_close(void **state)
     assert_non_null(s);
     uint8_t buf[512];
     feed_connected_get(s, buf);
-    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 20, "HTTP", 0, 0, 0, 0);
+    size_t n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 4, 0xc, 20, "HTTP", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* EOF on another sock behind the same fd, or on an unknown fd: nothing */
-    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xd, 25);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xd, 25);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 7, 0xc, 25);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_EOF, 7, 0xc, 25);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 2);
     /* the read of the peer's FIN: the server's direction ends cleanly, once */
-    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xc, 30);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_EOF, 4, 0xc, 30);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 3);
@@ -437,7 +361,7 @@ static void test_eof_then_close(void **state)
     assert_int_equal(cli.items[2].dir, TT_DIR_S2C);
     assert_int_equal(cli.items[2].mono_ns, 30);
     /* then close: the client's own direction ends cleanly too, no END */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 40);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, 4, 0xc, 40);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(cli.n, 5);
     assert_int_equal(cli.items[3].kind, TT_CHUNK_FIN);
@@ -500,254 +424,6 @@ static void test_wake_bytes(void **state)
 
 /* A readable instant: the receive sequence ends at end_seq, len bytes new
  * since the last one (from_start: the socket's first). */
-static struct tt_socktap_mark mark_of(uint64_t ns, uint32_t end_seq, uint32_t len, bool from_start)
-{
-    return (struct tt_socktap_mark){.ns = ns, .end_seq = end_seq, .len = from_start ? TT_SOCKTAP_MARK_FROM_START : len};
-}
-
-/* A READY record of sock carrying one mark. */
-static size_t make_ready(uint8_t *buf, uint64_t sock, uint64_t ns, uint32_t end_seq, uint32_t len, bool from_start)
-{
-    struct tt_socktap_event ev = {0};
-    ev.kind = TT_SOCKTAP_KIND_READY;
-    ev.dir = TT_SOCKTAP_DIR_RECV;
-    ev.ts_ns = ns;
-    ev.sock_id = sock;
-    ev.fd = -1;
-    ev.family = 2;
-    ev.lport = 8000;
-    ev.rport = 40000;
-    ev.laddr[0] = 127, ev.laddr[3] = 1;
-    ev.raddr[0] = 127, ev.raddr[3] = 1;
-    ev.marks = 1;
-    struct tt_socktap_mark m = mark_of(ns, end_seq, len, from_start);
-    memcpy(buf, &ev, sizeof ev);
-    memcpy(buf + sizeof ev, &m, sizeof m);
-    return sizeof ev + sizeof m;
-}
-
-/* Append n marks to the record in buf (n bytes long), after its data from
- * the data's next 8-byte boundary, as the kernel does; the new length. */
-static size_t add_marks(uint8_t *buf, size_t n, const struct tt_socktap_mark *marks, uint32_t count)
-{
-    struct tt_socktap_event ev;
-    memcpy(&ev, buf, sizeof ev);
-    size_t at = sizeof ev + ((ev.copied + 7u) & ~7u);
-    memset(buf + n, 0xee, at - n); /* the kernel zeroes these; nobody may read them */
-    memcpy(buf + at, marks, count * sizeof *marks);
-    ev.marks = count;
-    memcpy(buf, &ev, sizeof ev);
-    return at + count * sizeof *marks;
-}
-
-static size_t make_seq_rec(uint8_t *buf, uint8_t dir, int32_t fd, uint64_t sock, uint64_t ns, const char *data,
-                           uint32_t seq)
-{
-    size_t n = make_rec(buf, dir, fd, sock, ns, data, 0, 0, TT_SOCKTAP_F_SEQ, 0);
-    struct tt_socktap_event ev;
-    memcpy(&ev, buf, sizeof ev);
-    ev.seq = seq;
-    memcpy(buf, &ev, sizeof ev);
-    return n;
-}
-
-/* s's counts of the kernel's marks: read, placed, not placed, repeats. */
-static void assert_ready_counts(const tt_bpf_source *s, uint64_t records, uint64_t marks, uint64_t unplaced,
-                                uint64_t repeats)
-{
-    tt_bpf_stats st;
-    tt_bpf_source_stats(s, &st);
-    assert_int_equal(st.ready_records, records);
-    assert_int_equal(st.ready_marks, marks);
-    assert_int_equal(st.ready_unplaced, unplaced);
-    assert_int_equal(st.ready_repeats, repeats);
-}
-
-/* READY records become TT_CHUNK_READY on the receive direction, placed by
- * sequence number: held until a read tells the sequence numbers, adopted
- * from before the accept (orphans), wrapping past 2^32, a refused one
- * leaving a hole, the stale marks of an earlier socket at the same address
- * dropped, a stale connection at a reused address passed over, and
- * nonsense refused. */
-static void test_ready_marks(void **state)
-{
-    log_ctx srv = {0};
-    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
-    assert_non_null(s);
-    uint8_t buf[512];
-    const uint32_t isn = 0xfffffff0u; /* the request's bytes wrap the sequence space */
-    /* a stale mark of an earlier socket at this address, then this socket's
-     * first (the request arrived before accept returned) */
-    size_t n = make_ready(buf, 0x77, 10, 12345, 0, true);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_ready(buf, 0x77, 50, isn + 10, 0, true);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x77, 60);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_ready(buf, 0x77, 70, isn + 16, 6, false);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.n, 0); /* held: the sequence numbers are not known yet */
-    n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 80, "GET / HTTP/1.1\r\n", isn);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.n, 3);
-    assert_int_equal(srv.items[0].kind, TT_CHUNK_READY);
-    assert_int_equal(srv.items[0].dir, TT_DIR_C2S);
-    assert_int_equal(srv.items[0].offset, 0);
-    assert_int_equal(srv.items[0].len, 10);
-    assert_int_equal(srv.items[0].mono_ns, 50);
-    assert_int_equal(srv.items[1].kind, TT_CHUNK_READY);
-    assert_int_equal(srv.items[1].offset, 10);
-    assert_int_equal(srv.items[1].len, 6);
-    assert_int_equal(srv.items[1].mono_ns, 70);
-    assert_int_equal(srv.items[2].kind, TT_CHUNK_DATA);
-    /* the connection carries the read's sequence numbers from its first data on */
-    assert_true(srv.items[2].seq_known);
-    assert_int_equal(srv.items[2].seq_base, isn);
-    /* known now: the next mark goes out at once; one refused by the ring
-     * (16..20 never said) leaves its bytes out: the next starts at 20 */
-    n = make_ready(buf, 0x77, 90, isn + 30, 10, false);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.n, 4);
-    assert_int_equal(srv.items[3].offset, 20);
-    assert_int_equal(srv.items[3].len, 10);
-    /* a mark far past anything read is not believed */
-    n = make_ready(buf, 0x77, 95, isn + 30 + (200u << 20), 5, false);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.n, 4);
-    /* a READY on the send direction, one without marks, or one whose marks
-     * run past the record, is bad */
-    n = make_ready(buf, 0x77, 96, 1, 1, false);
-    struct tt_socktap_event ev;
-    memcpy(&ev, buf, sizeof ev);
-    ev.dir = TT_SOCKTAP_DIR_SEND;
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
-    ev.dir = TT_SOCKTAP_DIR_RECV;
-    ev.marks = 0;
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
-    ev.marks = 2;
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n + sizeof(struct tt_socktap_mark) - 1), -1);
-    /* A process that exited without close() leaves its connection on sock
-     * 0x88; the kernel gives that address to a new socket (another
-     * 4-tuple), accepted on fd 7: its marks are its own, not the stale one's. */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 9, 0x88, 100);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    size_t before = srv.n;
-    n = make_ready(buf, 0x88, 110, 7010, 0, true);
-    memcpy(&ev, buf, sizeof ev);
-    ev.rport = 40001; /* the new socket's peer */
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 7, 0x88, 120);
-    memcpy(&ev, buf, sizeof ev);
-    ev.rport = 40001;
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 7, 0x88, 130, "GET / HTTP/1.1\r\n", 7000);
-    memcpy(&ev, buf, sizeof ev);
-    ev.rport = 40001;
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.n, before + 2); /* the mark, then the data, on the accepted connection */
-    assert_int_equal(srv.items[before].kind, TT_CHUNK_READY);
-    assert_int_equal(srv.items[before].client_port, 40001);
-    assert_int_equal(srv.items[before].offset, 0);
-    assert_int_equal(srv.items[before].len, 10);
-    assert_ready_counts(s, 6, 4, 2, 0); /* unplaced: the stale orphan, the unbelievable mark */
-    tt_bpf_source_free(s);
-}
-
-/* Marks folded into the DATA records of their socket (the kernel holds
- * them for its next read): taken before the record's data, whatever the
- * data's length (the marks start at its next 8-byte boundary); a mark
- * sent twice (two readers) dropped as a repeat; marks on a record that may
- * not carry them, too many, or past the record's end, refused. Every read
- * split at each byte gives the same chunks. */
-static void test_ready_marks_in_reads(void **state)
-{
-    const char *request = "GET /v1/completions HTTP/1.1\r\n\r\n";
-    size_t len = strlen(request);
-    for (size_t split = 1; split < len; split++) {
-        log_ctx srv = {0};
-        tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
-        assert_non_null(s);
-        uint8_t buf[512];
-        size_t n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x77, 10);
-        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-        const uint32_t isn = 1000;
-        char first[64], second[64];
-        memcpy(first, request, split);
-        first[split] = 0;
-        snprintf(second, sizeof second, "%s", request + split);
-        /* the first read carries the mark of its bytes, from the start */
-        struct tt_socktap_mark m1[1] = {mark_of(20, isn + (uint32_t)split, 0, true)};
-        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 30, first, isn);
-        n = add_marks(buf, n, m1, 1);
-        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-        /* the second read carries that mark again (a second reader took it
-         * too) and the mark of its own bytes */
-        struct tt_socktap_mark m2[2] = {m1[0], mark_of(40, isn + (uint32_t)len, (uint32_t)(len - split), false)};
-        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 50, second, isn + (uint32_t)split);
-        n = add_marks(buf, n, m2, 2);
-        assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-        assert_int_equal(srv.n, 4);
-        assert_int_equal(srv.items[0].kind, TT_CHUNK_READY);
-        assert_int_equal(srv.items[0].offset, 0);
-        assert_int_equal(srv.items[0].len, split);
-        assert_int_equal(srv.items[0].mono_ns, 20);
-        assert_int_equal(srv.items[1].kind, TT_CHUNK_DATA);
-        assert_int_equal(srv.items[1].len, split);
-        assert_int_equal(srv.items[2].kind, TT_CHUNK_READY);
-        assert_int_equal(srv.items[2].offset, split);
-        assert_int_equal(srv.items[2].len, len - split);
-        assert_int_equal(srv.items[2].mono_ns, 40);
-        assert_int_equal(srv.items[3].kind, TT_CHUNK_DATA);
-        assert_int_equal(srv.items[3].offset, split);
-        /* refused: more marks than a record may carry; a mark cut short;
-         * marks on a close */
-        struct tt_socktap_mark many[TT_SOCKTAP_MAX_MARKS + 1];
-        for (uint32_t i = 0; i <= TT_SOCKTAP_MAX_MARKS; i++) many[i] = mark_of(60 + i, isn + (uint32_t)len + i + 1, 1, false);
-        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 70, "x", isn + (uint32_t)len);
-        size_t too_many = add_marks(buf, n, many, TT_SOCKTAP_MAX_MARKS + 1);
-        assert_int_equal(tt_bpf_source_feed(s, buf, too_many), -1);
-        n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 70, "x", isn + (uint32_t)len);
-        n = add_marks(buf, n, many, 1);
-        assert_int_equal(tt_bpf_source_feed(s, buf, n - 1), -1);
-        n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 5, 0x77, 80);
-        n = add_marks(buf, n, many, 1);
-        assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
-        assert_int_equal(srv.n, 4);
-        assert_ready_counts(s, 3, 2, 0, 1);
-        tt_bpf_stats st;
-        tt_bpf_source_stats(s, &st);
-        assert_int_equal(st.bad_records, 3);
-        tt_bpf_source_free(s);
-    }
-}
-
-/* A stream whose records claim more lost bytes than any stream could hold
- * (2^63): its marks are not placed, and placing them overflows nothing
- * (the sanitizers' build checks that). */
-static void test_ready_mark_on_absurd_offsets(void **state)
-{
-    log_ctx srv = {0};
-    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
-    assert_non_null(s);
-    uint8_t buf[512];
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x77, 10);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 20, "ab", 0, 0, TT_SOCKTAP_F_SEQ, 1ull << 63);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    struct tt_socktap_mark m[1] = {mark_of(25, 3, 0x7fffffffu, false)};
-    n = make_seq_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x77, 30, "cd", 2);
-    n = add_marks(buf, n, m, 1);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_ready_counts(s, 1, 0, 1, 0);
-    tt_bpf_source_free(s);
-}
 
 static void test_bad_records(void **state)
 {
@@ -755,7 +431,7 @@ static void test_bad_records(void **state)
     tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
     assert_non_null(s);
     uint8_t buf[512];
-    size_t n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 1, "abcd", 0, 0, 0, 0);
+    size_t n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 1, 1, "abcd", 0, 0, 0, 0);
     /* shorter than the head, or than the data the head announces */
     for (size_t k = 0; k < n; k++) assert_int_equal(tt_bpf_source_feed(s, buf, k), -1);
     struct tt_socktap_event ev;
@@ -785,43 +461,7 @@ static void test_bad_records(void **state)
  * direction's seq_base even after lost bytes (the gap counts in the stream
  * as in the sequence space) and from a later piece of one syscall; the
  * first one known stays. */
-static void test_sequence_base_of_sends(void **state)
-{
-    log_ctx srv = {0};
-    tt_bpf_source *s = tt_bpf_source_new(collect, &srv, NULL, NULL);
-    assert_non_null(s);
-    uint8_t buf[512];
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_ACCEPT, 5, 0x31, 5);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x31, 10, "HTTP/1.1 200 OK\r\n", 100, 40, TT_SOCKTAP_F_SEQ, 7);
-    struct tt_socktap_event ev;
-    memcpy(&ev, buf, sizeof ev);
-    ev.seq = 5000; /* the syscall's first byte; this piece starts 40 bytes in */
-    memcpy(buf, &ev, sizeof ev);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.n, 2);
-    assert_int_equal(srv.items[0].kind, TT_CHUNK_GAP);
-    assert_int_equal(srv.items[1].kind, TT_CHUNK_DATA);
-    assert_int_equal(srv.items[1].offset, 7);
-    assert_true(srv.items[1].seq_known);
-    assert_int_equal(srv.items[1].seq_base, 5000 + 40 - 7);
-    /* a later record that disagrees (another thread's send raced the stamp) changes nothing */
-    n = make_seq_rec(buf, TT_SOCKTAP_DIR_SEND, 5, 0x31, 20, "data: x\n\n", 1);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_int_equal(srv.items[srv.n - 1].seq_base, 5000 + 40 - 7);
-    /* the receive direction has no numbers until a read tells them */
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 5, 0x31, 30, "GET / HTTP/1.1\r\n", 0, 0, 0, 0);
-    assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    assert_false(srv.items[srv.n - 1].seq_known);
-    tt_bpf_source_free(s);
-}
 
-/* TLS plaintext records (TT_SOCKTAP_F_TLS) of a client connection: a
- * stream of their own at the TLS vantage (its own conn_id, offsets from 0,
- * the socket's endpoints and orientation), beside the ciphertext at the
- * client vantage; bytes lost or not copied are gaps; a read of end of file
- * on the socket ends the plaintext's receive direction cleanly, and
- * close() its send direction. */
 static void test_tls_plaintext_stream(void **state)
 {
     log_ctx cli = {0}, tls = {0};
@@ -830,16 +470,16 @@ static void test_tls_plaintext_stream(void **state)
     tt_bpf_source_route_tls(s, collect, &tls, collect, &tls);
     uint8_t buf[512];
     struct tt_socktap_event ev;
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x51, 5);
+    size_t n = socktap_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x51, 5);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* the ciphertext the library wrote, then the plaintext it was handed */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 20, "\x17\x03\x03xx", 0, 0, 0, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 20, "\x17\x03\x03xx", 0, 0, 0, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 10, "POST / HTTP/1.1\r\n\r\n", 0, 0, TT_SOCKTAP_F_TLS, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, 6, 0x51, 10, "POST / HTTP/1.1\r\n\r\n", 0, 0, TT_SOCKTAP_F_TLS, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* a response read: 12 bytes lost before it, then 9 copied of 20; its
      * ciphertext read from the socket at 35 */
-    n = make_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0x51, 40, "HTTP/1.1 ", 20, 0, TT_SOCKTAP_F_TLS | TT_SOCKTAP_F_TRUNCATED, 12);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_RECV, 6, 0x51, 40, "HTTP/1.1 ", 20, 0, TT_SOCKTAP_F_TLS | TT_SOCKTAP_F_TRUNCATED, 12);
     memcpy(&ev, buf, sizeof ev);
     ev.socket_ns = 35;
     memcpy(buf, &ev, sizeof ev);
@@ -871,7 +511,7 @@ static void test_tls_plaintext_stream(void **state)
     assert_int_equal(tls.items[4].offset, 21);
     assert_int_equal(tls.items[4].len, 11);
     /* end of file on the socket: the plaintext's receive direction ends (FIN) */
-    n = make_marker(buf, TT_SOCKTAP_KIND_EOF, 6, 0x51, 50);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_EOF, 6, 0x51, 50);
     memcpy(&ev, buf, sizeof ev);
     ev.dir = TT_SOCKTAP_DIR_RECV;
     memcpy(buf, &ev, sizeof ev);
@@ -879,7 +519,7 @@ static void test_tls_plaintext_stream(void **state)
     assert_int_equal(tls.items[tls.n - 1].kind, TT_CHUNK_FIN);
     assert_int_equal(tls.items[tls.n - 1].dir, TT_DIR_S2C);
     /* close(): its send direction FIN, then both streams released */
-    n = make_marker(buf, TT_SOCKTAP_KIND_CLOSE, 6, 0x51, 60);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_CLOSE, 6, 0x51, 60);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     assert_int_equal(tls.items[tls.n - 1].kind, TT_CHUNK_RELEASE);
     assert_int_equal(tls.items[tls.n - 2].kind, TT_CHUNK_FIN);
@@ -906,12 +546,12 @@ static void test_tls_pending_writes(void **state)
     tt_bpf_source_route_tls(s, collect, &tls, collect, &tls);
     uint8_t buf[512];
     struct tt_socktap_event ev;
-    size_t n = make_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x61, 5);
+    size_t n = socktap_marker(buf, TT_SOCKTAP_KIND_CONNECT, 6, 0x61, 5);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), 0);
     /* two pending writes of thread 42, one of thread 43 */
     const char *parts[3] = {"POST / HTTP/1.1\r\n", "\r\n", "other"};
     for (int i = 0; i < 3; i++) {
-        n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 10 + (uint64_t)i, parts[i], 0, 0,
+        n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 10 + (uint64_t)i, parts[i], 0, 0,
                      TT_SOCKTAP_F_TLS | TT_SOCKTAP_F_TLS_PENDING, 0);
         memcpy(&ev, buf, sizeof ev);
         ev.tid = i == 2 ? 43 : 42;
@@ -921,7 +561,7 @@ static void test_tls_pending_writes(void **state)
     }
     assert_int_equal(tls.n, 0);
     /* thread 42 writes its socket: TLS_PAIR, 3 refused pending bytes before */
-    n = make_marker(buf, TT_SOCKTAP_KIND_TLS_PAIR, 6, 0x61, 20);
+    n = socktap_marker(buf, TT_SOCKTAP_KIND_TLS_PAIR, 6, 0x61, 20);
     memcpy(&ev, buf, sizeof ev);
     ev.lost_before = 3;
     memcpy(buf, &ev, sizeof ev);
@@ -945,7 +585,7 @@ static void test_tls_pending_writes(void **state)
     assert_int_equal(tls.items[4].offset, 20);
     assert_int_equal(tls.items[4].len, 2);
     /* a pending record that is not DATA+TLS is bad */
-    n = make_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 30, "x", 0, 0, TT_SOCKTAP_F_TLS_PENDING, 0);
+    n = socktap_rec(buf, TT_SOCKTAP_DIR_SEND, -1, 0, 30, "x", 0, 0, TT_SOCKTAP_F_TLS_PENDING, 0);
     assert_int_equal(tt_bpf_source_feed(s, buf, n), -1);
     /* thread 43's record was never paired: unpaired at the end */
     tt_bpf_source_finish(s);
@@ -956,6 +596,7 @@ static void test_tls_pending_writes(void **state)
     for (size_t i = 0; i < tls.n; i++) assert_true(strcmp(tls.items[i].data, "other") != 0);
     tt_bpf_source_free(s);
 }
+
 
 int main(void)
 {
@@ -969,10 +610,6 @@ int main(void)
         cmocka_unit_test(test_eof_then_close),
         cmocka_unit_test(test_start_refuses_bad_filters),
         cmocka_unit_test(test_bad_records),
-        cmocka_unit_test(test_ready_marks),
-        cmocka_unit_test(test_ready_marks_in_reads),
-        cmocka_unit_test(test_ready_mark_on_absurd_offsets),
-        cmocka_unit_test(test_sequence_base_of_sends),
         cmocka_unit_test(test_tls_plaintext_stream),
         cmocka_unit_test(test_tls_pending_writes),
         cmocka_unit_test(test_wake_bytes),

@@ -123,7 +123,7 @@ static void test_ring_wraps(void **state)
     char data[2049];
     memset(data, 'a', 2048);
     data[2048] = 0;
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
     uint64_t total = 0;
     for (int round = 0; round < 3; round++) {
         /* fill most of the ring, read it, and go round again */
@@ -142,7 +142,7 @@ static void test_ring_wraps(void **state)
         assert_int_equal(h->consumed_pos, w.pos);
     }
     /* a tail shorter than a record head: skipped without a PAD */
-    size_t small_n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, "z", 0);
+    size_t small_n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, "z", 0);
     while (w.cap - w.pos % w.cap >= 400) {
         ring_put(&w, rec, small_n, true);
         total += 1;
@@ -152,10 +152,10 @@ static void test_ring_wraps(void **state)
         size_t len = room - 64 - sizeof(struct tt_probe_rec);
         memset(data, 'b', len);
         data[len] = 0;
-        ring_put(&w, rec, make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, data, 0),
+        ring_put(&w, rec, probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, data, 0),
                  true);
         total += len;
-        small_n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, "z", 0);
+        small_n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 2, "z", 0);
     }
     assert_true(w.cap - w.pos % w.cap < TT_PROBE_REC_MIN);
     ring_put(&w, rec, small_n, true);
@@ -179,7 +179,7 @@ static void test_ring_unfinished_and_damaged(void **state)
     ring_writer w;
     ring_writer_open(&w, dir, 100, TT_PROBE_MIN_RING);
     uint8_t rec[512];
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "one", 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "one", 0);
     ring_put(&w, rec, n, true);
     ring_put(&w, rec, n, false); /* the process died mid-record */
     ring_put(&w, rec, n, true);  /* after it: never reachable */
@@ -281,7 +281,7 @@ static void test_producer_drop_accounting(void **state)
     memset(data, 'q', 256);
     data[256] = 0;
     static uint8_t rec[1024];
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
     uint64_t put = 0;
     for (int i = 0; i < 1200; i++) {
         struct tt_probe_rec *r;
@@ -333,14 +333,14 @@ static void test_ring_found_by_commit_words(void **state)
 
     static uint8_t small[512], big[32768], fake[512];
     static char payload[30001];
-    size_t n = make_rec(small, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "small", 0);
+    size_t n = probe_rec(small, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "small", 0);
     memset(payload, 'p', 30000);
-    size_t big_n = make_rec(big, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, payload, 0);
+    size_t big_n = probe_rec(big, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, payload, 0);
     /* where the tail stops in the second lap, after ten small records: the
      * big record's bytes there hold a whole record, complete as a keyless
      * commit word would say */
     uint64_t fake_off = 10 * n;
-    size_t fake_n = make_rec(fake, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "FAKE", 0);
+    size_t fake_n = probe_rec(fake, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "FAKE", 0);
     ((struct tt_probe_rec *)fake)->commit = w.cap + fake_off + 1;
     assert_true(fake_off > sizeof(struct tt_probe_rec) && fake_off + fake_n < big_n);
     memcpy(big + fake_off, fake, fake_n);
@@ -384,7 +384,7 @@ static void test_ring_retired_unpublished(void **state)
 {
     char *dir = make_dir();
     uint8_t rec[512];
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "one", 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "one", 0);
     ring_writer w;
     ring_writer_open(&w, dir, 100, TT_PROBE_MIN_RING); /* killed: nothing published */
     w.lazy = true;
@@ -440,7 +440,7 @@ static void test_producer_publishes_lazily(void **state)
     static uint8_t rec[2048];
     static char data[1024 - sizeof(struct tt_probe_rec) + 1];
     memset(data, 'd', sizeof data - 1);
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, data, 0);
     assert_int_equal(n, 1024);
     assert_int_equal(TT_PROBE_PUBLISH_BYTES % n, 0);
     size_t per_step = TT_PROBE_PUBLISH_BYTES / n;
@@ -495,7 +495,7 @@ static void test_new_rings_found_later(void **state)
     assert_int_equal(tt_probe_source_open_dir(s, dir, false, err, sizeof err), 0);
     assert_int_equal(tt_probe_source_poll(s), 0); /* looks: nothing there yet */
     static uint8_t rec[512];
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "abc", 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 1, "abc", 0);
     ring_writer w1, w2;
     ring_writer_open(&w1, dir, (uint32_t)getpid(), TT_PROBE_MIN_RING);
     ring_put(&w1, rec, n, true);
@@ -529,7 +529,7 @@ static void put_records(ring_writer *w, int first, int count)
         char data[300];
         memset(data, 'a' + i % 26, 200);
         snprintf(data + 200, sizeof data - 200, "#%d", i);
-        size_t n = make_rec(rec, TT_PROBE_KIND_DATA, i % 3 ? TT_PROBE_DIR_RECV : TT_PROBE_DIR_SEND,
+        size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, i % 3 ? TT_PROBE_DIR_RECV : TT_PROBE_DIR_SEND,
                             TT_PROBE_ROLE_CLIENT, 0, 5, 9, (uint64_t)i + 1, data, 0);
         ring_put(w, rec, n, true);
     }

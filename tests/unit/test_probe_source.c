@@ -41,23 +41,23 @@ static void test_client_connection(void **state)
     tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, trace_chunk, &b, trace_chunk, &b, trace_chunk, &b);
     uint8_t rec[512];
     size_t n;
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 100, "GET /", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 100, "GET /", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 200, "HTTP", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 200, "HTTP", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* 10 bytes moved, 2 copied: the rest is a gap */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 300, "/1", 10);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 300, "/1", 10);
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* 3 bytes lost to a full ring before the next record */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 400, "ok", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 400, "ok", 0);
     ((struct tt_probe_rec *)rec)->lost[TT_PROBE_DIR_RECV] = 3;
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* dup'd fd 6: same socket, same connection; the close of 5 does not end it */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 6, 77, 500, "!", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 6, 77, 500, "!", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 600, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 77, 600, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 6, 77, 700, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 6, 77, 700, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     const char *want =
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=5 ns=100 DATA \"GET /\"\n"
@@ -89,18 +89,18 @@ static void test_roles_layers_and_processes(void **state)
     uint8_t rec[512];
     size_t n;
     /* accepted: server vantage; the local end is the server */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_SERVER, 0, 3, 1, 10, "req", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_SERVER, 0, 3, 1, 10, "req", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* no role, read first: guessed server */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_UNKNOWN, 0, 4, 2, 20, "x", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_UNKNOWN, 0, 4, 2, 20, "x", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* TLS plaintext of a connected socket, and the same socket in a forked child */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 1, 5, 3, 30, "hi", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 1, 5, 3, 30, "hi", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 3, 40, "yo", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 3, 40, "yo", 0);
     assert_int_equal(feed(s, 2, rec, n), 0);
     /* close ends both layers of that socket in that process only */
-    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 3, 50, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 3, 50, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     const char *want =
         "server conn=1 10.0.0.2:8000 10.0.0.1:40000 c2s off=0 len=3 ns=10 DATA \"req\"\n"
@@ -129,33 +129,33 @@ static void test_eof_and_close_end_cleanly(void **state)
     uint8_t rec[512];
     size_t n;
     for (uint8_t layer = 0; layer < 2; layer++) {
-        n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, layer, 5, 9, 100, "POST", 0);
+        n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, layer, 5, 9, 100, "POST", 0);
         assert_int_equal(feed(s, 1, rec, n), 0);
-        n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, layer, 5, 9, 200, "body", 0);
+        n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, layer, 5, 9, 200, "body", 0);
         assert_int_equal(feed(s, 1, rec, n), 0);
     }
     /* TLS: close_notify (SSL_read); socket: read returned 0; 2 bytes lost before it */
-    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 1, 5, 9, 300, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 1, 5, 9, 300, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 310, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 310, NULL, 0);
     ((struct tt_probe_rec *)rec)->lost[TT_PROBE_DIR_RECV] = 2;
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* a second EOF (the program read again) changes nothing */
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* bytes after the end of file contradict it: refused */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 320, "late", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 320, "late", 0);
     assert_int_equal(feed(s, 1, rec, n), -1);
-    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 400, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 9, 400, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* an EOF for a socket never seen: nothing */
-    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 6, 10, 500, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 6, 10, 500, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     /* server side: request read, response written, closed by the server */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_SERVER, 0, 7, 11, 600, "GET", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_SERVER, 0, 7, 11, 600, "GET", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_SERVER, 0, 7, 11, 700, "ok", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_SERVER, 0, 7, 11, 700, "ok", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_SERVER, 0, 7, 11, 800, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_SERVER, 0, 7, 11, 800, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     const char *want =
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=100 DATA \"POST\"\n"
@@ -211,7 +211,7 @@ static void test_tsc_stamps(void **state)
     tt_probe_source *s = tt_probe_source_new(keep_instant, &in, NULL, NULL, NULL, NULL, NULL, NULL);
     uint8_t rec[512];
     struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
     r->flags |= TT_PROBE_F_TSC;
     assert_int_equal(feed(s, 1, rec, n), -1);
     assert_true(tt_probe_source_use_tsc(s));
@@ -219,14 +219,14 @@ static void test_tsc_stamps(void **state)
     lo[0] = tt_clock_ns(CLOCK_MONOTONIC);
     uint64_t enter = __rdtsc();
     hi[0] = tt_clock_ns(CLOCK_MONOTONIC);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, __rdtsc(), "req", 0);
     r->enter_ns = enter;
     r->flags |= TT_PROBE_F_TSC;
     assert_int_equal(feed(s, 1, rec, n), 0);
     lo[1] = tt_clock_ns(CLOCK_MONOTONIC);
     uint64_t ret = __rdtsc();
     hi[1] = tt_clock_ns(CLOCK_MONOTONIC);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, ret, "resp", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, ret, "resp", 0);
     r->flags |= TT_PROBE_F_TSC;
     assert_int_equal(feed(s, 1, rec, n), 0);
     assert_int_equal(in.n, 2);
@@ -245,24 +245,24 @@ static void test_send_enter_instant(void **state)
     tt_strbuf b = {0};
     tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     uint8_t rec[512];
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 150, "req", 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 150, "req", 0);
     struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
     r->enter_ns = 120;
     r->lost[TT_PROBE_DIR_SEND] = 4; /* bytes lost before it: the gap takes the same instant */
     assert_int_equal(feed(s, 1, rec, n), 0);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 160, "more", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 160, "more", 0);
     assert_int_equal(feed(s, 1, rec, n), 0); /* no entry instant (0): the return's */
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 300, "resp", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_RECV, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 300, "resp", 0);
     assert_int_equal(feed(s, 1, rec, n), 0);
     r->enter_ns = 250; /* on a receive */
     assert_int_equal(feed(s, 1, rec, n), -1);
-    n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 400, "x", 0);
+    n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 400, "x", 0);
     r->enter_ns = 401; /* after the return */
     assert_int_equal(feed(s, 1, rec, n), -1);
-    n = make_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 500, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_CLOSE, 0, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 500, NULL, 0);
     r->enter_ns = 450; /* on a record without data */
     assert_int_equal(feed(s, 1, rec, n), -1);
-    n = make_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 500, NULL, 0);
+    n = probe_rec(rec, TT_PROBE_KIND_EOF, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 500, NULL, 0);
     assert_int_equal(feed(s, 1, rec, n), -1); /* an end of file is of the peer's bytes only */
     const char *want =
         "client conn=1 10.0.0.1:40000 10.0.0.2:8000 c2s off=0 len=4 ns=120 GAP\n"
@@ -283,7 +283,7 @@ static void test_bad_records(void **state)
     tt_strbuf b = {0};
     tt_probe_source *s = tt_probe_source_new(trace_chunk, &b, NULL, NULL, NULL, NULL, NULL, NULL);
     uint8_t rec[512];
-    size_t n = make_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 1, "abcd", 0);
+    size_t n = probe_rec(rec, TT_PROBE_KIND_DATA, TT_PROBE_DIR_SEND, TT_PROBE_ROLE_CLIENT, 0, 5, 1, 1, "abcd", 0);
     assert_int_equal(feed(s, 1, rec, sizeof(struct tt_probe_rec) - 1), -1); /* short */
     assert_int_equal(feed(s, 1, rec, sizeof(struct tt_probe_rec) + 2), -1); /* data beyond the record */
     struct tt_probe_rec *r = (struct tt_probe_rec *)rec;
