@@ -108,18 +108,18 @@ static void tr_window(void *ud, const tt_h2_window_update *w)
     else tt_sb_printf(o, "?\n");
 }
 
-void fail_on_error(void *ud, tt_direction dir, tt_h2_error code, const char *msg, uint64_t off)
+void h2_fail_on_error(void *ud, tt_direction dir, tt_h2_error code, const char *msg, uint64_t off)
 {
     fprintf(stderr, "unexpected error %s %s at %llu\n", dir_str(dir), msg, (unsigned long long)off);
     fail();
 }
 
-const tt_http2_callbacks trace_cb = {tr_headers,  tr_data, tr_end,    tr_error, tr_frame,
+const tt_http2_callbacks h2_trace_cb = {tr_headers,  tr_data, tr_end,    tr_error, tr_frame,
                                       tr_settings, tr_ping, tr_goaway, tr_window};
 
 /* ---- running a script ---- */
 
-tt_http2_conn *open_conn(const run_cfg *cfg, const tt_http2_callbacks *cb, void *ud)
+tt_http2_conn *h2_open_conn(const run_cfg *cfg, const tt_http2_callbacks *cb, void *ud)
 {
     tt_http2_conn *c = cfg->mode == MODE_MIDSTREAM ? tt_http2_new_midstream(cb, ud) : tt_http2_new(cb, ud);
     assert_non_null(c);
@@ -127,7 +127,7 @@ tt_http2_conn *open_conn(const run_cfg *cfg, const tt_http2_callbacks *cb, void 
     return c;
 }
 
-void feed_script(tt_http2_conn *c, const uint8_t *sc, size_t n, size_t cut, bool bytewise, uint64_t *ns)
+void h2_feed_script(tt_http2_conn *c, const uint8_t *sc, size_t n, size_t cut, bool bytewise, uint64_t *ns)
 {
     size_t i = 0, pos = 0;
     while (i + 3 <= n) {
@@ -161,18 +161,18 @@ void feed_script(tt_http2_conn *c, const uint8_t *sc, size_t n, size_t cut, bool
     assert_int_equal(i, n);
 }
 
-char *run_script(const run_cfg *cfg, const uint8_t *sc, size_t n, size_t cut, bool bytewise)
+char *h2_run_script(const run_cfg *cfg, const uint8_t *sc, size_t n, size_t cut, bool bytewise)
 {
     trace t = { 0 };
     tt_sb_printf(&t.out, "%s", "");
-    tt_http2_conn *c = open_conn(cfg, &trace_cb, &t);
+    tt_http2_conn *c = h2_open_conn(cfg, &h2_trace_cb, &t);
     uint64_t ns = 1000;
-    feed_script(c, sc, n, cut, bytewise, &ns);
+    h2_feed_script(c, sc, n, cut, bytewise, &ns);
     tt_http2_free(c);
     return t.out.s;
 }
 
-size_t script_data_len(const uint8_t *sc, size_t n)
+size_t h2_script_data_len(const uint8_t *sc, size_t n)
 {
     size_t i = 0, total = 0;
     while (i + 3 <= n) {
@@ -185,18 +185,18 @@ size_t script_data_len(const uint8_t *sc, size_t n)
 }
 
 /* Whole, split at every data byte (every `step`th for long scripts), byte by byte. */
-int check_all_cuts(const run_cfg *cfg, const uint8_t *sc, size_t n, const char *expect, const char *name)
+int h2_check_all_cuts(const run_cfg *cfg, const uint8_t *sc, size_t n, const char *expect, const char *name)
 {
     int bad = 0;
-    char *s = run_script(cfg, sc, n, 0, false);
+    char *s = h2_run_script(cfg, sc, n, 0, false);
     if (strcmp(s, expect) != 0) {
         fprintf(stderr, "%s (whole): trace differs\n--- expected\n%s--- actual\n%s---\n", name, expect, s);
         bad++;
     }
     free(s);
-    size_t total = script_data_len(sc, n), step = total > 6000 ? 97 : 1;
+    size_t total = h2_script_data_len(sc, n), step = total > 6000 ? 97 : 1;
     for (size_t k = 1; k < total && bad < 3; k += step) {
-        s = run_script(cfg, sc, n, k, false);
+        s = h2_run_script(cfg, sc, n, k, false);
         if (strcmp(s, expect) != 0) {
             fprintf(stderr, "%s (split at %zu): trace differs\n--- expected\n%s--- actual\n%s---\n", name, k, expect,
                     s);
@@ -204,7 +204,7 @@ int check_all_cuts(const run_cfg *cfg, const uint8_t *sc, size_t n, const char *
         }
         free(s);
     }
-    s = run_script(cfg, sc, n, 0, true);
+    s = h2_run_script(cfg, sc, n, 0, true);
     if (strcmp(s, expect) != 0) {
         fprintf(stderr, "%s (byte by byte): trace differs\n--- expected\n%s--- actual\n%s---\n", name, expect, s);
         bad++;
@@ -265,7 +265,7 @@ void g_op(gen *g, tt_direction dir, int kind, uint16_t len)
 
 void g_eof(gen *g, tt_direction dir) { g_op(g, dir, K_EOF, 0); }
 
-void frame_head(bytes *b, size_t len, uint8_t type, uint8_t flags, uint32_t sid)
+void h2_frame_head(bytes *b, size_t len, uint8_t type, uint8_t flags, uint32_t sid)
 {
     put8(b, (uint8_t)(len >> 16));
     put8(b, (uint8_t)(len >> 8));
@@ -278,7 +278,7 @@ void frame_head(bytes *b, size_t len, uint8_t type, uint8_t flags, uint32_t sid)
 void g_frame(gen *g, tt_direction dir, uint8_t type, uint8_t flags, uint32_t sid, const void *pl, size_t n)
 {
     bytes f = { 0 };
-    frame_head(&f, n, type, flags, sid);
+    h2_frame_head(&f, n, type, flags, sid);
     put(&f, pl, n);
     g_data(g, dir, f.p, f.n);
     free(f.p);
@@ -405,28 +405,28 @@ void g_goaway(gen *g, tt_direction dir, uint32_t last, uint32_t code, const char
 
 /* ---- an ordinary exchange ---- */
 
-const char *const REQ[] = { ":method", "POST", ":scheme", "http", ":authority", "localhost:8000", ":path",
+const char *const H2_REQ[] = { ":method", "POST", ":scheme", "http", ":authority", "localhost:8000", ":path",
                                    "/v1/chat/completions", "content-type", "application/json", "user-agent",
                                    "tokentap-test/1.0", "!authorization", "Bearer sk-test-123", NULL };
-const char *const REQ_GET[] = { ":method", "GET", ":scheme", "http", ":authority", "localhost:8000", ":path",
+const char *const H2_REQ_GET[] = { ":method", "GET", ":scheme", "http", ":authority", "localhost:8000", ":path",
                                        "/v1/models", "user-agent", "tokentap-test/1.0", NULL };
-const char *const RESP_SSE[] = { ":status", "200", "content-type", "text/event-stream", "cache-control",
+const char *const H2_RESP_SSE[] = { ":status", "200", "content-type", "text/event-stream", "cache-control",
                                         "no-cache", "x-request-id", "req-0001", NULL };
-const char *const RESP_JSON[] = { ":status", "200", "content-type", "application/json", NULL };
-const char *const BODY = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
-const char *const EV[3] = { "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+const char *const H2_RESP_JSON[] = { ":status", "200", "content-type", "application/json", NULL };
+const char *const H2_BODY = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+const char *const H2_EV[3] = { "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n",
                                   "data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n", "data: [DONE]\n\n" };
 
-const uint32_t C_SETTINGS[6] = { TT_H2_SETTINGS_ENABLE_PUSH, 0, TT_H2_SETTINGS_MAX_CONCURRENT_STREAMS, 100,
+const uint32_t H2_C_SETTINGS[6] = { TT_H2_SETTINGS_ENABLE_PUSH, 0, TT_H2_SETTINGS_MAX_CONCURRENT_STREAMS, 100,
                                        TT_H2_SETTINGS_INITIAL_WINDOW_SIZE, 65535 };
-const uint32_t S_SETTINGS[4] = { TT_H2_SETTINGS_MAX_CONCURRENT_STREAMS, 128, TT_H2_SETTINGS_MAX_FRAME_SIZE,
+const uint32_t H2_S_SETTINGS[4] = { TT_H2_SETTINGS_MAX_CONCURRENT_STREAMS, 128, TT_H2_SETTINGS_MAX_FRAME_SIZE,
                                        16384 };
 
 void g_open(gen *g)
 {
     g_preface(g);
-    g_settings(g, TT_DIR_C2S, C_SETTINGS, 3);
-    g_settings(g, TT_DIR_S2C, S_SETTINGS, 2);
+    g_settings(g, TT_DIR_C2S, H2_C_SETTINGS, 3);
+    g_settings(g, TT_DIR_S2C, H2_S_SETTINGS, 2);
     g_ack(g, TT_DIR_S2C);
     g_ack(g, TT_DIR_C2S);
 }

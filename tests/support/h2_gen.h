@@ -20,31 +20,10 @@
 
 #include "golden.h"
 #include "proto/http2.h"
+#include "test_bytes.h"
 
 enum { MODE_PRIOR = 0, MODE_MIDSTREAM = 1, MODE_UPGRADE = 2 };
 enum { K_DATA = 0, K_GAP = 1, K_EOF = 2, K_RESET = 3 };
-
-typedef struct bytes { uint8_t *p; size_t n, cap; } bytes;
-
-static inline void put(bytes *b, const void *d, size_t n)
-{
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
-        b->p = realloc(b->p, cap);
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-
-static inline void put8(bytes *b, uint8_t v) { put(b, &v, 1); }
-
-static inline void put32(bytes *b, uint32_t v)
-{
-    uint8_t x[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
-    put(b, x, 4);
-}
 
 static inline const char *dir_str(tt_direction d) { return d == TT_DIR_C2S ? "c2s" : "s2c"; }
 
@@ -55,10 +34,10 @@ typedef struct trace {
 } trace;
 
 /* Callbacks that append each call to the trace (ud) as a line. */
-extern const tt_http2_callbacks trace_cb;
+extern const tt_http2_callbacks h2_trace_cb;
 
 /* An on_error callback for a run that must see none: the test fails. */
-void fail_on_error(void *ud, tt_direction dir, tt_h2_error code, const char *msg, uint64_t off);
+void h2_fail_on_error(void *ud, tt_direction dir, tt_h2_error code, const char *msg, uint64_t off);
 
 /* ---- running a script ---- */
 
@@ -68,23 +47,23 @@ typedef struct run_cfg {
 } run_cfg;
 
 /* A parser for cfg, with callbacks cb (ud). */
-tt_http2_conn *open_conn(const run_cfg *cfg, const tt_http2_callbacks *cb, void *ud);
+tt_http2_conn *h2_open_conn(const run_cfg *cfg, const tt_http2_callbacks *cb, void *ud);
 
 /* Feed a script: records whole; the data record holding global data
  * position `cut` (0: none) split there; or every data byte alone. *ns is
  * the instant of the first feed, one more each. */
-void feed_script(tt_http2_conn *c, const uint8_t *sc, size_t n, size_t cut, bool bytewise, uint64_t *ns);
+void h2_feed_script(tt_http2_conn *c, const uint8_t *sc, size_t n, size_t cut, bool bytewise, uint64_t *ns);
 
-/* The trace of a script fed as feed_script does (malloc'd). */
-char *run_script(const run_cfg *cfg, const uint8_t *sc, size_t n, size_t cut, bool bytewise);
+/* The trace of a script fed as h2_feed_script does (malloc'd). */
+char *h2_run_script(const run_cfg *cfg, const uint8_t *sc, size_t n, size_t cut, bool bytewise);
 
 /* The data bytes of a script. */
-size_t script_data_len(const uint8_t *sc, size_t n);
+size_t h2_script_data_len(const uint8_t *sc, size_t n);
 
 /* The script whole, split at every data byte (every 97th for long
  * scripts) and byte by byte against the trace expected: the number of ways
  * that differ (each told on stderr, under name). */
-int check_all_cuts(const run_cfg *cfg, const uint8_t *sc, size_t n, const char *expect, const char *name);
+int h2_check_all_cuts(const run_cfg *cfg, const uint8_t *sc, size_t n, const char *expect, const char *name);
 
 /* ---- the generator ---- */
 
@@ -116,7 +95,7 @@ void g_data(gen *g, tt_direction dir, const void *p, size_t n);
 void g_op(gen *g, tt_direction dir, int kind, uint16_t len);
 void g_eof(gen *g, tt_direction dir);
 /* A frame header into b. */
-void frame_head(bytes *b, size_t len, uint8_t type, uint8_t flags, uint32_t sid);
+void h2_frame_head(bytes *b, size_t len, uint8_t type, uint8_t flags, uint32_t sid);
 void g_frame(gen *g, tt_direction dir, uint8_t type, uint8_t flags, uint32_t sid, const void *pl, size_t n);
 void g_preface(gen *g);
 void g_settings(gen *g, tt_direction dir, const uint32_t *kv, size_t npairs);
@@ -133,10 +112,10 @@ void g_goaway(gen *g, tt_direction dir, uint32_t last, uint32_t code, const char
 
 /* ---- an ordinary exchange ---- */
 
-extern const char *const REQ[], *const REQ_GET[], *const RESP_SSE[], *const RESP_JSON[];
-extern const char *const BODY;
-extern const char *const EV[3];
-extern const uint32_t C_SETTINGS[6], S_SETTINGS[4];
+extern const char *const H2_REQ[], *const H2_REQ_GET[], *const H2_RESP_SSE[], *const H2_RESP_JSON[];
+extern const char *const H2_BODY;
+extern const char *const H2_EV[3];
+extern const uint32_t H2_C_SETTINGS[6], H2_S_SETTINGS[4];
 
 /* The preface and both sides' SETTINGS, each acknowledged. */
 void g_open(gen *g);

@@ -30,13 +30,13 @@ static void case_prior_sse(gen *g)
     g_init(g, "prior_knowledge_sse", "h2c with prior knowledge: preface, SETTINGS both ways and their ACKs, a POST "
            "answered with an SSE stream in DATA frames, then a GET on stream 3 reusing the dynamic tables", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, 0, REQ);
-    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, BODY);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
-    for (int i = 0; i < 3; i++) g_dataframe(g, TT_DIR_S2C, 1, 0, EV[i]);
+    g_headers(g, TT_DIR_C2S, 1, 0, H2_REQ);
+    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_BODY);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
+    for (int i = 0; i < 3; i++) g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[i]);
     g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, "");
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 3, 0, RESP_JSON);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 3, 0, H2_RESP_JSON);
     g_dataframe(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, "{\"data\":[{\"id\":\"m\"}]}");
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
@@ -48,8 +48,8 @@ static void case_continuation(gen *g)
            "with END_STREAM, also continued", MODE_PRIOR);
     g_open(g);
     hopts o = { .cont = 9, .pad = -1 };
-    g_headers_opt(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET, &o);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_JSON);
+    g_headers_opt(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET, &o);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_JSON);
     g_dataframe(g, TT_DIR_S2C, 1, 0, "{\"ok\":true}");
     static const char *const trailers[] = { "grpc-status", "0", "grpc-message", "all good", "x-usage", "42", NULL };
     o.cont = 5;
@@ -64,13 +64,13 @@ static void case_padding(gen *g)
            "stream", MODE_PRIOR);
     g_open(g);
     hopts o = { .pad = 7, .prio = true, .dep = 0, .weight = 15, .excl = true };
-    g_headers_opt(g, TT_DIR_C2S, 1, 0, REQ, &o);
-    g_padded_data(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, BODY, 20);
+    g_headers_opt(g, TT_DIR_C2S, 1, 0, H2_REQ, &o);
+    g_padded_data(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_BODY, 20);
     o = (hopts){ .pad = 0 };
-    g_headers_opt(g, TT_DIR_S2C, 1, 0, RESP_SSE, &o);
-    g_padded_data(g, TT_DIR_S2C, 1, 0, EV[0], 3);
-    g_padded_data(g, TT_DIR_S2C, 1, 0, EV[1], 0);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[2]);
+    g_headers_opt(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE, &o);
+    g_padded_data(g, TT_DIR_S2C, 1, 0, H2_EV[0], 3);
+    g_padded_data(g, TT_DIR_S2C, 1, 0, H2_EV[1], 0);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[2]);
     g_padded_data(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, "", 12);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
@@ -80,15 +80,15 @@ static void case_interleaved(gen *g)
 {
     g_init(g, "interleaved_streams", "two streams whose responses interleave DATA frames", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, 0, REQ);
-    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, BODY);
-    g_headers(g, TT_DIR_C2S, 3, 0, REQ);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
+    g_headers(g, TT_DIR_C2S, 1, 0, H2_REQ);
+    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_BODY);
+    g_headers(g, TT_DIR_C2S, 3, 0, H2_REQ);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
     g_dataframe(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, "{\"model\":\"m\",\"stream\":true}");
-    g_headers(g, TT_DIR_S2C, 3, 0, RESP_SSE);
+    g_headers(g, TT_DIR_S2C, 3, 0, H2_RESP_SSE);
     for (int i = 0; i < 3; i++) {
-        g_dataframe(g, TT_DIR_S2C, 1, i == 2 ? TT_H2_FLAG_END_STREAM : 0, EV[i]);
-        g_dataframe(g, TT_DIR_S2C, 3, i == 2 ? TT_H2_FLAG_END_STREAM : 0, EV[i]);
+        g_dataframe(g, TT_DIR_S2C, 1, i == 2 ? TT_H2_FLAG_END_STREAM : 0, H2_EV[i]);
+        g_dataframe(g, TT_DIR_S2C, 3, i == 2 ? TT_H2_FLAG_END_STREAM : 0, H2_EV[i]);
     }
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
@@ -99,13 +99,13 @@ static void case_rst(gen *g)
     g_init(g, "rst_stream", "the client cancels stream 1 mid-stream (RST_STREAM CANCEL); the server's DATA already "
            "in flight is late and ignored; stream 3 goes on", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[0]);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[0]);
     g_u32_frame(g, TT_DIR_C2S, TT_H2_RST_STREAM, 1, 8);
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[1]);
-    g_headers(g, TT_DIR_S2C, 3, 0, RESP_JSON);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[1]);
+    g_headers(g, TT_DIR_S2C, 3, 0, H2_RESP_JSON);
     g_dataframe(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, "{}");
     g_u32_frame(g, TT_DIR_S2C, TT_H2_RST_STREAM, 3, 0); /* after the end: late */
     g_eof(g, TT_DIR_C2S);
@@ -117,12 +117,12 @@ static void case_goaway(gen *g)
     g_init(g, "goaway", "the server's GOAWAY (last stream 1): stream 3 was not processed and ends GOAWAY, stream 1 "
            "completes", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
     g_goaway(g, TT_DIR_S2C, 1, 0, "graceful shutdown");
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[0]);
-    g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, EV[2]);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[0]);
+    g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, H2_EV[2]);
     g_goaway(g, TT_DIR_C2S, 0, 0, "");
     g_eof(g, TT_DIR_S2C);
     g_eof(g, TT_DIR_C2S);
@@ -133,20 +133,20 @@ static void case_window_ping(gen *g)
     g_init(g, "window_update_ping", "WINDOW_UPDATE on the connection and the stream (counted, timed, windows "
            "estimated), PING and its ACK, PRIORITY, and an unknown frame type ignored", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, 0, REQ);
-    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, BODY);
+    g_headers(g, TT_DIR_C2S, 1, 0, H2_REQ);
+    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_BODY);
     g_u32_frame(g, TT_DIR_S2C, TT_H2_WINDOW_UPDATE, 0, 1000);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[0]);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[0]);
     g_u32_frame(g, TT_DIR_C2S, TT_H2_WINDOW_UPDATE, 0, 1 << 20);
     g_u32_frame(g, TT_DIR_C2S, TT_H2_WINDOW_UPDATE, 1, 54);
     g_frame(g, TT_DIR_C2S, TT_H2_PING, 0, 0, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
     g_frame(g, TT_DIR_S2C, TT_H2_PING, TT_H2_FLAG_ACK, 0, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
     g_frame(g, TT_DIR_C2S, TT_H2_PRIORITY, 0, 1, "\x00\x00\x00\x00\x10", 5);
     g_frame(g, TT_DIR_S2C, 0x0b, 0xff, 1, "extension", 9);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[1]);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[1]);
     g_u32_frame(g, TT_DIR_C2S, TT_H2_WINDOW_UPDATE, 1, 51);
-    g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, EV[2]);
+    g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, H2_EV[2]);
     g_u32_frame(g, TT_DIR_C2S, TT_H2_WINDOW_UPDATE, 1, 14); /* stream ended: no stream window */
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
@@ -175,21 +175,21 @@ static void case_table_size(gen *g)
     g_open(g);
     static const uint32_t big[] = { TT_H2_SETTINGS_HEADER_TABLE_SIZE, 8192 };
     g_settings(g, TT_DIR_C2S, big, 1);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_ack(g, TT_DIR_S2C);
     assert_int_equal(nghttp2_hd_deflate_change_table_size(g->def[TT_DIR_S2C], 8192), 0);
     const char *nv[2 + 2 * 60 + 1];
     char vals[60][64];
     many_headers(nv, vals, 60, "200");
     g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, nv);
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_headers(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, nv); /* all from the 8 KiB table */
     static const uint32_t small[] = { TT_H2_SETTINGS_HEADER_TABLE_SIZE, 256 };
     g_settings(g, TT_DIR_S2C, small, 1);
     g_ack(g, TT_DIR_C2S);
     assert_int_equal(nghttp2_hd_deflate_change_table_size(g->def[TT_DIR_C2S], 256), 0);
-    g_headers(g, TT_DIR_C2S, 5, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 5, TT_H2_FLAG_END_STREAM, RESP_JSON);
+    g_headers(g, TT_DIR_C2S, 5, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 5, TT_H2_FLAG_END_STREAM, H2_RESP_JSON);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -200,14 +200,14 @@ static void case_table_size_missing_update(gen *g)
            "acknowledges, but its next header block does not start with the required size update: an HPACK error "
            "on the server's direction (and only there)", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     static const uint32_t zero[] = { TT_H2_SETTINGS_HEADER_TABLE_SIZE, 0 };
     g_settings(g, TT_DIR_C2S, zero, 1);
-    g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, RESP_JSON); /* before the ACK: fine */
+    g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, H2_RESP_JSON); /* before the ACK: fine */
     g_ack(g, TT_DIR_S2C);
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, RESP_JSON);
-    g_headers(g, TT_DIR_C2S, 5, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, H2_RESP_JSON);
+    g_headers(g, TT_DIR_C2S, 5, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -220,21 +220,21 @@ static void case_midstream(gen *g)
     /* before the capture: both encoders fill their tables */
     static const char *const resp1[] = { ":status", "200", "content-type", "text/event-stream", "x-request-id", "a1",
                                          "server", "tokentap-serve", NULL };
-    bytes b = g_hpack(g, TT_DIR_C2S, REQ);
+    bytes b = g_hpack(g, TT_DIR_C2S, H2_REQ);
     free(b.p);
     b = g_hpack(g, TT_DIR_S2C, resp1);
     free(b.p);
     /* the capture */
-    g_dataframe(g, TT_DIR_S2C, 3, 0, EV[1]);
-    g_headers(g, TT_DIR_C2S, 5, 0, REQ);
-    g_dataframe(g, TT_DIR_C2S, 5, TT_H2_FLAG_END_STREAM, BODY);
+    g_dataframe(g, TT_DIR_S2C, 3, 0, H2_EV[1]);
+    g_headers(g, TT_DIR_C2S, 5, 0, H2_REQ);
+    g_dataframe(g, TT_DIR_C2S, 5, TT_H2_FLAG_END_STREAM, H2_BODY);
     static const char *const resp2[] = { ":status", "200", "content-type", "text/event-stream", "x-request-id", "b2",
                                          "server", "tokentap-serve", "x-new", "fresh", NULL };
     g_headers(g, TT_DIR_S2C, 5, 0, resp2);
-    g_dataframe(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, EV[2]);
-    g_dataframe(g, TT_DIR_S2C, 5, 0, EV[0]);
-    g_dataframe(g, TT_DIR_S2C, 5, TT_H2_FLAG_END_STREAM, EV[2]);
-    g_headers(g, TT_DIR_C2S, 7, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_dataframe(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, H2_EV[2]);
+    g_dataframe(g, TT_DIR_S2C, 5, 0, H2_EV[0]);
+    g_dataframe(g, TT_DIR_S2C, 5, TT_H2_FLAG_END_STREAM, H2_EV[2]);
+    g_headers(g, TT_DIR_C2S, 7, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_headers(g, TT_DIR_S2C, 7, TT_H2_FLAG_END_STREAM, resp2); /* b2 and x-new now known */
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
@@ -245,14 +245,14 @@ static void case_frame_too_large(gen *g)
     g_init(g, "frame_too_large", "a DATA frame over SETTINGS_MAX_FRAME_SIZE (16384): a connection error in the "
            "server's direction; the stream's response half ends ERROR, the client's direction goes on", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
     bytes f = { 0 };
-    frame_head(&f, 16385, TT_H2_DATA, 0, 1);
+    h2_frame_head(&f, 16385, TT_H2_DATA, 0, 1);
     put(&f, "data: x\n\n", 9);
     g_data(g, TT_DIR_S2C, f.p, f.n);
     free(f.p);
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -262,7 +262,7 @@ static void case_bad_preface(gen *g)
     g_init(g, "bad_preface", "HTTP/1.1 where the client preface should be: PREFACE error; the server's direction "
            "goes on", MODE_PRIOR);
     g_data(g, TT_DIR_C2S, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27);
-    g_settings(g, TT_DIR_S2C, S_SETTINGS, 2);
+    g_settings(g, TT_DIR_S2C, H2_S_SETTINGS, 2);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -271,9 +271,9 @@ static void case_server_preface(gen *g)
 {
     g_init(g, "bad_server_preface", "the server's first frame is not SETTINGS", MODE_PRIOR);
     g_preface(g);
-    g_settings(g, TT_DIR_C2S, C_SETTINGS, 3);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, RESP_JSON);
+    g_settings(g, TT_DIR_C2S, H2_C_SETTINGS, 3);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, H2_RESP_JSON);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -285,8 +285,8 @@ static void case_upgrade(gen *g)
     /* base64url of 00 01 00 00 20 00 | 00 02 00 00 00 00 */
     snprintf(g->cfg.upgrade, sizeof g->cfg.upgrade, "%s", "AAEAACAAAAIAAAAA");
     g_preface(g);
-    g_settings(g, TT_DIR_C2S, C_SETTINGS, 3);
-    g_settings(g, TT_DIR_S2C, S_SETTINGS, 2);
+    g_settings(g, TT_DIR_C2S, H2_C_SETTINGS, 3);
+    g_settings(g, TT_DIR_S2C, H2_S_SETTINGS, 2);
     g_ack(g, TT_DIR_S2C);
     assert_int_equal(nghttp2_hd_deflate_change_table_size(g->def[TT_DIR_S2C], 8192), 0);
     const char *nv[2 + 2 * 60 + 1];
@@ -294,10 +294,10 @@ static void case_upgrade(gen *g)
     many_headers(nv, vals, 60, "200");
     g_headers(g, TT_DIR_S2C, 1, 0, nv);
     g_ack(g, TT_DIR_C2S);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[0]);
-    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[0]);
+    g_headers(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_headers(g, TT_DIR_S2C, 3, TT_H2_FLAG_END_STREAM, nv);
-    g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, EV[2]);
+    g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, H2_EV[2]);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -307,13 +307,13 @@ static void case_gap(gen *g)
     g_init(g, "gap", "bytes lost in the server's direction: abandoned (GAP), its open halves end GAP, and so does "
            "the response half of a stream opened later; the client's direction goes on", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[0]);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[0]);
     g_op(g, TT_DIR_S2C, K_GAP, 1400);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[1]);
-    g_headers(g, TT_DIR_C2S, 3, 0, REQ);
-    g_dataframe(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, BODY);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[1]);
+    g_headers(g, TT_DIR_C2S, 3, 0, H2_REQ);
+    g_dataframe(g, TT_DIR_C2S, 3, TT_H2_FLAG_END_STREAM, H2_BODY);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -323,10 +323,10 @@ static void case_eof_open(gen *g)
     g_init(g, "eof_open_streams", "both directions end with streams open and a frame half received: EOF ends",
            MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, 0, REQ);
+    g_headers(g, TT_DIR_C2S, 1, 0, H2_REQ);
     g_dataframe(g, TT_DIR_C2S, 1, 0, "{\"model\":");
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_SSE);
-    g_dataframe(g, TT_DIR_S2C, 1, 0, EV[0]);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
+    g_dataframe(g, TT_DIR_S2C, 1, 0, H2_EV[0]);
     g_data(g, TT_DIR_S2C, "\x00\x00\x30\x00\x00\x00\x00\x00\x01" "data: {", 16);
     g_op(g, TT_DIR_C2S, K_RESET, 0);
     g_eof(g, TT_DIR_S2C);
@@ -337,9 +337,9 @@ static void case_continuation_broken(gen *g)
     g_init(g, "continuation_interrupted", "a HEADERS without END_HEADERS followed by DATA: PROTOCOL error",
            MODE_PRIOR);
     g_open(g);
-    bytes blk = g_hpack(g, TT_DIR_C2S, REQ);
+    bytes blk = g_hpack(g, TT_DIR_C2S, H2_REQ);
     g_frame(g, TT_DIR_C2S, TT_H2_HEADERS, 0, 1, blk.p, 10);
-    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, BODY);
+    g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_BODY);
     free(blk.p);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
@@ -349,7 +349,7 @@ static void case_even_stream(gen *g)
 {
     g_init(g, "client_even_stream", "a client stream with an even id: PROTOCOL error", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 2, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 2, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -359,8 +359,8 @@ static void case_idle_data(gen *g)
     g_init(g, "data_idle_stream", "the server's DATA on a stream the client never opened: PROTOCOL error (the "
            "capture began at the start)", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, 0, REQ);
-    g_dataframe(g, TT_DIR_S2C, 5, 0, EV[0]);
+    g_headers(g, TT_DIR_C2S, 1, 0, H2_REQ);
+    g_dataframe(g, TT_DIR_S2C, 5, 0, H2_EV[0]);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -370,7 +370,7 @@ static void case_push(gen *g)
     g_init(g, "push_promise", "PUSH_PROMISE: the promised request decoded (HPACK stays in step), its request half "
            "ends at once, the pushed response on stream 2", MODE_PRIOR);
     g_open(g);
-    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     static const char *const promised[] = { ":method", "GET", ":scheme", "http", ":authority", "localhost:8000",
                                             ":path", "/style.css", NULL };
     bytes blk = g_hpack(g, TT_DIR_S2C, promised);
@@ -380,8 +380,8 @@ static void case_push(gen *g)
     g_frame(g, TT_DIR_S2C, TT_H2_PUSH_PROMISE, TT_H2_FLAG_END_HEADERS, 1, pl.p, pl.n);
     free(pl.p);
     free(blk.p);
-    g_headers(g, TT_DIR_S2C, 1, 0, RESP_JSON);
-    g_headers(g, TT_DIR_S2C, 2, 0, RESP_JSON);
+    g_headers(g, TT_DIR_S2C, 1, 0, H2_RESP_JSON);
+    g_headers(g, TT_DIR_S2C, 2, 0, H2_RESP_JSON);
     g_dataframe(g, TT_DIR_S2C, 2, TT_H2_FLAG_END_STREAM, "body{}");
     g_dataframe(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, "{}");
     g_eof(g, TT_DIR_C2S);
@@ -398,7 +398,7 @@ static void case_interim(gen *g)
     g_headers(g, TT_DIR_C2S, 1, 0, req);
     g_headers(g, TT_DIR_S2C, 1, 0, cont);
     g_dataframe(g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, "payload");
-    g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, RESP_JSON);
+    g_headers(g, TT_DIR_S2C, 1, TT_H2_FLAG_END_STREAM, H2_RESP_JSON);
     g_eof(g, TT_DIR_C2S);
     g_eof(g, TT_DIR_S2C);
 }
@@ -468,7 +468,7 @@ static void write_goldens(void)
         if (g.cfg.mode == MODE_UPGRADE) fprintf(f, "upgrade=%s\n", g.cfg.upgrade);
         fprintf(f, "=== input\n");
         escape_input(f, g.sc.p, g.sc.n);
-        char *t = run_script(&g.cfg, g.sc.p, g.sc.n, 0, false);
+        char *t = h2_run_script(&g.cfg, g.sc.p, g.sc.n, 0, false);
         fprintf(f, "=== expect\n%s", t);
         free(t);
         fclose(f);
@@ -502,11 +502,11 @@ static void test_golden_cases(void **state)
         const char *up = tt_golden_meta(&g, "upgrade", buf, sizeof buf);
         if (up) snprintf(cfg.upgrade, sizeof cfg.upgrade, "%s", up);
         if (getenv("H2_PRINT")) {
-            char *t = run_script(&cfg, g.input, g.input_len, 0, false);
+            char *t = h2_run_script(&cfg, g.input, g.input_len, 0, false);
             fprintf(stderr, "=== %s\n%s", files[i], t);
             free(t);
         }
-        bad += check_all_cuts(&cfg, g.input, g.input_len, g.expect, g.path);
+        bad += h2_check_all_cuts(&cfg, g.input, g.input_len, g.expect, g.path);
         tt_golden_free(&g);
     }
     tt_golden_list_free(files, n);
@@ -522,8 +522,8 @@ static void test_generated_cases_cut_invariant(void **state)
     for (size_t i = 0; i < N_CASES; i++) {
         gen g;
         cases[i](&g);
-        char *whole = run_script(&g.cfg, g.sc.p, g.sc.n, 0, false);
-        bad += check_all_cuts(&g.cfg, g.sc.p, g.sc.n, whole, g.name);
+        char *whole = h2_run_script(&g.cfg, g.sc.p, g.sc.n, 0, false);
+        bad += h2_check_all_cuts(&g.cfg, g.sc.p, g.sc.n, whole, g.name);
         free(whole);
         g_free(&g);
     }

@@ -57,24 +57,24 @@ static void test_instants(void **state)
     gen g;
     g_init(&g, "instants", "", MODE_PRIOR);
     g_open(&g);
-    g_headers(&g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
+    g_headers(&g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
     gen r;
     g_init(&r, "r", "", MODE_PRIOR);
-    bytes hb = g_hpack(&r, TT_DIR_S2C, RESP_SSE);
+    bytes hb = g_hpack(&r, TT_DIR_S2C, H2_RESP_SSE);
     bytes s2c = { 0 };
-    frame_head(&s2c, hb.n, TT_H2_HEADERS, TT_H2_FLAG_END_HEADERS, 1);
+    h2_frame_head(&s2c, hb.n, TT_H2_HEADERS, TT_H2_FLAG_END_HEADERS, 1);
     put(&s2c, hb.p, hb.n);
     size_t h_end = s2c.n;
     for (int i = 0; i < 3; i++) {
-        frame_head(&s2c, strlen(EV[i]), TT_H2_DATA, i == 2 ? TT_H2_FLAG_END_STREAM : 0, 1);
-        put(&s2c, EV[i], strlen(EV[i]));
+        h2_frame_head(&s2c, strlen(H2_EV[i]), TT_H2_DATA, i == 2 ? TT_H2_FLAG_END_STREAM : 0, 1);
+        put(&s2c, H2_EV[i], strlen(H2_EV[i]));
     }
-    size_t f1 = h_end + 9 + strlen(EV[0]), f2 = f1 + 9 + strlen(EV[1]);
+    size_t f1 = h_end + 9 + strlen(H2_EV[0]), f2 = f1 + 9 + strlen(H2_EV[1]);
     timed t = { 0 };
-    static const tt_http2_callbacks cb = { .on_headers = ti_headers, .on_data = ti_data, .on_stream_end = ti_end, .on_error = fail_on_error };
+    static const tt_http2_callbacks cb = { .on_headers = ti_headers, .on_data = ti_data, .on_stream_end = ti_end, .on_error = h2_fail_on_error };
     tt_http2_conn *c = tt_http2_new(&cb, &t);
     uint64_t ns = 1;
-    feed_script(c, g.sc.p, g.sc.n, 0, false, &ns);
+    h2_feed_script(c, g.sc.p, g.sc.n, 0, false, &ns);
     static const uint32_t none[] = { TT_H2_SETTINGS_MAX_CONCURRENT_STREAMS, 1 };
     (void)none;
     uint8_t settings[9] = { 0, 0, 0, TT_H2_SETTINGS, 0, 0, 0, 0, 0 };
@@ -96,7 +96,7 @@ static void test_instants(void **state)
     assert_int_equal(t.data_ns[0], 320); /* the feed that completed the frame */
     assert_int_equal(t.data_ns[1], 400);
     assert_int_equal(t.data_ns[2], 600);
-    assert_int_equal(t.data_len[0], strlen(EV[0]));
+    assert_int_equal(t.data_len[0], strlen(H2_EV[0]));
     assert_int_equal(t.end_ns, 600);
     free(s2c.p);
     free(hb.p);
@@ -127,22 +127,22 @@ static void test_windows(void **state)
     g_preface(&g);
     static const uint32_t cs[] = { TT_H2_SETTINGS_INITIAL_WINDOW_SIZE, 1000 };
     g_settings(&g, TT_DIR_C2S, cs, 1);
-    g_settings(&g, TT_DIR_S2C, S_SETTINGS, 2);
-    g_headers(&g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-    g_headers(&g, TT_DIR_S2C, 1, 0, RESP_SSE);
-    g_dataframe(&g, TT_DIR_S2C, 1, 0, EV[0]);               /* before the ACK: 65535 */
+    g_settings(&g, TT_DIR_S2C, H2_S_SETTINGS, 2);
+    g_headers(&g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+    g_headers(&g, TT_DIR_S2C, 1, 0, H2_RESP_SSE);
+    g_dataframe(&g, TT_DIR_S2C, 1, 0, H2_EV[0]);               /* before the ACK: 65535 */
     g_ack(&g, TT_DIR_S2C);                                   /* now 1000 - 49 */
-    g_dataframe(&g, TT_DIR_S2C, 1, 0, EV[1]);
+    g_dataframe(&g, TT_DIR_S2C, 1, 0, H2_EV[1]);
     g_u32_frame(&g, TT_DIR_C2S, TT_H2_WINDOW_UPDATE, 1, 500);
     g_u32_frame(&g, TT_DIR_C2S, TT_H2_WINDOW_UPDATE, 0, 7);
-    g_padded_data(&g, TT_DIR_S2C, 1, 0, EV[2], 10);
+    g_padded_data(&g, TT_DIR_S2C, 1, 0, H2_EV[2], 10);
     win_seen w = { 0 };
-    static const tt_http2_callbacks cb = { .on_data = win_data, .on_error = fail_on_error };
+    static const tt_http2_callbacks cb = { .on_data = win_data, .on_error = h2_fail_on_error };
     w.c = tt_http2_new(&cb, &w);
     uint64_t ns = 1;
-    feed_script(w.c, g.sc.p, g.sc.n, 0, false, &ns);
+    h2_feed_script(w.c, g.sc.p, g.sc.n, 0, false, &ns);
     assert_int_equal(w.n, 3);
-    int64_t l0 = (int64_t)strlen(EV[0]), l1 = (int64_t)strlen(EV[1]), l2 = (int64_t)strlen(EV[2]) + 11;
+    int64_t l0 = (int64_t)strlen(H2_EV[0]), l1 = (int64_t)strlen(H2_EV[1]), l2 = (int64_t)strlen(H2_EV[2]) + 11;
     assert_int_equal(w.stream[0], 65535 - l0);
     assert_int_equal(w.conn[0], 65535 - l0);
     assert_int_equal(w.stream[1], 1000 - l0 - l1);
@@ -220,17 +220,17 @@ static void test_big_data_frame(void **state)
         g_preface(&g);
         static const uint32_t cs[] = { TT_H2_SETTINGS_MAX_FRAME_SIZE, 200000 };
         g_settings(&g, TT_DIR_C2S, cs, raised ? 1 : 0);
-        g_settings(&g, TT_DIR_S2C, S_SETTINGS, 1);
+        g_settings(&g, TT_DIR_S2C, H2_S_SETTINGS, 1);
         if (raised == 1) g_ack(&g, TT_DIR_S2C); /* raised == 2: not yet acknowledged, still taken */
-        g_headers(&g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, REQ_GET);
-        g_headers(&g, TT_DIR_S2C, 1, 0, RESP_JSON);
+        g_headers(&g, TT_DIR_C2S, 1, TT_H2_FLAG_END_STREAM, H2_REQ_GET);
+        g_headers(&g, TT_DIR_S2C, 1, 0, H2_RESP_JSON);
         piece_seen p = { 0 };
         static const tt_http2_callbacks cb = { .on_data = ps_data, .on_stream_end = ps_end, .on_error = ps_error };
         tt_http2_conn *c = tt_http2_new(&cb, &p);
         uint64_t ns = 1;
-        feed_script(c, g.sc.p, g.sc.n, 0, false, &ns);
+        h2_feed_script(c, g.sc.p, g.sc.n, 0, false, &ns);
         bytes f = { 0 };
-        frame_head(&f, big, TT_H2_DATA, TT_H2_FLAG_END_STREAM, 1);
+        h2_frame_head(&f, big, TT_H2_DATA, TT_H2_FLAG_END_STREAM, 1);
         uint8_t *pl = calloc(1, big);
         put(&f, pl, big);
         free(pl);
@@ -304,7 +304,7 @@ static void feed_block(tt_http2_conn *c, uint32_t sid, const bytes *blk, uint64_
         size_t take = blk->n - at < 16384 ? blk->n - at : 16384;
         uint8_t fl = at + take == blk->n ? TT_H2_FLAG_END_HEADERS : 0;
         if (at == 0) fl |= TT_H2_FLAG_END_STREAM;
-        frame_head(&f, take, at == 0 ? TT_H2_HEADERS : TT_H2_CONTINUATION, fl, sid);
+        h2_frame_head(&f, take, at == 0 ? TT_H2_HEADERS : TT_H2_CONTINUATION, fl, sid);
         put(&f, blk->p + at, take);
         at += take;
     } while (at < blk->n);
@@ -390,7 +390,7 @@ static void test_stream_limit(void **state)
     bytes f = { 0 };
     for (uint32_t i = 0; i <= TT_HTTP2_MAX_STREAMS; i++) {
         f.n = 0;
-        frame_head(&f, 1, TT_H2_DATA, 0, 2 * i + 1);
+        h2_frame_head(&f, 1, TT_H2_DATA, 0, 2 * i + 1);
         put8(&f, 'x');
         assert_int_equal(tt_http2_feed(c, TT_DIR_S2C, f.p, f.n, i), 0);
     }
@@ -410,7 +410,7 @@ static void test_error_state_sticks(void **state)
 {
     trace t = { 0 };
     tt_sb_printf(&t.out, "%s", "");
-    tt_http2_conn *c = tt_http2_new(&trace_cb, &t);
+    tt_http2_conn *c = tt_http2_new(&h2_trace_cb, &t);
     assert_int_equal(tt_http2_feed(c, TT_DIR_C2S, (const uint8_t *)"PRI * HTTP/1.1", 14, 1), -1);
     assert_int_equal(tt_http2_feed(c, TT_DIR_C2S, (const uint8_t *)TT_HTTP2_PREFACE, TT_HTTP2_PREFACE_LEN, 2), -1);
     tt_http2_gap(c, TT_DIR_C2S, 10, 3);

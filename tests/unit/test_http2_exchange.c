@@ -106,8 +106,8 @@ static ssize_t srv_read(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t le
 static ssize_t cli_read(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t len, uint32_t *flags,
                         nghttp2_data_source *src, void *ud)
 {
-    size_t n = strlen(BODY);
-    memcpy(buf, BODY, n);
+    size_t n = strlen(H2_BODY);
+    memcpy(buf, H2_BODY, n);
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
@@ -321,14 +321,14 @@ static void test_nghttp2_sessions(void **state)
     assert_true(w->truth.n >= 7);
 
     run_cfg cfg = { .mode = MODE_PRIOR };
-    static const tt_http2_callbacks cb = { .on_headers = pv_headers, .on_data = pv_data, .on_stream_end = pv_end, .on_error = fail_on_error };
-    size_t total = script_data_len(w->g.sc.p, w->g.sc.n);
+    static const tt_http2_callbacks cb = { .on_headers = pv_headers, .on_data = pv_data, .on_stream_end = pv_end, .on_error = h2_fail_on_error };
+    size_t total = h2_script_data_len(w->g.sc.p, w->g.sc.n);
     size_t cuts[] = { 0, 1, 24, 33, total / 3, total / 2, total - 1, SIZE_MAX };
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
         view *seen = calloc(1, sizeof *seen);
-        tt_http2_conn *c = open_conn(&cfg, &cb, seen);
+        tt_http2_conn *c = h2_open_conn(&cfg, &cb, seen);
         uint64_t ns = 1;
-        feed_script(c, w->g.sc.p, w->g.sc.n, cuts[k] == SIZE_MAX ? 0 : cuts[k], cuts[k] == SIZE_MAX, &ns);
+        h2_feed_script(c, w->g.sc.p, w->g.sc.n, cuts[k] == SIZE_MAX ? 0 : cuts[k], cuts[k] == SIZE_MAX, &ns);
         const tt_h2_dir_stats *sc = tt_http2_stats(c, TT_DIR_C2S), *sv = tt_http2_stats(c, TT_DIR_S2C);
         assert_true(sc->frames_by_type[TT_H2_CONTINUATION] > 0);
         assert_true(sc->conn_window_updates > 0 && sc->stream_window_updates > 0);
@@ -397,7 +397,7 @@ static void hpack_random_run(uint32_t seed, bool midstream, size_t start)
     uint32_t x = seed;
     if (!midstream) {
         g_preface(&g);
-        g_settings(&g, TT_DIR_C2S, C_SETTINGS, 3);
+        g_settings(&g, TT_DIR_C2S, H2_C_SETTINGS, 3);
     }
     for (size_t b = 0; b < NB; b++) {
         if (rnd(&x) % 17 == 0) {
@@ -427,10 +427,10 @@ static void hpack_random_run(uint32_t seed, bool midstream, size_t start)
         free(blk.p);
     }
     hp_seen *s = calloc(1, sizeof *s);
-    static const tt_http2_callbacks cb = { .on_headers = hp_on_headers, .on_error = fail_on_error };
-    tt_http2_conn *c = open_conn(&g.cfg, &cb, s);
+    static const tt_http2_callbacks cb = { .on_headers = hp_on_headers, .on_error = h2_fail_on_error };
+    tt_http2_conn *c = h2_open_conn(&g.cfg, &cb, s);
     uint64_t ns = 1;
-    feed_script(c, g.sc.p, g.sc.n, 0, false, &ns);
+    h2_feed_script(c, g.sc.p, g.sc.n, 0, false, &ns);
     tt_http2_free(c);
     for (size_t b = start; b < NB; b++) {
         assert_int_equal(s->nfields[b], cnt[b]);
