@@ -171,23 +171,14 @@ static inline __attribute__((always_inline)) bool tt_ipv6_tcp_owner(const uint8_
     return true;
 }
 
-/* tt_packet_quick_owner's answer for an Ethernet frame (DLT_EN10MB)
- * without a VLAN tag; false for any other (which it may still take). */
-static inline __attribute__((always_inline)) bool tt_ether_quick_owner(const uint8_t *p, size_t caplen,
-                                                                       unsigned shares, unsigned *owner)
-{
-    if (caplen < 14) return false;
-    if (p[12] == 0x08 && p[13] == 0x00) return tt_ipv4_tcp_owner(p + 14, caplen - 14, shares, owner);
-    if (p[12] == 0x86 && p[13] == 0xdd) return tt_ipv6_tcp_owner(p + 14, caplen - 14, shares, owner);
-    return false;
-}
-
 /* The owner of frame p (link type lt) when it carries TCP over IPv4, or
  * over IPv6 with no extension header; false for any other frame, whose
  * owner takes a parse (tt_packet_owner). */
 static inline __attribute__((always_inline)) bool tt_packet_quick_owner(int lt, const uint8_t *p, size_t caplen,
                                                                         unsigned shares, unsigned *owner)
 {
+    if (lt == DLT_EN10MB && caplen >= 14 && p[13] == 0x00 && p[12] == 0x08) /* the usual: no VLAN tag */
+        return tt_ipv4_tcp_owner(p + 14, caplen - 14, shares, owner);
     size_t off;
     int version = tt_link_layer(lt, p, caplen, &off);
     if (version == 4) return tt_ipv4_tcp_owner(p + off, caplen - off, shares, owner);

@@ -198,48 +198,27 @@ static void slot_read_failed(tt_pcap_walk *w, walk_slot *slot)
     walk_fail(w, slot, NULL);
 }
 
-/* The walk's counts while a chunk is walked: locals, which the stores
- * into the lists cannot alias (the totals, read through w, would be
- * loaded and stored again around every record). */
-typedef struct walk_count {
-    uint64_t packets, bytes, snapped, first_ns, last_ns;
-} walk_count;
-
-static inline walk_count count_load(const tt_walk_totals *t)
+/* Count the frame at slot->buf + off into the totals and list it for its
+ * owner. False when memory ran out (the walk failed). */
+static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, walk_slot *slot, size_t off,
+                                                            uint64_t wall_ns, uint32_t caplen, uint32_t len)
 {
-    return (walk_count){t->packets, t->bytes, t->snapped, t->first_ns, t->last_ns};
-}
-
-static inline void count_store(tt_walk_totals *t, const walk_count *c)
-{
-    t->packets = c->packets;
-    t->bytes = c->bytes;
-    t->snapped = c->snapped;
-    t->first_ns = c->first_ns;
-    t->last_ns = c->last_ns;
-}
-
-/* Count the frame at slot->buf + off into c and list it for its owner.
- * False when memory ran out (the walk failed). */
-static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, walk_slot *slot, walk_count *c,
-                                                            size_t off, uint64_t wall_ns, uint32_t caplen,
-                                                            uint32_t len)
-{
+    tt_walk_totals *t = &w->totals;
     uint64_t ts = tt_capture_instant(w->clock, wall_ns);
-    c->packets++;
-    c->bytes += len;
-    c->snapped += caplen < len;
-    if (c->packets == 1 || ts < c->first_ns) c->first_ns = ts;
-    if (ts > c->last_ns) c->last_ns = ts;
+    t->packets++;
+    t->bytes += len;
+    t->snapped += caplen < len;
+    if (t->packets == 1 || ts < t->first_ns) t->first_ns = ts;
+    if (ts > t->last_ns) t->last_ns = ts;
     tt_tcp_segment seg;
     int parsed;
     unsigned owner =
-        tt_packet_owner(w->format.linktype, slot->buf + off, caplen, len, c->packets, w->shares, &seg, &parsed);
+        tt_packet_owner(w->format.linktype, slot->buf + off, caplen, len, t->packets, w->shares, &seg, &parsed);
     tt_walk_record rec = {.ts_ns = ts,
                           .data_off = (uint32_t)off,
                           .caplen = caplen,
                           .len = len,
-                          .index = (uint32_t)(c->packets - slot->first_index)};
+                          .index = (uint32_t)(t->packets - slot->first_index)};
     if (list_push(&slot->lists[owner], &rec)) return true;
     walk_fail(w, slot, "out of memory");
     return false;
@@ -247,16 +226,17 @@ static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, wal
 
 /* The classic pcap records whole in the slot's bytes from *off on (in
  * the file, then, and no larger than it) whose owner tt_packet_quick_owner
- * reads (tt_ether_quick_owner for Ethernet) and whose list has room,
- * counted into c and listed; *off is left at the first record that is not
+ * reads and whose list has room,
+ * counted into the totals and listed; *off is left at the first record that is not
  * one of those, for walk_take. No call on the way (a call in the loop
  * would take the registers its values live in: a load and a store each,
- * every record of the file); swapped, mapped (the clock maps another
- * host's) and ether are constants where the caller passes them so. */
-static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_walk *w, walk_slot *slot, walk_count *c,
-                                                                     size_t *off, bool swapped, bool mapped,
-                                                                     bool ether)
+ * every record of the file; the totals' fields are locals here too);
+ * swapped and mapped (the clock maps another host's) are constants where
+ * the caller passes them so. */
+static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_walk *w, walk_slot *slot, size_t *off,
+                                                                     bool swapped, bool mapped)
 {
+    tt_walk_totals *t = &w->totals;
     const bool nano = w->format.nano;
     const uint8_t *buf = slot->buf;
     const size_t len = slot->len;
@@ -267,8 +247,8 @@ static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_wal
     const uint64_t offset_ns = clock->has_offset ? (uint64_t)clock->offset_ns : 0;
     /* the packet's index in the chunk (the file's packets before the chunk's first: before) */
     const uint64_t before = slot->first_index;
-    uint32_t index = (uint32_t)(c->packets - before);
-    uint64_t bytes = c->bytes, snapped = c->snapped, first_ns = c->first_ns, last_ns = c->last_ns;
+    uint32_t index = (uint32_t)(t->packets - before);
+    uint64_t bytes = t->bytes, snapped = t->snapped, first_ns = t->first_ns, last_ns = t->last_ns;
     size_t at = *off;
     while (at + TT_RECORD_HEADER <= len) {
         tt_classic_record rec = tt_classic_record_read(buf + at, swapped, nano);
@@ -276,9 +256,7 @@ static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_wal
         if (past > len || rec.caplen > TT_CLASSIC_MAX_RECORD) break;
         unsigned owner = 0; /* set by the quick owner that returned true (-O1 cannot tell) */
         const uint8_t *frame = buf + at + TT_RECORD_HEADER;
-        if (ether ? !tt_ether_quick_owner(frame, rec.caplen, shares, &owner)
-                  : !tt_packet_quick_owner(linktype, frame, rec.caplen, shares, &owner))
-            break;
+        if (!tt_packet_quick_owner(linktype, frame, rec.caplen, shares, &owner)) break;
         walk_list *l = &lists[owner];
         if (l->n == l->cap) break;
         uint64_t ts = mapped ? tt_capture_instant(clock, rec.wall_ns) : rec.wall_ns - offset_ns;
@@ -294,23 +272,23 @@ static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_wal
                                            .index = index};
         at = past;
     }
-    c->packets = before + index;
-    c->bytes = bytes;
-    c->snapped = snapped;
-    c->first_ns = first_ns;
-    c->last_ns = last_ns;
+    t->packets = before + index;
+    t->bytes = bytes;
+    t->snapped = snapped;
+    t->first_ns = first_ns;
+    t->last_ns = last_ns;
     *off = at;
 }
 
 /* walk_classic_whole for the slot's format and clock, the common case
- * (native byte order, no clock map, Ethernet) compiled apart. */
-static __attribute__((noinline)) void walk_classic_fast(tt_pcap_walk *w, walk_slot *slot, walk_count *c, size_t *off)
+ * (native byte order, no clock map) compiled apart. */
+static __attribute__((noinline)) void walk_classic_fast(tt_pcap_walk *w, walk_slot *slot, size_t *off)
 {
-    bool swapped = w->format.swapped, mapped = w->clock->has_map, ether = w->format.linktype == DLT_EN10MB;
-    if (!swapped && !mapped && ether)
-        walk_classic_whole(w, slot, c, off, false, false, true);
+    bool swapped = w->format.swapped, mapped = w->clock->has_map;
+    if (!swapped && !mapped)
+        walk_classic_whole(w, slot, off, false, false);
     else
-        walk_classic_whole(w, slot, c, off, swapped, mapped, ether);
+        walk_classic_whole(w, slot, off, swapped, mapped);
 }
 
 /* The classic pcap records that start in the slot's chunk: the first
@@ -318,10 +296,9 @@ static __attribute__((noinline)) void walk_classic_fast(tt_pcap_walk *w, walk_sl
 static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
 {
     tt_walk_totals *t = &w->totals;
-    walk_count c = count_load(t);
     size_t off = 0;
     for (;;) {
-        walk_classic_fast(w, slot, &c, &off);
+        walk_classic_fast(w, slot, &off);
         /* one record as the fast loop cannot take it: the file's end,
          * damage, a record past the chunk, an owner that takes a parse, a
          * list to grow */
@@ -330,7 +307,7 @@ static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
             slot->last = true;
             break;
         }
-        if (tt_classic_header_cut(w->size, pos, c.packets, t->err, sizeof t->err)) {
+        if (tt_classic_header_cut(w->size, pos, t->packets, t->err, sizeof t->err)) {
             walk_fail(w, slot, NULL);
             break;
         }
@@ -338,7 +315,7 @@ static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
             if (off || !slot_read(w, slot, TT_RECORD_HEADER)) break;
         }
         tt_classic_record rec = tt_classic_record_read(slot->buf + off, w->format.swapped, w->format.nano);
-        if (tt_classic_record_cut(w->size, pos, rec.caplen, c.packets, t->err, sizeof t->err)) {
+        if (tt_classic_record_cut(w->size, pos, rec.caplen, t->packets, t->err, sizeof t->err)) {
             walk_fail(w, slot, NULL);
             break;
         }
@@ -346,10 +323,9 @@ static void walk_classic(tt_pcap_walk *w, walk_slot *slot)
         if (past > slot->len) {
             if (off || !slot_read(w, slot, past)) break;
         }
-        if (!walk_take(w, slot, &c, off + TT_RECORD_HEADER, rec.wall_ns, rec.caplen, rec.len)) break;
+        if (!walk_take(w, slot, off + TT_RECORD_HEADER, rec.wall_ns, rec.caplen, rec.len)) break;
         off = past;
     }
-    count_store(t, &c);
     slot->end = slot->start + off;
 }
 
@@ -363,7 +339,6 @@ static void walk_pcapng(tt_pcap_walk *w, walk_slot *slot)
     m->pos = 0;
     m->more = w->size - (slot->start + slot->len);
     tt_pcapng_packet pkt;
-    walk_count c = count_load(&w->totals);
     for (;;) {
         int rc = tt_pcapng_map_next(m, &pkt, w->totals.err, sizeof w->totals.err);
         if (rc == 0) {
@@ -386,9 +361,8 @@ static void walk_pcapng(tt_pcap_walk *w, walk_slot *slot)
             m->more = w->size - (slot->start + slot->len);
             continue;
         }
-        if (!walk_take(w, slot, &c, (size_t)(pkt.data - slot->buf), pkt.ts_ns, pkt.caplen, pkt.len)) break;
+        if (!walk_take(w, slot, (size_t)(pkt.data - slot->buf), pkt.ts_ns, pkt.caplen, pkt.len)) break;
     }
-    count_store(&w->totals, &c);
     slot->end = slot->start + m->pos;
 }
 
