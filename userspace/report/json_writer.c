@@ -6,15 +6,46 @@
 
 void tt_jw_init(tt_jw *w, FILE *out, bool pretty)
 {
-    memset(w, 0, sizeof *w);
     w->out = out;
+    w->depth = 0;
+    memset(w->need_comma, 0, sizeof w->need_comma);
+    w->used = 0;
     w->pretty = pretty;
 }
 
-static void write_escaped(FILE *out, const char *s, size_t n)
+void tt_jw_flush(tt_jw *w)
+{
+    if (w->used) fwrite(w->buf, 1, w->used, w->out);
+    w->used = 0;
+}
+
+/* n bytes of s onto the buffer; a block larger than the buffer goes
+ * straight to the FILE. */
+static void put(tt_jw *w, const char *s, size_t n)
+{
+    if (n > sizeof w->buf - w->used) {
+        tt_jw_flush(w);
+        if (n >= sizeof w->buf) {
+            fwrite(s, 1, n, w->out);
+            return;
+        }
+    }
+    memcpy(w->buf + w->used, s, n);
+    w->used += n;
+}
+
+static void put_char(tt_jw *w, char c)
+{
+    if (w->used == sizeof w->buf) tt_jw_flush(w);
+    w->buf[w->used++] = c;
+}
+
+static void put_cstr(tt_jw *w, const char *s) { put(w, s, strlen(s)); }
+
+static void write_escaped(tt_jw *w, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    putc('"', out);
+    put_char(w, '"');
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -22,39 +53,39 @@ static void write_escaped(FILE *out, const char *s, size_t n)
             run++;
             continue;
         }
-        if (run) fwrite(s + i - run, 1, run, out);
+        if (run) put(w, s + i - run, run);
         run = 0;
         switch (c) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default:
-            fputs("\\u00", out);
-            putc(hex[c >> 4], out);
-            putc(hex[c & 15], out);
+        case '"': put(w, "\\\"", 2); break;
+        case '\\': put(w, "\\\\", 2); break;
+        case '\n': put(w, "\\n", 2); break;
+        case '\r': put(w, "\\r", 2); break;
+        case '\t': put(w, "\\t", 2); break;
+        default: {
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            put(w, u, sizeof u);
+        }
         }
     }
-    if (run) fwrite(s + n - run, 1, run, out);
-    putc('"', out);
+    if (run) put(w, s + n - run, run);
+    put_char(w, '"');
 }
 
-/* Two spaces per level of depth, in one write. */
-static void indent(FILE *out, int depth)
+/* Two spaces per level of depth. */
+static void indent(tt_jw *w, int depth)
 {
     static const char spaces[] = "                                                                ";
     size_t n = (size_t)depth * 2;
     while (n > sizeof spaces - 1) {
-        fwrite(spaces, 1, sizeof spaces - 1, out);
+        put(w, spaces, sizeof spaces - 1);
         n -= sizeof spaces - 1;
     }
-    fwrite(spaces, 1, n, out);
+    put(w, spaces, n);
 }
 
 /* v in decimal, as "%" PRIu64 writes it (without printf's parsing: the
  * JSON document prints every ITL). */
-static void put_u64(FILE *out, uint64_t v)
+static void put_u64(tt_jw *w, uint64_t v)
 {
     char b[24];
     size_t i = sizeof b;
@@ -62,42 +93,45 @@ static void put_u64(FILE *out, uint64_t v)
         b[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    fwrite(b + i, 1, sizeof b - i, out);
+    put(w, b + i, sizeof b - i);
 }
 
 static void prefix(tt_jw *w, const char *key)
 {
     if (w->depth > 0) {
-        if (w->need_comma[w->depth]) putc(',', w->out);
+        if (w->need_comma[w->depth]) put_char(w, ',');
         w->need_comma[w->depth] = true;
         if (w->pretty) {
-            putc('\n', w->out);
-            indent(w->out, w->depth);
+            put_char(w, '\n');
+            indent(w, w->depth);
         }
     }
     if (key) {
-        write_escaped(w->out, key, strlen(key));
-        fputs(w->pretty ? ": " : ":", w->out);
+        write_escaped(w, key, strlen(key));
+        if (w->pretty) put(w, ": ", 2);
+        else put_char(w, ':');
     }
 }
 
 static void open_scope(tt_jw *w, const char *key, char c)
 {
     prefix(w, key);
-    putc(c, w->out);
+    put_char(w, c);
     if (w->depth + 1 < TT_JW_MAX_DEPTH) w->depth++;
     w->need_comma[w->depth] = false;
 }
 
+/* The outermost value closed hands the document to the FILE. */
 static void close_scope(tt_jw *w, char c)
 {
     bool had = w->need_comma[w->depth];
     if (w->depth > 0) w->depth--;
     if (w->pretty && had) {
-        putc('\n', w->out);
-        indent(w->out, w->depth);
+        put_char(w, '\n');
+        indent(w, w->depth);
     }
-    putc(c, w->out);
+    put_char(w, c);
+    if (w->depth == 0) tt_jw_flush(w);
 }
 
 void tt_jw_object_begin(tt_jw *w, const char *key) { open_scope(w, key, '{'); }
@@ -108,7 +142,7 @@ void tt_jw_array_end(tt_jw *w) { close_scope(w, ']'); }
 void tt_jw_strn(tt_jw *w, const char *key, const char *s, size_t n)
 {
     prefix(w, key);
-    write_escaped(w->out, s, n);
+    write_escaped(w, s, n);
 }
 
 void tt_jw_str(tt_jw *w, const char *key, const char *s) { tt_jw_strn(w, key, s, strlen(s)); }
@@ -122,8 +156,8 @@ void tt_jw_str_or_null(tt_jw *w, const char *key, const char *s)
 void tt_jw_int(tt_jw *w, const char *key, int64_t v)
 {
     prefix(w, key);
-    if (v < 0) putc('-', w->out);
-    put_u64(w->out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0) put_char(w, '-');
+    put_u64(w, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v)
@@ -141,26 +175,35 @@ void tt_jw_instant(tt_jw *w, const char *key, uint64_t ns)
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v)
 {
     prefix(w, key);
-    put_u64(w->out, v);
+    put_u64(w, v);
 }
 
 void tt_jw_double(tt_jw *w, const char *key, double v)
 {
     prefix(w, key);
-    if (isfinite(v)) fprintf(w->out, "%.17g", v);
-    else fputs("null", w->out);
+    if (isfinite(v)) {
+        char b[40];
+        int n = snprintf(b, sizeof b, "%.17g", v);
+        put(w, b, n > 0 && (size_t)n < sizeof b ? (size_t)n : 0);
+    } else {
+        put(w, "null", 4);
+    }
 }
 
 void tt_jw_bool(tt_jw *w, const char *key, bool v)
 {
     prefix(w, key);
-    fputs(v ? "true" : "false", w->out);
+    put_cstr(w, v ? "true" : "false");
 }
 
 void tt_jw_null(tt_jw *w, const char *key)
 {
     prefix(w, key);
-    fputs("null", w->out);
+    put(w, "null", 4);
 }
 
-void tt_jw_end(tt_jw *w) { putc('\n', w->out); }
+void tt_jw_end(tt_jw *w)
+{
+    put_char(w, '\n');
+    tt_jw_flush(w);
+}

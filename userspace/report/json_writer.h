@@ -1,6 +1,11 @@
 /* json_writer.h - a small streaming JSON writer. Integers are written
  * exactly (cJSON stores numbers as doubles, which would round nanosecond
- * instants), strings are escaped, commas and nesting are tracked. */
+ * instants), strings are escaped, commas and nesting are tracked. The text
+ * gathers in the writer's own buffer and goes to the FILE in blocks
+ * (tt_jw_flush, tt_jw_end, a full buffer, the outermost value's close): one
+ * stdio call per token, name or number cost more than the rest of the
+ * writing (a --json report's profile). Whoever writes to the FILE itself
+ * between the writer's calls flushes the writer first. */
 #ifndef TT_JSON_WRITER_H
 #define TT_JSON_WRITER_H
 
@@ -10,12 +15,15 @@
 #include <stdio.h>
 
 #define TT_JW_MAX_DEPTH 32
+#define TT_JW_BUF 8192
 
 typedef struct tt_jw {
     FILE *out;
     int depth;
     bool need_comma[TT_JW_MAX_DEPTH];
     bool pretty;
+    size_t used;          /* bytes of buf not yet handed to out */
+    char buf[TT_JW_BUF];
 } tt_jw;
 
 void tt_jw_init(tt_jw *w, FILE *out, bool pretty);
@@ -35,7 +43,11 @@ void tt_jw_instant(tt_jw *w, const char *key, uint64_t ns);
 void tt_jw_double(tt_jw *w, const char *key, double v); /* null when not finite */
 void tt_jw_bool(tt_jw *w, const char *key, bool v);
 void tt_jw_null(tt_jw *w, const char *key);
-/* Finish the document with a newline. */
+/* Finish the document with a newline, and hand everything to the FILE. */
 void tt_jw_end(tt_jw *w);
+/* Hand what the writer holds to the FILE (fwrite; the FILE's own errors
+ * are the caller's to check), before anyone else writes to it or asks its
+ * position. */
+void tt_jw_flush(tt_jw *w);
 
 #endif

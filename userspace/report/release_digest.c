@@ -67,6 +67,7 @@ static int spool_request(tt_release_digest *d, const tt_request *r, const tt_req
     tt_jw_init(&w, f, true);
     w.depth = 2; /* the document's object, then its "requests" array */
     tt_report_json_request(&w, r, m, d->vantage, d->with_text);
+    tt_jw_flush(&w);
     off_t end = ftello(f);
     if (end < at || fflush(f) != 0 || ferror(f)) return -1; /* on disk now, or never counted on */
     s->spool = 0;
@@ -124,6 +125,7 @@ int tt_release_digest_copy_json(tt_release_digest *d, size_t k, tt_jw *w)
     const tt_release_slot *s = &d->slots[k];
     FILE *f = d->spools[s->spool];
     if (fflush(f) != 0 || fseeko(f, (off_t)s->json_off, SEEK_SET) != 0) return read_back_failed(d);
+    tt_jw_flush(w); /* what the writer holds goes before the copy */
     if (w->need_comma[w->depth]) putc(',', w->out);
     w->need_comma[w->depth] = true;
     char buf[65536];
