@@ -565,14 +565,15 @@ static __always_inline const struct pt_regs *task_syscall_regs(struct task_struc
  * registers where the caller has them (tp_btf), else NULL (found here,
  * once the process filters passed). hook_sk: the sock the socket layer's
  * hook handed over (socktap_sock.bpf.h), else NULL (found from fd). task:
- * the current task; live: its call_args where the caller looked them up,
- * else NULL (made here once the filters passed). */
+ * the current task, which the caller has passed through process_passes
+ * (the cgroup filter is asked here); live: its call_args where the caller
+ * looked them up, else NULL (made here once the filters passed). */
 static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt_regs *regs, struct sock *hook_sk,
                                         struct task_struct *task, struct call_args *live)
 {
     if (ret < 0) return 0;
     __u64 id = task_pid_tgid(task);
-    if (!task_traced_given(id, live)) return 0;
+    if (!cgroup_passes()) return 0; /* the callers asked process_passes */
     if (!regs) regs = task_syscall_regs(task, live);
     __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
     if (fd < 0) return 0;
@@ -610,12 +611,15 @@ static __always_inline int on_exit_recv(long ret, __u32 syscall, const struct pt
     return exit_data(&args, live, ret, TT_SOCKTAP_DIR_RECV, id);
 }
 
-/* The exit of a receive at a syscall tracepoint (classic or raw): the
- * thread's call_args looked up only where the pid filter needs them. */
+/* The exit of a receive at a syscall tracepoint (classic or raw): a
+ * process the cheap filters turn away looks nothing up; the thread's
+ * call_args looked up here only with the pid filter (as before it had
+ * the bits, on_exit_recv makes them otherwise). */
 static __always_inline int on_exit_recv_sys(long ret, __u32 syscall, const struct pt_regs *regs)
 {
     struct task_struct *task = bpf_get_current_task_btf();
-    return on_exit_recv(ret, syscall, regs, NULL, task, pid_filter_args(task));
+    if (!process_passes(task->tgid)) return 0;
+    return on_exit_recv(ret, syscall, regs, NULL, task, filter_tgids ? task_args(task) : NULL);
 }
 
 /* Bytes of (sk, dir) the ring buffer refused and no later record carried:
@@ -650,11 +654,17 @@ int tt_fork(struct trace_event_raw_sched_process_fork *ctx)
 {
     if (!filter_tgids) return 0;
     __u32 parent = bpf_get_current_pid_tgid() >> 32;
-    if (!bpf_map_lookup_elem(&traced_tgids, &parent)) return 0;
+    if (!id_marked(parent)) return 0;
     __u32 child = (__u32)ctx->child_pid;
     __u8 one = 1;
-    if (bpf_map_update_elem(&traced_tgids, &child, &one, BPF_NOEXIST) == 0) stat_add(TT_SOCKTAP_STAT_CHILDREN, 1);
-    else if (!bpf_map_lookup_elem(&traced_tgids, &child)) stat_add(TT_SOCKTAP_STAT_TGIDS_FULL, 1);
+    if (bpf_map_update_elem(&traced_tgids, &child, &one, BPF_NOEXIST) == 0) {
+        id_mark(child);
+        stat_add(TT_SOCKTAP_STAT_CHILDREN, 1);
+    } else if (!bpf_map_lookup_elem(&traced_tgids, &child)) {
+        stat_add(TT_SOCKTAP_STAT_TGIDS_FULL, 1);
+    } else {
+        id_mark(child); /* already there (a thread id put back): its bit too */
+    }
     if (tls_wanted) {
         /* the TLS uprobes are attached per traced process: the child needs its own */
         struct tt_socktap_event ev;
@@ -679,8 +689,14 @@ int tt_exit_task(struct trace_event_raw_sched_process_exit *ctx)
     if (!filter_tgids) return 0;
     __u64 id = bpf_get_current_pid_tgid();
     __u32 tid = (__u32)id, tgid = id >> 32;
-    if (tid != tgid) bpf_map_delete_elem(&traced_tgids, &tid);
-    if (ctx->group_dead) bpf_map_delete_elem(&traced_tgids, &tgid);
+    if (tid != tgid) {
+        id_unmark(tid);
+        bpf_map_delete_elem(&traced_tgids, &tid);
+    }
+    if (ctx->group_dead) {
+        id_unmark(tgid);
+        bpf_map_delete_elem(&traced_tgids, &tgid);
+    }
     return 0;
 }
 

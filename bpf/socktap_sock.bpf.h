@@ -38,8 +38,10 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tt_sock_recv, struct sock *sk, int ret, int flags)
 {
     if (ret < 0) return 0;
-    /* the thread's call_args first: they keep where its registers are */
     struct task_struct *task = bpf_get_current_task_btf();
+    /* a process the filters turn away looks nothing up */
+    if (!process_passes(task->tgid)) return 0;
+    /* the thread's call_args first: they keep where its registers are */
     struct call_args *live = task_args(task);
     const struct pt_regs *regs = task_syscall_regs(task, live);
     unsigned long nr = regs->orig_ax;
@@ -62,6 +64,9 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(tt_sock_send, struct sock *sk, int ret, int flags)
 {
     struct task_struct *task = bpf_get_current_task_btf();
+    /* A process the filters turn away looks nothing up: it has no stamp
+     * to clear (tt_send_stamp applies the same filters). */
+    if (!process_passes(task->tgid)) return 0;
     struct call_args *live = task_args(task);
     const struct pt_regs *regs = task_syscall_regs(task, live);
     unsigned long nr = regs->orig_ax;

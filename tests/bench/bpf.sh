@@ -124,8 +124,10 @@ stop_watch() {
 # bound to the process; comm: watch --comm ttpingpong; noneexits: none with
 # TOKENTAP_NO_SOCK_HOOKS=1 (data at the syscall exits); pidstate, nonestate:
 # pid and none with TOKENTAP_NO_SOCK_STATE=1 (connect, accept and close on
-# syscall tracepoints); floorexit, floorwatch,
+# syscall tracepoints); other: watch --pid of a sleeping process, the
+# ping-pong a bystander of a watched server; floorexit, floorwatch,
 # floorsock: no watch, build/tools/ttbpffloor exit|watch|sock instead).
+sleep 86400 & bystander_sleeper=$!; started+=("$bystander_sleeper")
 pingpong() {
     local mode=$1 out=$2; shift 2
     local args=(-m "$rounds" -n "$bytes" "$@")
@@ -146,6 +148,7 @@ pingpong() {
     noneraw) WATCH_ENV=TOKENTAP_BPF_RAW=1 start_watch "$out.watch" --comm tt-no-such-name ;;
     pidnotls) WATCH_ENV=TOKENTAP_NO_TLS=1 start_watch "$out.watch" --pid "$pp" ;;
     comm) start_watch "$out.watch" --comm ttpingpong ;;
+    other) start_watch "$out.watch" --pid "$bystander_sleeper" ;;
     floorexit | floorwatch | floorsock) start_floor "$out.watch" "${mode#floor}" ;;
     *) start_watch "$out.watch" ;;
     esac
@@ -233,7 +236,7 @@ raw_series() { # NAME KEY MODES ARGS...: paired runs, off first; one row per mod
 }
 if [ "$raw_pairs" -gt 0 ]; then
     raw_series tcp2 tcp.ns_per_round_trip "pid pidnotls comm" -t tcp
-    raw_series tcp1 tcp.ns_per_round_trip "pid pidstate pidraw none noneraw" -t tcp --one-thread
+    raw_series tcp1 tcp.ns_per_round_trip "pid pidstate pidraw none noneraw other" -t tcp --one-thread
     raw_series getppid getppid.ns_per_call "none nonestate noneraw floorexit floorsock" --getppid "$getppid_calls"
     raw_series devnull devnull.ns_per_call "none noneexits" --devnull "$((getppid_calls / 2))" -n "$bytes"
 fi
@@ -442,6 +445,7 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         echo "    taskset -c $tr_cpu tokentap watch -q --pid PINGPONG_PID   (pid)   or --comm tt-no-such-name (none)"
         echo "    TOKENTAP_BPF_RAW=1 ... (pidraw, noneraw: read/write/readv/writev/sendto/recvfrom/sendmsg/recvmsg via tp_btf sys_enter/sys_exit)"
         echo "    tcp2: the two-thread ping-pong of the first table; pidnotls: --pid with TOKENTAP_NO_TLS=1; comm: --comm ttpingpong"
+        echo "    other: tokentap watch -q --pid SLEEPER_PID (a sleeping process: the ping-pong is a TCP bystander of a watched process)"
         echo "    noneexits: none with TOKENTAP_NO_SOCK_HOOKS=1 (reads and writes taken at the syscall exits, bpf/README.md)"
         echo "    pidstate, nonestate: pid and none with TOKENTAP_NO_SOCK_STATE=1 (connect, accept, close, the mmsg pair and sendfile"
         echo "      on classic syscall tracepoints, the default before 2026-12-06; bpf/README.md)"

@@ -5,7 +5,10 @@
 # of a loopback TCP pair: 4 syscalls per round trip, no wakeups) untraced,
 # then traced by each binary's `watch --pid` and by each binary's
 # `watch --comm` of a name no process has (every program rejects at its
-# first check: the floor of the tracepoints). Prints each round's ns per
+# first check: the floor of the tracepoints), and by each binary's `watch
+# --pid` of another process (a sleeper: the ping-pong is then a bystander,
+# what every other process of the host pays while a server is watched).
+# Prints each round's ns per
 # round trip, then per mode the median over rounds of (mode - off) / 4, and
 # the median ratio new/old of the added cost under --pid. Every other round
 # runs the new binary before the old.
@@ -27,7 +30,9 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$wo
 
 ns_per_trip() { /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["tcp"]["ns_per_round_trip"])' "$1"; }
 
-# one MODE TOKENTAP: one ping-pong run, untraced (off) or traced (pid, none)
+sleep 3600 & sleeper=$!
+# one MODE TOKENTAP: one ping-pong run, untraced (off), traced (pid), with
+# every program rejecting (none), or beside a watched sleeper (other)
 one() {
     local mode=$1 tt=${2:-} out="$work/pp.json"
     local args=(-m "$trips" -n "$bytes" -t tcp --one-thread)
@@ -39,6 +44,7 @@ one() {
         for _ in $(seq 100); do grep -q '^ready ' "$work/ready" && break; sleep 0.02; done
         local filter=(--comm tt-no-such-name)
         [ "$mode" = pid ] && filter=(--pid "$pp")
+        [ "$mode" = other ] && filter=(--pid "$sleeper")
         taskset -c 0 "$tt" watch -q "${filter[@]}" > /dev/null 2> "$work/watch.err" &
         local wp=$!
         for _ in $(seq 600); do grep -q '^tokentap watch: tracing' "$work/watch.err" && break; sleep 0.05; done
@@ -55,24 +61,25 @@ one() {
     ns_per_trip "$out"
 }
 
-echo "off pid_old pid_new none_old none_new (ns per round trip)"
+echo "off pid_old pid_new none_old none_new other_old other_new (ns per round trip)"
 for round in $(seq "$rounds"); do
     # every other round runs the new binary first: the second of two runs
     # back to back tends to be the slower one here
     declare -A got=()
-    order=("off" "pid $old" "pid $new" "none $old" "none $new")
-    [ $((round % 2)) = 0 ] && order=("off" "pid $new" "pid $old" "none $new" "none $old")
+    order=("off" "pid $old" "pid $new" "none $old" "none $new" "other $old" "other $new")
+    [ $((round % 2)) = 0 ] && order=("off" "pid $new" "pid $old" "none $new" "none $old" "other $new" "other $old")
     for run in "${order[@]}"; do
         # shellcheck disable=SC2086 # "MODE BINARY", split on purpose
         got[$run]=$(one $run) || exit 1
     done
-    echo "${got[off]} ${got[pid $old]} ${got[pid $new]} ${got[none $old]} ${got[none $new]}" | tee -a "$work/rows"
+    echo "${got[off]} ${got[pid $old]} ${got[pid $new]} ${got[none $old]} ${got[none $new]} ${got[other $old]} ${got[other $new]}" | tee -a "$work/rows"
     unset got
 done
 /usr/bin/python3 - "$work/rows" <<'PY'
 import statistics, sys
 rows = [[float(x) for x in line.split()] for line in open(sys.argv[1])]
-for k, name in enumerate(["pid, old", "pid, new", "none, old", "none, new"], 1):
+for k, name in enumerate(["pid, old", "pid, new", "none, old", "none, new", "other, old", "other, new"], 1):
     print("%-10s added ns per syscall, median: %.1f" % (name, statistics.median((r[k] - r[0]) / 4 for r in rows)))
-print("pid: new/old added cost, median ratio: %.3f" % statistics.median((r[2] - r[0]) / (r[1] - r[0]) for r in rows))
+for k, name in ((1, "pid"), (3, "none"), (5, "other")):
+    print("%s: new/old added cost, median ratio: %.3f" % (name, statistics.median((r[k + 1] - r[0]) / (r[k] - r[0]) for r in rows)))
 PY

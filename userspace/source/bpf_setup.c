@@ -185,11 +185,19 @@ static proc_parent *read_proc_parents(size_t *n_out)
     return v;
 }
 
-static int add_traced(int map, uint32_t tgid, char *err, size_t errlen)
+/* tgid into the kernel's traced set: the hash userspace reads back, then
+ * its bit in the programs' traced_bits (the mapped .bss), which the
+ * programs' filter asks; the word is shared with tt_fork's updates, hence
+ * the atomic or. */
+static int add_traced(struct socktap *skel, uint32_t tgid, char *err, size_t errlen)
 {
     uint8_t one = 1;
-    if (bpf_map_update_elem(map, &tgid, &one, BPF_ANY) == 0) return 0;
-    return tt_fail_line(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
+    size_t words = sizeof skel->bss->traced_bits / sizeof skel->bss->traced_bits[0];
+    if (tgid / 64 >= words) return tt_fail_line(err, errlen, "pid %u is past the kernel's pid limit", tgid);
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.traced_tgids), &tgid, &one, BPF_ANY) != 0)
+        return tt_fail_line(err, errlen, "cannot add pid %u to the traced set: %s", tgid, strerror(errno));
+    __atomic_fetch_or(&skel->bss->traced_bits[tgid / 64], (uint64_t)1 << (tgid % 64), __ATOMIC_SEQ_CST);
+    return 0;
 }
 
 /* The TCP ports pid listens on (its sockets in LISTEN state, from
@@ -301,7 +309,7 @@ void tt_bpf_seed_cgroup_ports(struct socktap *skel, const char *path)
  * with ready instants, ready_port_on). Returns how many went in, or -1 with err. */
 int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, char *err, size_t errlen)
 {
-    int map = bpf_map__fd(skel->maps.traced_tgids);
+    if (!skel->bss) return tt_fail_line(err, errlen, "the programs' global data is not mapped (--pid needs it)");
     size_t n_proc = 0;
     proc_parent *procs = read_proc_parents(&n_proc);
     if (!procs) {
@@ -330,8 +338,8 @@ int tt_bpf_seed_traced_tgids(struct socktap *skel, const tt_bpf_options *opt, ch
     }
     for (size_t i = 0; i < n_proc && added >= 0; i++) {
         if (!procs[i].traced) continue;
-        added = add_traced(map, procs[i].pid, err, errlen) < 0 ? -1 : added + 1;
-        if (skel->bss) seed_listen_ports(skel->bss, skel->rodata->ready_wanted, procs[i].pid);
+        added = add_traced(skel, procs[i].pid, err, errlen) < 0 ? -1 : added + 1;
+        seed_listen_ports(skel->bss, skel->rodata->ready_wanted, procs[i].pid);
     }
     free(procs);
     return added;
