@@ -556,6 +556,8 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
         io_exits=$(awk -F'\t' '$1 == "devnull" && $2 == "noneexits" {print $4}' "$work/raw.tsv")
         hooks_floor=$(awk -F'\t' '$1 == "floor" && $2 == "floorwatch" {print $4}' "$work/raw.tsv")
         floor_pid=$(awk -F'\t' '$1 == "floor" && $2 == "pid" {print $4}' "$work/raw.tsv")
+        tcp_bystander=$(awk -F'\t' '$1 == "tcp1" && $2 == "other" {print $4}' "$work/raw.tsv")
+        tcp1_none=$(awk -F'\t' '$1 == "tcp1" && $2 == "none" {print $4}' "$work/raw.tsv")
         max_rate=$(awk -F'\t' '$1 == "max" {print $4}' "$work/steps.tsv")
         ceiling=$(awk -F'\t' '$1 == "untraced" {print $4}' "$work/steps.tsv")
         share=$(awk -v a="$max_rate" -v b="$ceiling" 'BEGIN {if (b > 0) printf "%.0f", 100 * a / b; else print "?"}')
@@ -576,6 +578,12 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
             echo "With connect, accept and close on their syscall tracepoints (nonestate, TOKENTAP_NO_SOCK_STATE=1) the same"
             echo "getppid pays $state_bystander ns: while any syscall tracepoint has a program, every syscall of every task takes"
             echo "the kernel's slow entry and exit; by default watch attaches none (bpf/README.md)."
+        fi
+        if [ -n "$tcp_bystander" ]; then
+            echo "A process nothing traces that reads and writes TCP while watch --pid follows another (tcp1 other)"
+            echo "pays $tcp_bystander ns per syscall ($tcp1_none with watch --comm of a name nothing has): the four hooks"
+            echo "and the programs' first loads, which ask the process filters before anything is looked up (bpf/README.md,"
+            echo "\"Bystanders under --pid\"; before that change, 2026-12-06, 256 and 223 ns in bpf_ab.sh's rounds)."
         fi
         if [ -n "$io_bystander" ]; then
             echo "A process nothing traces that reads and writes files (devnull) pays $io_bystander ns per read or write"
