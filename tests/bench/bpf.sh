@@ -302,6 +302,8 @@ ulimit -n 4096 2>/dev/null || true
 # step NAME CONNS ITL_MS [untraced]: one serve + watch + ttload run; appends a row to
 # $steps_tsv (steps.tsv unless the caller says otherwise)
 steps_tsv="$work/steps.tsv"
+# proc_ticks PID: the process's user and system CPU so far, in clock ticks (0 once gone)
+proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 step() {
     local name=$1 conns=$2 itl=$3 traced_run=yes dir="$work/step-$1"
     [ "${4:-}" != untraced ] || traced_run=no
@@ -314,8 +316,10 @@ step() {
     port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$dir/serve.out")
     [ -n "$port" ] || { log "serve did not start: $(cat "$dir/serve.err")"; return 1; }
     [ $traced_run = no ] || start_watch "$dir/watch.json" --json --pid "$spid" --vantage server
-    local rc=0
+    local rc=0 serve_t0 watch_t0=0 serve_t1 watch_t1=0
+    serve_t0=$(proc_ticks "$spid"); [ $traced_run = no ] || watch_t0=$(proc_ticks "$watch_pid")
     "$LOAD" -c "$conns" -d "$step_secs" -T "$tokens" "127.0.0.1:$port" > "$dir/load.json" 2> "$dir/load.err" || rc=$?
+    serve_t1=$(proc_ticks "$spid"); [ $traced_run = no ] || watch_t1=$(proc_ticks "$watch_pid")
     sleep 0.3
     kill -TERM "$spid"; wait "$spid" || true; forget "$spid"
     [ $traced_run = no ] || { sleep 0.2; stop_watch; }
@@ -325,8 +329,12 @@ step() {
     secs=$(json_num "$dir/load.json" seconds)
     eps=$(json_num "$dir/load.json" events_per_s)
     tps=$(awk -v n="$logged" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
+    # CPU per token event: serve's and watch's (/proc, while ttload ran) and ttload's own
+    local cpu_tok
+    cpu_tok=$(awk -v st=$((serve_t1 - serve_t0 + watch_t1 - watch_t0)) -v hz="$(getconf CLK_TCK)" \
+        -v load="$(json_num "$dir/load.json" cpu_s)" -v n="$logged" 'BEGIN {if (n > 0) printf "%.3f", (st / hz + load) * 1e6 / n; else print "-"}')
     if [ $traced_run = no ]; then
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns (untraced)" "$itl" "$tps" "$eps" "$logged" - - - - >> "$steps_tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns (untraced)" "$itl" "$tps" "$eps" "$logged" - - - - "$cpu_tok" >> "$steps_tsv"
         log "step $name: -c $conns --itl-ms $itl untraced: $tps token events/s written"
         rm -f "$dir/serve.log"
         return
@@ -342,7 +350,7 @@ print(sum(r["vantages"]["server"]["token_events"] for r in reqs if "server" in r
     args=$(sed -n 's/.* \([0-9]*\) args lost.*/\1/p' "$dir/watch.json.err")
     local ok=yes
     [ "${drops:-x}" = 0 ] && [ "${trunc:-x}" = 0 ] && [ "${args:-x}" = 0 ] && [ "$gap_bytes" = 0 ] && [ "${traced:-x}" = "$logged" ] && [ "$logged" -gt 0 ] && [ $rc = 0 ] || ok=no
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns" "$itl" "$tps" "$eps" "$logged" "${traced:-?}" "${drops:-?}" "$((${trunc:-0} + ${args:-0}))/$gap_bytes" "$ok" >> "$steps_tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$conns" "$itl" "$tps" "$eps" "$logged" "${traced:-?}" "${drops:-?}" "$((${trunc:-0} + ${args:-0}))/$gap_bytes" "$ok" "$cpu_tok" >> "$steps_tsv"
     log "step $name: -c $conns --itl-ms $itl: $tps token events/s written, $logged logged, ${traced:-?} traced, drops ${drops:-?}: $ok"
     rm -f "$dir/serve.log"
 }
@@ -364,6 +372,14 @@ for i in $(seq "$rate_pairs"); do
     done
 done
 pair_shares=$(awk -F'\t' '{rate[$1] = $4; held[$1] = $10} END {for (k in rate) if (k !~ /u$/ && (k "u") in rate && rate[k "u"] > 0) printf "%.1f %s\n", 100 * rate[k] / rate[k "u"], held[k]}' "$work/rate_pairs.tsv")
+# the same rounds by CPU: untraced CPU per token over traced (serve, watch and ttload), the share
+# of the untraced rate the traced cost leaves when the two cores are the bound
+cpu_shares=$(awk -F'\t' '{cpu[$1] = $11} END {for (k in cpu) if (k !~ /u$/ && (k "u") in cpu && cpu[k] > 0) printf "%.1f\n", 100 * cpu[k "u"] / cpu[k]}' "$work/rate_pairs.tsv")
+cpu_share=$(echo "$cpu_shares" | awk 'NF' | median)
+cpu_lo=$(echo "$cpu_shares" | awk 'NF' | sort -g | head -1)
+cpu_hi=$(echo "$cpu_shares" | awk 'NF' | sort -g | tail -1)
+cpu_traced=$(awk -F'\t' '$1 !~ /u$/ {print $11}' "$work/rate_pairs.tsv" | median)
+cpu_untraced=$(awk -F'\t' '$1 ~ /u$/ {print $11}' "$work/rate_pairs.tsv" | median)
 pair_share=$(echo "$pair_shares" | awk 'NF {print $1}' | median)
 pair_lo=$(echo "$pair_shares" | awk 'NF {print $1}' | sort -g | head -1)
 pair_hi=$(echo "$pair_shares" | awk 'NF {print $1}' | sort -g | tail -1)
@@ -571,6 +587,14 @@ for name in ("tt_enter_write", "tt_exit_write", "tt_send_stamp", "tt_exit_write_
             echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** ($share %: the median over $pair_n rounds of the"
             echo "zero-ITL step traced and untraced in turn, the rounds $pair_lo to $pair_hi %, $pair_held of $pair_n traced runs held;"
             echo "the table's single pair: $max_rate of $ceiling)."
+            if [ -n "$cpu_share" ]; then
+                echo "The same rounds by CPU (serve's and watch's CPU while ttload ran, from /proc, and ttload's own, over"
+                echo "the token events serve logged): $cpu_untraced us per token event untraced, $cpu_traced traced (medians);"
+                echo "untraced over traced, the share of the untraced rate the traced cost leaves where the two cores"
+                echo "are the bound: $cpu_share % (rounds $cpu_lo to $cpu_hi %). The rate moves with whatever else the host"
+                echo "runs (steal time, the other tenants of these VMs); the CPU per token moves less (bpf/README.md,"
+                echo "\"Where the traced rate's budget goes\")."
+            fi
         else
             echo "rate at least 90 % of the untraced ceiling: **$(met "$share" 90 min)** (zero-ITL step $max_rate of $ceiling, $share %)."
         fi
