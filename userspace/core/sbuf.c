@@ -24,7 +24,7 @@ bool tt_sbuf_reserve(tt_sbuf *b, size_t extra)
     return true;
 }
 
-void tt_sbuf_put(tt_sbuf *b, const void *data, size_t len)
+void tt_sbuf_put_growing(tt_sbuf *b, const void *data, size_t len)
 {
     if (!len || !tt_sbuf_reserve(b, len)) return;
     memcpy(b->p + b->len, data, len);

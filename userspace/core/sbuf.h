@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct tt_sbuf {
     char *p;
@@ -17,7 +18,21 @@ typedef struct tt_sbuf {
 
 /* Make room for `extra` more bytes; false (and oom set) when impossible. */
 bool tt_sbuf_reserve(tt_sbuf *b, size_t extra);
-void tt_sbuf_put(tt_sbuf *b, const void *data, size_t len);
+/* tt_sbuf_put's general case: makes room, or drops the bytes once oom is set. */
+void tt_sbuf_put_growing(tt_sbuf *b, const void *data, size_t len);
+
+/* Append data[0..len): inline where it fits (a line built field by field
+ * pays no call per field), else through tt_sbuf_put_growing. */
+static inline void tt_sbuf_put(tt_sbuf *b, const void *data, size_t len)
+{
+    if (len && !b->oom && len <= b->cap - b->len) {
+        memcpy(b->p + b->len, data, len);
+        b->len += len;
+        return;
+    }
+    tt_sbuf_put_growing(b, data, len);
+}
+
 void tt_sbuf_puts(tt_sbuf *b, const char *s);
 void tt_sbuf_printf(tt_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tt_sbuf_u64(tt_sbuf *b, uint64_t v);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/sbuf.h"
 #include "proto/event_frame.h"
 #include "report/json_writer.h"
 #include "report/report.h"
@@ -47,74 +48,52 @@ static void escaped(FILE *out, const char *s, size_t n)
     putc('"', out);
 }
 
-/* One line of the text listing, built in place and written with one
- * stdio call (printf's parsing and a call per field were most of a
- * listing's time). Longer input than the line holds is cut, never
- * overrun; an event's line stays far below it. */
-typedef struct line {
-    size_t n;
-    char b[1024];
-} line;
+/* The text listing builds each event's line in a tt_sbuf and writes it
+ * with one stdio call (printf's parsing and a call per field were most of
+ * a listing's time). */
 
-static void put_mem(line *l, const char *s, size_t n)
+/* v in decimal, padded on the left with spaces to 4 columns ("%4u"). */
+static void put_uint4(tt_sbuf *b, uint32_t v)
 {
-    if (n > sizeof l->b - l->n) n = sizeof l->b - l->n;
-    memcpy(l->b + l->n, s, n);
-    l->n += n;
+    if (v < 1000) tt_sbuf_put(b, "   ", v < 10 ? 3 : v < 100 ? 2 : 1);
+    tt_sbuf_u64(b, v);
 }
 
-static void put_str(line *l, const char *s) { put_mem(l, s, strlen(s)); }
-
-/* v in decimal, at least width digits wide, padded on the left with
- * spaces ("%*llu"). */
-static void put_uint(line *l, uint64_t v, unsigned width)
-{
-    char d[24];
-    size_t i = sizeof d;
-    do {
-        d[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (sizeof d - i < width && i > 0) d[--i] = ' ';
-    put_mem(l, d + i, sizeof d - i);
-}
-
-/* s, padded on the right with spaces to width ("%-*s"). */
-static void put_left(line *l, const char *s, size_t width)
+/* s, padded on the right with spaces to 9 columns ("%-9s"). */
+static void put_left9(tt_sbuf *b, const char *s)
 {
     size_t n = strlen(s);
-    put_mem(l, s, n);
-    for (; n < width; n++) put_mem(l, " ", 1);
+    tt_sbuf_put(b, s, n);
+    if (n < 9) tt_sbuf_put(b, "         ", 9 - n);
 }
 
-static void put_hex16(line *l, uint64_t v)
+static void put_hex16(tt_sbuf *b, uint64_t v)
 {
     static const char hex[] = "0123456789abcdef";
     char d[16];
     for (int i = 15; i >= 0; i--, v >>= 4) d[i] = hex[v & 15];
-    put_mem(l, d, sizeof d);
+    tt_sbuf_put(b, d, sizeof d);
 }
 
 /* ns in milliseconds as "%.3f" writes (double)ns / 1e6. Whole
  * microseconds, rounded, give the same digits unless ns is an exact half
  * microsecond (the double sits on one side of the tie) or too large for
  * the double to keep a nanosecond: those go through printf. */
-static void put_ms(line *l, uint64_t ns)
+static void put_ms(tt_sbuf *b, uint64_t ns)
 {
     if (ns < (UINT64_C(1) << 50) && ns % 1000 != 500) {
         uint64_t us = (ns + 500) / 1000;
-        put_uint(l, us / 1000, 0);
+        tt_sbuf_u64(b, us / 1000);
         char frac[4] = {'.', (char)('0' + us % 1000 / 100), (char)('0' + us % 100 / 10), (char)('0' + us % 10)};
-        put_mem(l, frac, sizeof frac);
+        tt_sbuf_put(b, frac, sizeof frac);
         return;
     }
-    char b[40];
-    int n = snprintf(b, sizeof b, "%.3f", (double)ns / 1e6);
-    if (n > 0) put_mem(l, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+    tt_sbuf_printf(b, "%.3f", (double)ns / 1e6);
 }
 
 void tt_report_events_text(FILE *out, const tt_analysis *a)
 {
+    tt_sbuf l = {0};
     for (size_t i = 0; i < a->n_reqs; i++) {
         const tt_request *r = &a->reqs[i];
         char c[64], s[64];
@@ -126,61 +105,66 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
             const tt_event_rec *e = &r->events[k];
             char names[160];
             const char *type = tt_tracker_type_name(a->tracker, e->type_id);
-            line l = {.n = 0};
-            put_mem(&l, "  ", 2);
-            put_uint(&l, k, 4);
-            put_mem(&l, " ", 1);
-            put_left(&l, tt_event_kind_name((tt_event_kind)e->kind), 9);
-            put_str(&l, " t=");
-            put_uint(&l, e->dispatch_ns, 0);
-            put_str(&l, " first=");
-            put_uint(&l, e->first_ns, 0);
+            tt_sbuf_reset(&l);
+            tt_sbuf_put(&l, "  ", 2);
+            put_uint4(&l, k);
+            tt_sbuf_put(&l, " ", 1);
+            put_left9(&l, tt_event_kind_name((tt_event_kind)e->kind));
+            tt_sbuf_puts(&l, " t=");
+            tt_sbuf_u64(&l, e->dispatch_ns);
+            tt_sbuf_puts(&l, " first=");
+            tt_sbuf_u64(&l, e->first_ns);
             if (r->req_first_ns != TT_NS_NONE) {
-                put_str(&l, " +");
+                tt_sbuf_puts(&l, " +");
                 put_ms(&l, e->dispatch_ns - r->req_first_ns);
-                put_str(&l, "ms");
+                tt_sbuf_puts(&l, "ms");
             }
             if (e->ready_ns != TT_NS_NONE && e->ready_ns <= e->dispatch_ns) {
-                put_str(&l, " queued=");
+                tt_sbuf_puts(&l, " queued=");
                 put_ms(&l, e->dispatch_ns - e->ready_ns);
-                put_str(&l, "ms");
+                tt_sbuf_puts(&l, "ms");
             }
-            put_str(&l, " off=");
-            put_uint(&l, e->first_off, 0);
-            put_str(&l, "..");
-            put_uint(&l, e->dispatch_off, 0);
-            put_str(&l, " type=");
-            put_str(&l, type[0] ? type : "-");
-            put_str(&l, " data=");
-            put_uint(&l, e->data_len, 0);
-            put_str(&l, " text=");
-            put_uint(&l, e->text_bytes, 0);
-            put_str(&l, " hash=");
+            tt_sbuf_puts(&l, " off=");
+            tt_sbuf_u64(&l, e->first_off);
+            tt_sbuf_puts(&l, "..");
+            tt_sbuf_u64(&l, e->dispatch_off);
+            tt_sbuf_puts(&l, " type=");
+            tt_sbuf_puts(&l, type[0] ? type : "-");
+            tt_sbuf_puts(&l, " data=");
+            tt_sbuf_u64(&l, e->data_len);
+            tt_sbuf_puts(&l, " text=");
+            tt_sbuf_u64(&l, e->text_bytes);
+            tt_sbuf_puts(&l, " hash=");
             put_hex16(&l, e->text_hash);
             flag_names(names, sizeof names, e->has, has_names, N(has_names));
-            put_str(&l, " has=");
-            put_str(&l, names);
+            tt_sbuf_puts(&l, " has=");
+            tt_sbuf_puts(&l, names);
             flag_names(names, 32, e->terminators, term_names, N(term_names));
-            put_str(&l, " term=");
-            put_str(&l, names);
+            tt_sbuf_puts(&l, " term=");
+            tt_sbuf_puts(&l, names);
             flag_names(names, 48, e->fields, field_names, N(field_names));
-            put_str(&l, " fields=");
-            put_str(&l, names);
-            put_str(&l, " lines=");
-            put_uint(&l, e->lines, 0);
-            put_str(&l, " comments=");
-            put_uint(&l, e->comment_lines, 0);
-            put_str(&l, " chunks=");
-            put_uint(&l, (uint32_t)(e->last_chunk - e->first_chunk + 1), 0);
-            put_str(&l, " shared=");
-            put_uint(&l, e->shared_chunk, 0);
+            tt_sbuf_puts(&l, " fields=");
+            tt_sbuf_puts(&l, names);
+            tt_sbuf_puts(&l, " lines=");
+            tt_sbuf_u64(&l, e->lines);
+            tt_sbuf_puts(&l, " comments=");
+            tt_sbuf_u64(&l, e->comment_lines);
+            tt_sbuf_puts(&l, " chunks=");
+            tt_sbuf_u64(&l, (uint32_t)(e->last_chunk - e->first_chunk + 1));
+            tt_sbuf_puts(&l, " shared=");
+            tt_sbuf_u64(&l, e->shared_chunk);
             flag_names(names, 96, e->frame_flags, frame_names, N(frame_names));
-            put_str(&l, " flags=");
-            put_str(&l, names);
+            tt_sbuf_puts(&l, " flags=");
+            tt_sbuf_puts(&l, names);
             bool with_text =
                 a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len;
-            if (!with_text) put_mem(&l, "\n", 1);
-            fwrite(l.b, 1, l.n, out);
+            if (!with_text) tt_sbuf_put(&l, "\n", 1);
+            if (l.oom) { /* a line could not be built: said, not cut short */
+                fputs("(out of memory: the event listing stops here)\n", out);
+                tt_sbuf_free(&l);
+                return;
+            }
+            fwrite(l.p, 1, l.len, out);
             if (with_text) {
                 fputs(" text=", out);
                 escaped(out, r->text + e->text_off, e->text_bytes);
@@ -188,6 +172,7 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
             }
         }
     }
+    tt_sbuf_free(&l);
 }
 
 void tt_report_events_json(FILE *out, const tt_analysis *a)
