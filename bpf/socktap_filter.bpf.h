@@ -98,7 +98,7 @@ static __always_inline bool cgroup_passes(void)
 
 /* Whether the current task (id: its pid and tgid) passes the process
  * filters (pid, comm, cgroup). */
-static __always_inline bool task_traced_given(__u64 id)
+static __always_inline bool task_traced(__u64 id)
 {
     return process_passes(id >> 32) && cgroup_passes();
 }
@@ -112,15 +112,9 @@ static __always_inline bool task_traced_given(__u64 id)
 static __always_inline bool task_traced_args(struct task_struct *task, __u64 id, struct call_args **args)
 {
     *args = NULL;
-    if (!task_traced_given(id)) return false;
+    if (!task_traced(id)) return false;
     *args = filter_tgids ? task_args(task) : NULL;
     return true;
-}
-
-/* Whether the current task passes the process filters (pid, comm, cgroup). */
-static __always_inline bool task_traced(__u64 id)
-{
-    return task_traced_given(id);
 }
 
 /* What bpf_get_current_pid_tgid returns, read from the current task

@@ -111,7 +111,7 @@ static __always_inline int on_exit_stamped_send(long ret, __u32 syscall, struct 
          * writes of every process end here), kTLS, or a stamp left by a send
          * this exit is not the end of. */
         bool tls_waiting = live && (live->tls_active || live->tls_pending);
-        if ((ret <= 0 && !tls_waiting) || !task_traced_given(id)) return 0;
+        if ((ret <= 0 && !tls_waiting) || !task_traced(id)) return 0;
         if (!regs) regs = task_syscall_regs(task, live);
         __s32 fd = (__s32)PT_REGS_PARM1_SYSCALL(regs);
         if (fd < 0) return 0;

@@ -226,13 +226,12 @@ static inline __attribute__((always_inline)) bool walk_take(tt_pcap_walk *w, wal
 
 /* The classic pcap records whole in the slot's bytes from *off on (in
  * the file, then, and no larger than it) whose owner tt_packet_quick_owner
- * reads and whose list has room,
- * counted into the totals and listed; *off is left at the first record that is not
- * one of those, for walk_take. No call on the way (a call in the loop
- * would take the registers its values live in: a load and a store each,
- * every record of the file; the totals' fields are locals here too);
- * swapped and mapped (the clock maps another host's) are constants where
- * the caller passes them so. */
+ * reads and whose list has room, counted into the totals and listed; *off
+ * is left at the first record that is not one of those, for walk_take. No
+ * call on the way (a call in the loop would take the registers its values
+ * live in: a load and a store each, every record of the file; the totals'
+ * fields are locals here too); swapped and mapped (the clock maps another
+ * host's) are constants where the caller passes them so. */
 static inline __attribute__((always_inline)) void walk_classic_whole(tt_pcap_walk *w, walk_slot *slot, size_t *off,
                                                                      bool swapped, bool mapped)
 {
