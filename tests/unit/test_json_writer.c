@@ -1,6 +1,9 @@
 /* The JSON writer's numbers and indentation: integers written by hand
- * (not printf) read as printf writes them, at both ends of their range,
- * and the pretty form's indent at every depth it allows; its own buffer:
+ * (not printf) read as printf writes them, at both ends of their range
+ * and of every digit count; strings escaped by core/json_escape.h's rule
+ * (the writer's and tt_sbuf_json_str's against a byte-at-a-time reference,
+ * every byte value at every place around the 8-byte steps);
+ * the pretty form's indent at every depth it allows; its own buffer:
  * strings and runs of values across its boundary at every offset near it,
  * flushes and the FILE written directly in between, the outermost close
  * handing everything over. */
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sbuf.h"
 #include "report/json_writer.h"
 
 static void test_integers(void **state)
@@ -41,6 +45,128 @@ static void test_integers(void **state)
     snprintf(want + n, sizeof want - n, "]");
     assert_string_equal(buf, want);
     free(buf);
+}
+
+/* The values just below, at and above every power of ten, and a spread
+ * of others, as printf writes them. */
+static void test_every_digit_count(void **state)
+{
+    (void)state;
+    char *got = NULL, *want = NULL;
+    size_t got_len = 0, want_len = 0;
+    FILE *g = open_memstream(&got, &got_len), *f = open_memstream(&want, &want_len);
+    assert_non_null(g);
+    assert_non_null(f);
+    tt_jw w;
+    tt_jw_init(&w, g, false);
+    tt_jw_array_begin(&w, NULL);
+    fputc('[', f);
+    bool first = true;
+    uint64_t p = 1;
+    for (int digits = 1; digits <= 20; digits++) {
+        uint64_t around[] = {p - 1, p, p + 1, p * 2 - 1, p + p / 2};
+        for (size_t i = 0; i < sizeof around / sizeof *around; i++) {
+            tt_jw_uint(&w, NULL, around[i]);
+            fprintf(f, "%s%" PRIu64, first ? "" : ",", around[i]);
+            first = false;
+        }
+        if (digits < 20) p *= 10;
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 2000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t v = x >> (i % 64);
+        tt_jw_uint(&w, NULL, v);
+        tt_jw_int(&w, NULL, -(int64_t)(v >> 1));
+        fprintf(f, ",%" PRIu64 ",%" PRId64, v, -(int64_t)(v >> 1));
+    }
+    tt_jw_array_end(&w);
+    fputc(']', f);
+    fclose(g);
+    fclose(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+}
+
+/* The rule, a byte at a time: what core/json_escape.h's word steps must
+ * agree with. */
+static void reference_escape(FILE *f, const unsigned char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c == '"') fputs("\\\"", f);
+        else if (c == '\\') fputs("\\\\", f);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* One string through the writer, through tt_sbuf_json_str and through the
+ * reference; all three the same. */
+static void check_escaped(const unsigned char *s, size_t n)
+{
+    char *got = NULL, *want = NULL;
+    size_t got_len = 0, want_len = 0;
+    FILE *g = open_memstream(&got, &got_len), *f = open_memstream(&want, &want_len);
+    assert_non_null(g);
+    assert_non_null(f);
+    tt_jw w;
+    tt_jw_init(&w, g, false);
+    tt_jw_strn(&w, NULL, (const char *)s, n);
+    tt_jw_flush(&w);
+    fclose(g);
+    reference_escape(f, s, n);
+    fclose(f);
+    assert_int_equal(got_len, want_len);
+    assert_memory_equal(got, want, want_len);
+    tt_sbuf b = {0};
+    tt_sbuf_json_str(&b, (const char *)s, n);
+    assert_false(b.oom);
+    assert_int_equal(b.len, want_len);
+    assert_memory_equal(b.p, want, want_len);
+    tt_sbuf_free(&b);
+    free(got);
+    free(want);
+}
+
+static void test_escaping(void **state)
+{
+    (void)state;
+    unsigned char s[40];
+    /* every byte value alone at every place of strings up to 33 bytes,
+     * in plain text and in text of bytes >= 0x80 (UTF-8 passes as it is) */
+    for (size_t n = 0; n <= 33; n++) {
+        for (int fill = 0; fill < 2; fill++) {
+            for (size_t i = 0; i < n; i++) s[i] = fill ? (unsigned char)(0x80 + i) : (unsigned char)('a' + i % 26);
+            check_escaped(s, n);
+            for (size_t at = 0; at < n; at++) {
+                unsigned char keep = s[at];
+                for (int c = 0; c < 256; c++) {
+                    s[at] = (unsigned char)c;
+                    check_escaped(s, n);
+                }
+                s[at] = keep;
+            }
+        }
+    }
+    /* two at once, in every pair of places of a 17-byte string: a byte
+     * that needs no escape beside one that does, in one 8-byte step */
+    static const unsigned char specials[] = {0, 0x1f, '"', '\\', 0x7f, 0x20, '!', '[', ']', 0x80, 0xff, 0x21, 0x5b};
+    for (size_t a = 0; a < 17; a++)
+        for (size_t b = a + 1; b < 17; b++)
+            for (size_t i = 0; i < sizeof specials; i++)
+                for (size_t j = 0; j < sizeof specials; j++) {
+                    memset(s, 'x', 17);
+                    s[a] = specials[i];
+                    s[b] = specials[j];
+                    check_escaped(s, 17);
+                }
 }
 
 static void test_indent_every_depth(void **state)
@@ -155,6 +281,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_integers),
+        cmocka_unit_test(test_every_digit_count),
+        cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_indent_every_depth),
         cmocka_unit_test(test_buffer_boundaries),
     };

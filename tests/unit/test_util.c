@@ -1,12 +1,16 @@
 /* test_util.c - the small shared helpers of core/util.h: the TOKENTAP_*
  * switch reader (unset, empty and "0" are off; anything else is on), the
- * decimal parser's edges, and array growth (sizes that overflow refused). */
+ * decimal parser's edges, array growth (sizes that overflow refused), and the
+ * decimal writer against printf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/util.h"
 
@@ -39,6 +43,36 @@ static void test_parse_u32(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         v = 7;
         assert_false(tt_parse_u32(bad[i], i == 4 || i == 7 ? UINT32_MAX : 10, &v));
+    }
+}
+
+/* tt_u64_decimal against printf: around every power of ten (each digit
+ * count, each step of its four-digit loop) and a spread of others. */
+static void check_decimal(uint64_t v)
+{
+    char got[21], want[21];
+    size_t n = tt_u64_decimal(v, got);
+    got[n] = 0;
+    snprintf(want, sizeof want, "%" PRIu64, v);
+    assert_string_equal(got, want);
+}
+
+static void test_u64_decimal(void **state)
+{
+    (void)state;
+    uint64_t p = 1;
+    for (int digits = 1; digits <= 20; digits++) {
+        check_decimal(p - 1);
+        check_decimal(p);
+        check_decimal(p + 1);
+        check_decimal(p * 9 + (p - 1)); /* all nines of the next count */
+        if (digits < 20) p *= 10;
+    }
+    check_decimal(UINT64_MAX);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        check_decimal(x >> (i % 64));
     }
 }
 
@@ -77,6 +111,7 @@ int main(void)
         cmocka_unit_test(test_env_flag),
         cmocka_unit_test(test_parse_u32),
         cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_u64_decimal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_escape.h"
+#include "core/util.h"
+
 bool tt_sbuf_reserve(tt_sbuf *b, size_t extra)
 {
     if (b->oom) return false;
@@ -48,42 +51,23 @@ void tt_sbuf_printf(tt_sbuf *b, const char *fmt, ...)
 
 void tt_sbuf_u64(tt_sbuf *b, uint64_t v)
 {
-    char tmp[24];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    tt_sbuf_put(b, tmp + i, sizeof tmp - i);
+    char digits[20];
+    tt_sbuf_put(b, digits, tt_u64_decimal(v, digits));
 }
 
 void tt_sbuf_json_str(tt_sbuf *b, const char *s, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
     if (!tt_sbuf_reserve(b, len + 2)) return;
     b->p[b->len++] = '"';
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        tt_sbuf_put(b, s + run, i - run);
-        run = i + 1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-            esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
-            n = 6;
-        }
-        tt_sbuf_put(b, esc, n);
+    for (;;) {
+        size_t run = tt_json_plain_run(s, len);
+        tt_sbuf_put(b, s, run);
+        if (run == len) break;
+        char esc[6];
+        tt_sbuf_put(b, esc, tt_json_escape_byte((unsigned char)s[run], esc));
+        s += run + 1;
+        len -= run + 1;
     }
-    tt_sbuf_put(b, s + run, len - run);
     tt_sbuf_put(b, "\"", 1);
 }
 

@@ -36,8 +36,9 @@ static inline void tt_sbuf_put(tt_sbuf *b, const void *data, size_t len)
 void tt_sbuf_puts(tt_sbuf *b, const char *s);
 void tt_sbuf_printf(tt_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tt_sbuf_u64(tt_sbuf *b, uint64_t v);
-/* Append s[0..len) as a quoted JSON string (control bytes as \u00XX; bytes
- * >= 0x80 pass through unchanged). */
+/* Append s[0..len) as a quoted JSON string, escaped by the rule of
+ * core/json_escape.h (control bytes and DEL as \u00XX; bytes >= 0x80
+ * pass through unchanged). */
 void tt_sbuf_json_str(tt_sbuf *b, const char *s, size_t len);
 /* Drop the first n bytes (n <= len). */
 void tt_sbuf_consume(tt_sbuf *b, size_t n);

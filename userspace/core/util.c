@@ -30,6 +30,36 @@ bool tt_parse_seconds(const char *s, double *out)
     return true;
 }
 
+size_t tt_u64_decimal(uint64_t v, char out[20])
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    char tmp[20];
+    size_t i = sizeof tmp;
+    while (v >= 10000) { /* four digits a step: one 64-bit division, two small ones */
+        uint32_t four = (uint32_t)(v % 10000);
+        v /= 10000;
+        i -= 4;
+        memcpy(tmp + i, pairs + 2 * (four / 100), 2);
+        memcpy(tmp + i + 2, pairs + 2 * (four % 100), 2);
+    }
+    uint32_t rest = (uint32_t)v; /* below 10000 */
+    if (rest >= 100) {
+        i -= 2;
+        memcpy(tmp + i, pairs + 2 * (rest % 100), 2);
+        rest /= 100;
+    }
+    if (rest >= 10) {
+        i -= 2;
+        memcpy(tmp + i, pairs + 2 * rest, 2);
+    } else {
+        tmp[--i] = (char)('0' + rest);
+    }
+    memcpy(out, tmp + i, sizeof tmp - i);
+    return sizeof tmp - i;
+}
+
 uint64_t tt_clock_ns(clockid_t id)
 {
     struct timespec ts;

@@ -39,6 +39,11 @@ bool tt_env_flag(const char *name);
  * the size overflows; the array and *cap are then unchanged. */
 int tt_grow(void *array_p, size_t *cap, size_t need, size_t elem, size_t min_cap);
 
+/* v in decimal, as "%" PRIu64 writes it, at out (no NUL). Returns the
+ * number of digits, 1 to 20. Two digits a step from a table: the JSON
+ * report and the event listings write millions of numbers. */
+size_t tt_u64_decimal(uint64_t v, char out[20]);
+
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
 uint64_t tt_clock_ns(clockid_t id);
 

@@ -4,6 +4,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/json_escape.h"
+#include "core/util.h"
+
 void tt_jw_init(tt_jw *w, FILE *out, bool pretty)
 {
     w->out = out;
@@ -42,32 +45,20 @@ static void put_char(tt_jw *w, char c)
 
 static void put_cstr(tt_jw *w, const char *s) { put(w, s, strlen(s)); }
 
+/* s[0..n) as a JSON string, quoted, escaped by core/json_escape.h's
+ * rule: each run that needs no escape goes on in one piece. */
 static void write_escaped(tt_jw *w, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     put_char(w, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
-            run++;
-            continue;
-        }
-        if (run) put(w, s + i - run, run);
-        run = 0;
-        switch (c) {
-        case '"': put(w, "\\\"", 2); break;
-        case '\\': put(w, "\\\\", 2); break;
-        case '\n': put(w, "\\n", 2); break;
-        case '\r': put(w, "\\r", 2); break;
-        case '\t': put(w, "\\t", 2); break;
-        default: {
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            put(w, u, sizeof u);
-        }
-        }
+    for (;;) {
+        size_t run = tt_json_plain_run(s, n);
+        put(w, s, run);
+        if (run == n) break;
+        char esc[6];
+        put(w, esc, tt_json_escape_byte((unsigned char)s[run], esc));
+        s += run + 1;
+        n -= run + 1;
     }
-    if (run) put(w, s + n - run, run);
     put_char(w, '"');
 }
 
@@ -83,17 +74,11 @@ static void indent(tt_jw *w, int depth)
     put(w, spaces, n);
 }
 
-/* v in decimal, as "%" PRIu64 writes it (without printf's parsing: the
- * JSON document prints every ITL). */
+/* v in decimal, as "%" PRIu64 writes it. */
 static void put_u64(tt_jw *w, uint64_t v)
 {
-    char b[24];
-    size_t i = sizeof b;
-    do {
-        b[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(w, b + i, sizeof b - i);
+    char digits[20];
+    put(w, digits, tt_u64_decimal(v, digits));
 }
 
 static void prefix(tt_jw *w, const char *key)
@@ -200,6 +185,12 @@ void tt_jw_null(tt_jw *w, const char *key)
 {
     prefix(w, key);
     put(w, "null", 4);
+}
+
+void tt_jw_raw(tt_jw *w, const char *key, const char *json, size_t n)
+{
+    prefix(w, key);
+    put(w, json, n);
 }
 
 void tt_jw_end(tt_jw *w)

@@ -38,6 +38,10 @@ void tt_jw_int(tt_jw *w, const char *key, int64_t v);
 /* v when has, else null. */
 void tt_jw_int_or_null(tt_jw *w, const char *key, bool has, int64_t v);
 void tt_jw_uint(tt_jw *w, const char *key, uint64_t v);
+/* json[0..n), one whole JSON value its caller wrote (a compact document's
+ * repeated object built in one piece), as the value of key: put as it is,
+ * not indented in a pretty document. */
+void tt_jw_raw(tt_jw *w, const char *key, const char *json, size_t n);
 /* An instant in ns: null when it is UINT64_MAX (TT_NS_NONE, not known). */
 void tt_jw_instant(tt_jw *w, const char *key, uint64_t ns);
 void tt_jw_double(tt_jw *w, const char *key, double v); /* null when not finite */

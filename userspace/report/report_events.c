@@ -7,21 +7,17 @@
 #include "report/json_writer.h"
 #include "report/report.h"
 
-/* The names of the bits set in bits, joined by '|' ("-" when none), at buf
- * (cap >= 2 bytes, NUL-terminated; names that no longer fit are left out). */
-static void flag_names(char *buf, size_t cap, unsigned bits, const char *const *names, size_t n)
+/* The names of the bits set in bits, joined by '|' ("-" when none). */
+static void put_flag_names(tt_sbuf *b, unsigned bits, const char *const *names, size_t n)
 {
-    size_t len = 0;
+    bool any = false;
     for (size_t i = 0; i < n; i++) {
         if (!(bits & (1u << i))) continue;
-        size_t name_len = strlen(names[i]), sep = len ? 1 : 0;
-        if (len + sep + name_len >= cap) break;
-        if (sep) buf[len++] = '|';
-        memcpy(buf + len, names[i], name_len);
-        len += name_len;
+        if (any) tt_sbuf_put(b, "|", 1);
+        tt_sbuf_puts(b, names[i]);
+        any = true;
     }
-    if (!len) buf[len++] = '-';
-    buf[len] = 0;
+    if (!any) tt_sbuf_put(b, "-", 1);
 }
 
 static const char *const term_names[] = {"LF", "CR", "CRLF"};
@@ -33,6 +29,8 @@ static const char *const has_names[] = {"text", "reasoning", "tool-args", "usage
                                         "empty-choices"};
 
 #define N(a) (sizeof(a) / sizeof *(a))
+/* A string literal onto a tt_sbuf: its length known where it is written. */
+#define PUT_LITERAL(b, s) tt_sbuf_put((b), (s), sizeof(s) - 1)
 
 static void escaped(FILE *out, const char *s, size_t n)
 {
@@ -103,59 +101,54 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
                 r->path[0] ? r->path : "-", r->status, tt_dialect_name(r->dialect), r->n_events);
         for (uint32_t k = 0; k < r->n_events; k++) {
             const tt_event_rec *e = &r->events[k];
-            char names[160];
             const char *type = tt_tracker_type_name(a->tracker, e->type_id);
             tt_sbuf_reset(&l);
             tt_sbuf_put(&l, "  ", 2);
             put_uint4(&l, k);
             tt_sbuf_put(&l, " ", 1);
             put_left9(&l, tt_event_kind_name((tt_event_kind)e->kind));
-            tt_sbuf_puts(&l, " t=");
+            PUT_LITERAL(&l, " t=");
             tt_sbuf_u64(&l, e->dispatch_ns);
-            tt_sbuf_puts(&l, " first=");
+            PUT_LITERAL(&l, " first=");
             tt_sbuf_u64(&l, e->first_ns);
             if (r->req_first_ns != TT_NS_NONE) {
-                tt_sbuf_puts(&l, " +");
+                PUT_LITERAL(&l, " +");
                 put_ms(&l, e->dispatch_ns - r->req_first_ns);
-                tt_sbuf_puts(&l, "ms");
+                PUT_LITERAL(&l, "ms");
             }
             if (e->ready_ns != TT_NS_NONE && e->ready_ns <= e->dispatch_ns) {
-                tt_sbuf_puts(&l, " queued=");
+                PUT_LITERAL(&l, " queued=");
                 put_ms(&l, e->dispatch_ns - e->ready_ns);
-                tt_sbuf_puts(&l, "ms");
+                PUT_LITERAL(&l, "ms");
             }
-            tt_sbuf_puts(&l, " off=");
+            PUT_LITERAL(&l, " off=");
             tt_sbuf_u64(&l, e->first_off);
-            tt_sbuf_puts(&l, "..");
+            PUT_LITERAL(&l, "..");
             tt_sbuf_u64(&l, e->dispatch_off);
-            tt_sbuf_puts(&l, " type=");
+            PUT_LITERAL(&l, " type=");
             tt_sbuf_puts(&l, type[0] ? type : "-");
-            tt_sbuf_puts(&l, " data=");
+            PUT_LITERAL(&l, " data=");
             tt_sbuf_u64(&l, e->data_len);
-            tt_sbuf_puts(&l, " text=");
+            PUT_LITERAL(&l, " text=");
             tt_sbuf_u64(&l, e->text_bytes);
-            tt_sbuf_puts(&l, " hash=");
+            PUT_LITERAL(&l, " hash=");
             put_hex16(&l, e->text_hash);
-            flag_names(names, sizeof names, e->has, has_names, N(has_names));
-            tt_sbuf_puts(&l, " has=");
-            tt_sbuf_puts(&l, names);
-            flag_names(names, 32, e->terminators, term_names, N(term_names));
-            tt_sbuf_puts(&l, " term=");
-            tt_sbuf_puts(&l, names);
-            flag_names(names, 48, e->fields, field_names, N(field_names));
-            tt_sbuf_puts(&l, " fields=");
-            tt_sbuf_puts(&l, names);
-            tt_sbuf_puts(&l, " lines=");
+            PUT_LITERAL(&l, " has=");
+            put_flag_names(&l, e->has, has_names, N(has_names));
+            PUT_LITERAL(&l, " term=");
+            put_flag_names(&l, e->terminators, term_names, N(term_names));
+            PUT_LITERAL(&l, " fields=");
+            put_flag_names(&l, e->fields, field_names, N(field_names));
+            PUT_LITERAL(&l, " lines=");
             tt_sbuf_u64(&l, e->lines);
-            tt_sbuf_puts(&l, " comments=");
+            PUT_LITERAL(&l, " comments=");
             tt_sbuf_u64(&l, e->comment_lines);
-            tt_sbuf_puts(&l, " chunks=");
+            PUT_LITERAL(&l, " chunks=");
             tt_sbuf_u64(&l, (uint32_t)(e->last_chunk - e->first_chunk + 1));
-            tt_sbuf_puts(&l, " shared=");
+            PUT_LITERAL(&l, " shared=");
             tt_sbuf_u64(&l, e->shared_chunk);
-            flag_names(names, 96, e->frame_flags, frame_names, N(frame_names));
-            tt_sbuf_puts(&l, " flags=");
-            tt_sbuf_puts(&l, names);
+            PUT_LITERAL(&l, " flags=");
+            put_flag_names(&l, e->frame_flags, frame_names, N(frame_names));
             bool with_text =
                 a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len;
             if (!with_text) tt_sbuf_put(&l, "\n", 1);
@@ -175,9 +168,64 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
     tt_sbuf_free(&l);
 }
 
+/* The JSON listing builds each event's object in a tt_sbuf, its names
+ * written as literals, and hands it to the writer whole (a writer call
+ * per name and per value, each name escaped, were most of a --json
+ * --events run). */
+/* One event as a JSON object, at l (reset first). */
+static void event_json(tt_sbuf *l, const tt_analysis *a, const tt_request *r, const tt_event_rec *e)
+{
+    tt_sbuf_reset(l);
+    PUT_LITERAL(l, "{\"kind\":\"");
+    tt_sbuf_puts(l, tt_event_kind_name((tt_event_kind)e->kind));
+    PUT_LITERAL(l, "\",\"dispatch_mono_ns\":");
+    tt_sbuf_u64(l, e->dispatch_ns);
+    PUT_LITERAL(l, ",\"ready_ns\":");
+    if (e->ready_ns != UINT64_MAX) tt_sbuf_u64(l, e->ready_ns);
+    else PUT_LITERAL(l, "null");
+    PUT_LITERAL(l, ",\"first_mono_ns\":");
+    tt_sbuf_u64(l, e->first_ns);
+    PUT_LITERAL(l, ",\"first_off\":");
+    tt_sbuf_u64(l, e->first_off);
+    PUT_LITERAL(l, ",\"dispatch_off\":");
+    tt_sbuf_u64(l, e->dispatch_off);
+    PUT_LITERAL(l, ",\"type\":");
+    const char *type = tt_tracker_type_name(a->tracker, e->type_id);
+    if (type && *type) tt_sbuf_json_str(l, type, strlen(type));
+    else PUT_LITERAL(l, "null");
+    PUT_LITERAL(l, ",\"data_bytes\":");
+    tt_sbuf_u64(l, e->data_len);
+    PUT_LITERAL(l, ",\"text_bytes\":");
+    tt_sbuf_u64(l, e->text_bytes);
+    PUT_LITERAL(l, ",\"text_fnv1a64\":\"");
+    put_hex16(l, e->text_hash);
+    PUT_LITERAL(l, "\",\"carries\":\"");
+    put_flag_names(l, e->has, has_names, N(has_names));
+    PUT_LITERAL(l, "\",\"terminators\":\"");
+    put_flag_names(l, e->terminators, term_names, N(term_names));
+    PUT_LITERAL(l, "\",\"fields\":\"");
+    put_flag_names(l, e->fields, field_names, N(field_names));
+    PUT_LITERAL(l, "\",\"framing_flags\":\"");
+    put_flag_names(l, e->frame_flags, frame_names, N(frame_names));
+    PUT_LITERAL(l, "\",\"lines\":");
+    tt_sbuf_u64(l, e->lines);
+    PUT_LITERAL(l, ",\"comment_lines\":");
+    tt_sbuf_u64(l, e->comment_lines);
+    PUT_LITERAL(l, ",\"chunks\":");
+    tt_sbuf_u64(l, (uint32_t)(e->last_chunk - e->first_chunk + 1));
+    PUT_LITERAL(l, ",\"shared_chunk_with\":");
+    tt_sbuf_u64(l, e->shared_chunk);
+    if (a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len) {
+        PUT_LITERAL(l, ",\"text\":");
+        tt_sbuf_json_str(l, r->text + e->text_off, e->text_bytes);
+    }
+    PUT_LITERAL(l, "}");
+}
+
 void tt_report_events_json(FILE *out, const tt_analysis *a)
 {
     tt_jw w;
+    tt_sbuf l = {0};
     tt_jw_init(&w, out, false);
     tt_jw_object_begin(&w, NULL);
     tt_jw_str(&w, "input", a->input);
@@ -192,41 +240,17 @@ void tt_report_events_json(FILE *out, const tt_analysis *a)
         tt_jw_instant(&w, "req_first_mono_ns", r->req_first_ns);
         tt_jw_instant(&w, "req_ready_mono_ns", r->req_ready_ns);
         tt_jw_array_begin(&w, "events");
-        for (uint32_t k = 0; k < r->n_events; k++) {
-            const tt_event_rec *e = &r->events[k];
-            char buf[160];
-            tt_jw_object_begin(&w, NULL);
-            tt_jw_str(&w, "kind", tt_event_kind_name((tt_event_kind)e->kind));
-            tt_jw_uint(&w, "dispatch_mono_ns", e->dispatch_ns);
-            tt_jw_instant(&w, "ready_ns", e->ready_ns);
-            tt_jw_uint(&w, "first_mono_ns", e->first_ns);
-            tt_jw_uint(&w, "first_off", e->first_off);
-            tt_jw_uint(&w, "dispatch_off", e->dispatch_off);
-            tt_jw_str_or_null(&w, "type", tt_tracker_type_name(a->tracker, e->type_id));
-            tt_jw_uint(&w, "data_bytes", e->data_len);
-            tt_jw_uint(&w, "text_bytes", e->text_bytes);
-            snprintf(buf, sizeof buf, "%016" PRIx64, e->text_hash);
-            tt_jw_str(&w, "text_fnv1a64", buf);
-            flag_names(buf, sizeof buf, e->has, has_names, N(has_names));
-            tt_jw_str(&w, "carries", buf);
-            flag_names(buf, sizeof buf, e->terminators, term_names, N(term_names));
-            tt_jw_str(&w, "terminators", buf);
-            flag_names(buf, sizeof buf, e->fields, field_names, N(field_names));
-            tt_jw_str(&w, "fields", buf);
-            flag_names(buf, sizeof buf, e->frame_flags, frame_names, N(frame_names));
-            tt_jw_str(&w, "framing_flags", buf);
-            tt_jw_uint(&w, "lines", e->lines);
-            tt_jw_uint(&w, "comment_lines", e->comment_lines);
-            tt_jw_uint(&w, "chunks", e->last_chunk - e->first_chunk + 1);
-            tt_jw_uint(&w, "shared_chunk_with", e->shared_chunk);
-            if (a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len)
-                tt_jw_strn(&w, "text", r->text + e->text_off, e->text_bytes);
-            tt_jw_object_end(&w);
+        for (uint32_t k = 0; k < r->n_events && !l.oom; k++) {
+            event_json(&l, a, r, &r->events[k]);
+            if (!l.oom) tt_jw_raw(&w, NULL, l.p, l.len);
         }
         tt_jw_array_end(&w);
         tt_jw_object_end(&w);
+        if (l.oom) break;
     }
     tt_jw_array_end(&w);
+    if (l.oom) tt_jw_str(&w, "listing_stopped", "out of memory: the event listing stops here");
     tt_jw_object_end(&w);
     tt_jw_end(&w);
+    tt_sbuf_free(&l);
 }
