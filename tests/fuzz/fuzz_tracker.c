@@ -4,7 +4,10 @@
  * crash, leak or read out of bounds; every metric identity must hold. The
  * same script fed to a tracker whose requests let go of their events as
  * they are filed (report/release_digest.h) must give the same summary,
- * lint findings and JSON document. */
+ * lint findings and JSON document. The event listings of the kept
+ * analysis: the text one written whole, the JSON one valid JSON with
+ * every request's events, each token's text read back as it was. */
+#include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,46 @@ static bool same_finding(const tt_lint_finding *x, const tt_lint_finding *y)
            x->excerpt_len == y->excerpt_len && !memcmp(x->detail, y->detail, sizeof x->detail);
 }
 
+/* The event listings of a (events kept) written; the JSON one parses,
+ * holds each request's events, and gives back each text that has no NUL
+ * (cJSON's strings end at one) byte for byte. */
+static void check_event_listings(const tt_analysis *a)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    if (devnull) {
+        tt_report_events_text(devnull, a);
+        fclose(devnull);
+    }
+    char *j = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&j, &n);
+    if (!f) return;
+    tt_report_events_json(f, a);
+    fclose(f);
+    cJSON *doc = cJSON_ParseWithLength(j, n);
+    if (!doc) __builtin_trap();
+    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(doc, "requests");
+    if (!cJSON_IsArray(reqs) || (size_t)cJSON_GetArraySize(reqs) != a->n_reqs) __builtin_trap();
+    size_t i = 0;
+    for (const cJSON *r = reqs->child; r; r = r->next, i++) {
+        const tt_request *q = &a->reqs[i];
+        const cJSON *evs = cJSON_GetObjectItemCaseSensitive(r, "events");
+        if (!cJSON_IsArray(evs) || (uint32_t)cJSON_GetArraySize(evs) != q->n_events) __builtin_trap();
+        uint32_t k = 0;
+        for (const cJSON *e = evs->child; e; e = e->next, k++) {
+            const tt_event_rec *ev = &q->events[k];
+            const cJSON *text = cJSON_GetObjectItemCaseSensitive(e, "text");
+            if (!text) continue;
+            const char *want = q->text + ev->text_off;
+            if (!cJSON_IsString(text) || memchr(want, 0, ev->text_bytes)) continue;
+            if (strlen(text->valuestring) != ev->text_bytes || memcmp(text->valuestring, want, ev->text_bytes))
+                __builtin_trap();
+        }
+    }
+    cJSON_Delete(doc);
+    free(j);
+}
+
 /* The analyses of the script kept and released agree. */
 static void check_release(const uint8_t *data, size_t size)
 {
@@ -37,6 +80,7 @@ static void check_release(const uint8_t *data, size_t size)
     tt_analysis a = {.input = "fuzz", .with_text = size & 2}, b = a;
     if (tt_analysis_fill(&a, kept, pct, 2) == 0 && tt_analysis_fill_released(&b, rel, pct, 2, &d) == 0) {
         if (a.n_reqs != b.n_reqs || memcmp(&a.summary, &b.summary, sizeof a.summary)) __builtin_trap();
+        check_event_listings(&a);
         if (a.lint->n != b.lint->n) __builtin_trap();
         for (size_t i = 0; i < a.lint->n; i++)
             if (!same_finding(&a.lint->findings[i], &b.lint->findings[i])) __builtin_trap();
