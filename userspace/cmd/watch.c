@@ -24,6 +24,8 @@
 #include "timeline/conn_tracker.h"
 
 #define WATCH_MAX_PIDS 64
+/* How often, at most, the metrics' tracer gauges are refreshed while records flow. */
+#define WATCH_EXPORT_EVERY_NS (100 * 1000 * 1000ull)
 
 static volatile sig_atomic_t watch_stop, watch_reopen_log;
 
@@ -409,6 +411,13 @@ int tt_cmd_watch(int argc, char **argv)
     uint64_t deadline = duration_s > 0 ? start + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
     uint64_t interval_ns = (uint64_t)(interval_s * 1e9);
     uint64_t next_summary = interval_ns ? start + interval_ns : UINT64_MAX;
+    /* The tracer's own counters for the metrics (a map lookup per counter,
+     * each a system call, and the heap's size, which mallinfo2 reads by
+     * walking the allocator's bins) are read at most every
+     * WATCH_EXPORT_EVERY_NS while records flow, and at once when a poll
+     * finds none: under load the loop turns thousands of times a second,
+     * and reading them on every turn was a sixth of the watcher's CPU. */
+    uint64_t next_export = 0;
     size_t tls_said = 0;
     say_new_tls_libraries(src, &tls_said, true); /* those of the start are in the last line */
     int status = TT_EXIT_OK;
@@ -419,7 +428,8 @@ int tt_cmd_watch(int argc, char **argv)
             if (!quiet) watch_print_summary(src, (double)(now - start) / 1e9, &vs[W_SERVER], &vs[W_CLIENT], &log);
             while (next_summary <= now) next_summary += interval_ns;
         }
-        if (tt_bpf_source_poll(src, 100, err, sizeof err) < 0) {
+        int records = tt_bpf_source_poll(src, 100, err, sizeof err);
+        if (records < 0) {
             fprintf(stderr, "tokentap watch: %s\n", err);
             status = TT_EXIT_INPUT;
             break;
@@ -431,7 +441,10 @@ int tt_cmd_watch(int argc, char **argv)
         watch_sinks sinks = {.log = quiet ? NULL : &log, .reg = reg, .join = join};
         for (size_t i = 0; i < W_COUNT; i++) watch_take_new(&vs[i], &lim, &sinks, now);
         watch_bound_memory(vs, W_COUNT, &lim, &sinks, now);
-        if (reg) watch_export(src, vs, W_COUNT, &log, reg);
+        if (reg && (records == 0 || now >= next_export)) {
+            watch_export(src, vs, W_COUNT, &log, reg);
+            next_export = now + WATCH_EXPORT_EVERY_NS;
+        }
         say_new_tls_libraries(src, &tls_said, quiet);
     }
     tt_metrics_http_stop(http);
