@@ -191,6 +191,18 @@ wall time, one core = 100 %; memory from /proc/PID/status at the end):
 |---|---|---|---|---|---|
 $(printf '%s\n' "${rows[@]}")
 
+With \`--metrics\` the watcher reads the tracer's own counters (a map lookup
+each, a system call, and the heap's size) at most every 0.1 s while records
+flow (docs/metrics.md); until 2026-12-06 it read them on every turn of its
+loop, thousands a second under load. At 100 connections, 8 s each, the builds
+before and after that change taken in turn on the same day, the watcher's CPU
+in ticks of 10 ms from /proc: 187, 175, 158, 172, 144 before, 126, 103, 101,
+102, 87, 96 after (0.59 of the CPU). The machine ran that day at about half
+the speed of the day before (the analyze rows at the top of this page), so the
+table's CPU did not fall below an earlier run's. RSS at the end is what the
+requests kept (\`--metrics\` keeps 100 per vantage, 2000 events each here) and
+those in flight hold at that instant: 166 to 189 MB in four runs of either build.
+
 **What a benchmark client pays** (\`tests/e2e/vllm_like_client.py\`, a
 vllm-bench-like client, against \`serve --ttft-ms 20 --itl-ms 5 --log\`: for
 each shape, $pairs pairs of runs with the watcher off and on, the order
