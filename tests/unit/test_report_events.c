@@ -2,7 +2,7 @@
  * with printf (the format it had before it was built by hand): every
  * field at its edges, the milliseconds at half-microsecond ties and past
  * what a double keeps to the nanosecond, a difference that wrapped, every
- * flag bit and their mixes, an event's text with characters to escape. */
+ * flag bit and their mixes, an event's text holding every byte value. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,7 +112,9 @@ static void test_listing_matches_printf(void **state)
     enum { N_REQ = 3, N_EV = 4000 };
     static tt_request reqs[N_REQ];
     static tt_event_rec events[N_REQ][N_EV];
-    static char text[64] = "a \"quoted\"\\ line\n\r\t\x01\x7f end";
+    static char text[300] = "a \"quoted\"\\ line\n\r\t\x01\x7f end ";
+    size_t text_len = strlen(text);
+    for (int c = 0; c < 256; c++) text[text_len++] = (char)c; /* every byte, NUL and >= 0x80 too */
     uint64_t g = 42;
     memset(reqs, 0, sizeof reqs);
     for (unsigned i = 0; i < N_REQ; i++) {
@@ -128,7 +130,7 @@ static void test_listing_matches_printf(void **state)
         r->events = events[i];
         r->n_events = N_EV;
         r->text = text;
-        r->text_len = strlen(text);
+        r->text_len = text_len;
         for (unsigned k = 0; k < N_EV; k++) {
             tt_event_rec *e = &events[i][k];
             uint64_t base = r->req_first_ns == TT_NS_NONE ? UINT64_C(1700000000000000000) : r->req_first_ns;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json_escape.h"
 #include "core/sbuf.h"
 #include "proto/event_frame.h"
 #include "report/json_writer.h"
@@ -32,18 +33,35 @@ static const char *const has_names[] = {"text", "reasoning", "tool-args", "usage
 /* A string literal onto a tt_sbuf: its length known where it is written. */
 #define PUT_LITERAL(b, s) tt_sbuf_put((b), (s), sizeof(s) - 1)
 
-static void escaped(FILE *out, const char *s, size_t n)
+/* s[0..n) in double quotes, C-style: \n \r \" \\, the other control bytes
+ * and DEL as \xNN. The bytes that need it are those JSON escapes
+ * (core/json_escape.h), so runs without one go on in one piece. */
+static void put_c_escaped(tt_sbuf *b, const char *s, size_t n)
 {
-    putc('"', out);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n') fputs("\\n", out);
-        else if (c == '\r') fputs("\\r", out);
-        else if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
-        else putc(c, out);
+    static const char hex[] = "0123456789abcdef";
+    tt_sbuf_put(b, "\"", 1);
+    for (;;) {
+        size_t run = tt_json_plain_run(s, n);
+        tt_sbuf_put(b, s, run);
+        if (run == n) break;
+        unsigned char c = (unsigned char)s[run];
+        char esc[4] = {'\\', (char)c, 0, 0};
+        size_t len = 2;
+        if (c == '\n') {
+            esc[1] = 'n';
+        } else if (c == '\r') {
+            esc[1] = 'r';
+        } else if (c != '"' && c != '\\') {
+            esc[1] = 'x';
+            esc[2] = hex[c >> 4];
+            esc[3] = hex[c & 15];
+            len = 4;
+        }
+        tt_sbuf_put(b, esc, len);
+        s += run + 1;
+        n -= run + 1;
     }
-    putc('"', out);
+    tt_sbuf_put(b, "\"", 1);
 }
 
 /* The text listing builds each event's line in a tt_sbuf and writes it
@@ -149,20 +167,17 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
             tt_sbuf_u64(&l, e->shared_chunk);
             PUT_LITERAL(&l, " flags=");
             put_flag_names(&l, e->frame_flags, frame_names, N(frame_names));
-            bool with_text =
-                a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len;
-            if (!with_text) tt_sbuf_put(&l, "\n", 1);
+            if (a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len) {
+                PUT_LITERAL(&l, " text=");
+                put_c_escaped(&l, r->text + e->text_off, e->text_bytes);
+            }
+            PUT_LITERAL(&l, "\n");
             if (l.oom) { /* a line could not be built: said, not cut short */
                 fputs("(out of memory: the event listing stops here)\n", out);
                 tt_sbuf_free(&l);
                 return;
             }
             fwrite(l.p, 1, l.len, out);
-            if (with_text) {
-                fputs(" text=", out);
-                escaped(out, r->text + e->text_off, e->text_bytes);
-                putc('\n', out);
-            }
         }
     }
     tt_sbuf_free(&l);
