@@ -40,8 +40,8 @@ bool tt_env_flag(const char *name);
 int tt_grow(void *array_p, size_t *cap, size_t need, size_t elem, size_t min_cap);
 
 /* v in decimal, as "%" PRIu64 writes it, at out (no NUL). Returns the
- * number of digits, 1 to 20. Two digits a step from a table: the JSON
- * report and the event listings write millions of numbers. */
+ * number of digits, 1 to 20. Four digits a step, each pair from a table:
+ * the JSON report and the event listings write millions of numbers. */
 size_t tt_u64_decimal(uint64_t v, char out[20]);
 
 /* The clock's current time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
