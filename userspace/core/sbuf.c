@@ -55,7 +55,7 @@ void tt_sbuf_u64(tt_sbuf *b, uint64_t v)
     tt_sbuf_put(b, digits, tt_u64_decimal(v, digits));
 }
 
-void tt_sbuf_json_str(tt_sbuf *b, const char *s, size_t len)
+void tt_sbuf_quoted(tt_sbuf *b, const char *s, size_t len, size_t (*escape)(unsigned char c, char out[6]))
 {
     if (!tt_sbuf_reserve(b, len + 2)) return;
     b->p[b->len++] = '"';
@@ -64,12 +64,14 @@ void tt_sbuf_json_str(tt_sbuf *b, const char *s, size_t len)
         tt_sbuf_put(b, s, run);
         if (run == len) break;
         char esc[6];
-        tt_sbuf_put(b, esc, tt_json_escape_byte((unsigned char)s[run], esc));
+        tt_sbuf_put(b, esc, escape((unsigned char)s[run], esc));
         s += run + 1;
         len -= run + 1;
     }
     tt_sbuf_put(b, "\"", 1);
 }
+
+void tt_sbuf_json_str(tt_sbuf *b, const char *s, size_t len) { tt_sbuf_quoted(b, s, len, tt_json_escape_byte); }
 
 void tt_sbuf_consume(tt_sbuf *b, size_t n)
 {

@@ -36,6 +36,11 @@ static inline void tt_sbuf_put(tt_sbuf *b, const void *data, size_t len)
 void tt_sbuf_puts(tt_sbuf *b, const char *s);
 void tt_sbuf_printf(tt_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tt_sbuf_u64(tt_sbuf *b, uint64_t v);
+/* Append s[0..len) in double quotes: each byte core/json_escape.h says
+ * needs an escape ('"', '\\', control bytes, DEL) written as escape(c,
+ * out) spells it (at most 6 bytes, its length returned), the runs between
+ * them in one piece. */
+void tt_sbuf_quoted(tt_sbuf *b, const char *s, size_t len, size_t (*escape)(unsigned char c, char out[6]));
 /* Append s[0..len) as a quoted JSON string, escaped by the rule of
  * core/json_escape.h (control bytes and DEL as \u00XX; bytes >= 0x80
  * pass through unchanged). */

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/json_escape.h"
 #include "core/sbuf.h"
 #include "proto/event_frame.h"
 #include "report/json_writer.h"
@@ -33,35 +32,20 @@ static const char *const has_names[] = {"text", "reasoning", "tool-args", "usage
 /* A string literal onto a tt_sbuf: its length known where it is written. */
 #define PUT_LITERAL(b, s) tt_sbuf_put((b), (s), sizeof(s) - 1)
 
-/* s[0..n) in double quotes, C-style: \n \r \" \\, the other control bytes
- * and DEL as \xNN. The bytes that need it are those JSON escapes
- * (core/json_escape.h), so runs without one go on in one piece. */
-static void put_c_escaped(tt_sbuf *b, const char *s, size_t n)
+/* The C-style escape of c, a byte tt_sbuf_quoted escapes: \n \r \" \\,
+ * the other control bytes and DEL as \xNN. */
+static size_t c_escape_byte(unsigned char c, char out[6])
 {
     static const char hex[] = "0123456789abcdef";
-    tt_sbuf_put(b, "\"", 1);
-    for (;;) {
-        size_t run = tt_json_plain_run(s, n);
-        tt_sbuf_put(b, s, run);
-        if (run == n) break;
-        unsigned char c = (unsigned char)s[run];
-        char esc[4] = {'\\', (char)c, 0, 0};
-        size_t len = 2;
-        if (c == '\n') {
-            esc[1] = 'n';
-        } else if (c == '\r') {
-            esc[1] = 'r';
-        } else if (c != '"' && c != '\\') {
-            esc[1] = 'x';
-            esc[2] = hex[c >> 4];
-            esc[3] = hex[c & 15];
-            len = 4;
-        }
-        tt_sbuf_put(b, esc, len);
-        s += run + 1;
-        n -= run + 1;
+    out[0] = '\\';
+    if (c == '\n' || c == '\r' || c == '"' || c == '\\') {
+        out[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : (char)c;
+        return 2;
     }
-    tt_sbuf_put(b, "\"", 1);
+    out[1] = 'x';
+    out[2] = hex[c >> 4];
+    out[3] = hex[c & 15];
+    return 4;
 }
 
 /* The text listing builds each event's line in a tt_sbuf and writes it
@@ -169,7 +153,7 @@ void tt_report_events_text(FILE *out, const tt_analysis *a)
             put_flag_names(&l, e->frame_flags, frame_names, N(frame_names));
             if (a->with_text && r->text && e->kind == TT_EV_TOKEN && e->text_off + e->text_bytes <= r->text_len) {
                 PUT_LITERAL(&l, " text=");
-                put_c_escaped(&l, r->text + e->text_off, e->text_bytes);
+                tt_sbuf_quoted(&l, r->text + e->text_off, e->text_bytes, c_escape_byte);
             }
             PUT_LITERAL(&l, "\n");
             if (l.oom) { /* a line could not be built: said, not cut short */
